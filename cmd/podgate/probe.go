@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/probe"
+)
+
+func init() { register(newProbeCmd) }
+
+// exitProbeErrored is the exit code when the probe could not be carried out:
+// the kubelet would drop such a result and leave the container's state as
+// it was, which is neither success nor failure.
+const exitProbeErrored = 3
+
+func newProbeCmd() *cobra.Command {
+	var (
+		file   string
+		host   string
+		ports  []string
+		env    []string
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "probe -f PROBE.yaml [--host IP]",
+		Short: "Run one probe against a pod IP and print what the kubelet would conclude",
+		Long: `Run one probe — a corev1.Probe written as YAML or JSON — exactly as the kubelet
+would in one tick (including its retry of attempts that errored), and print
+the result, the message the kubelet would record, and how long it took.
+
+Exit status: 0 success or warning, 1 failure or invalid probe, 2 usage error,
+3 the probe errored (the kubelet would drop the result).`,
+		Example: `  podgate probe -f readiness.yaml --host 127.0.0.1
+  echo 'httpGet: {port: http, path: /readyz}' | podgate probe -f - --port http=8080
+  podgate probe -f liveness.json --env FILE=/tmp/healthy -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageErrorf("-f is required (a probe file, or - for standard input)")
+			}
+			if net.ParseIP(host) == nil {
+				return usageErrorf("--host %q is not an IP address", host)
+			}
+			if output != "text" && output != "json" {
+				return usageErrorf("-o %q: must be text or json", output)
+			}
+			target := probe.Target{PodIP: host}
+			for _, spec := range ports {
+				p, err := parseNamedPort(spec)
+				if err != nil {
+					return usageErrorf("--port %q: %v", spec, err)
+				}
+				target.Ports = append(target.Ports, p)
+			}
+			for _, spec := range env {
+				name, value, ok := strings.Cut(spec, "=")
+				if !ok || name == "" {
+					return usageErrorf("--env %q: want NAME=VALUE", spec)
+				}
+				target.Env = append(target.Env, corev1.EnvVar{Name: name, Value: value})
+			}
+			data, err := readInput(cmd.InOrStdin(), file)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			p, err := probe.ParseSnippet(data)
+			if err != nil {
+				return invalidf("%s: invalid probe:\n%v", displayName(file), err)
+			}
+
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := probe.NewRunner().Run(ctx, p, target)
+			if err := printOutcome(cmd.OutOrStdout(), output, out); err != nil {
+				return err
+			}
+			switch out.Result {
+			case probe.Success, probe.Warning:
+				return nil
+			case probe.Failure:
+				return withCode(exitInvalid)
+			default:
+				return withCode(exitProbeErrored)
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "probe as YAML or JSON (a corev1.Probe); - reads standard input")
+	f.StringVar(&host, "host", "127.0.0.1", "the pod IP the probe is aimed at")
+	f.StringArrayVar(&ports, "port", nil, "a container port NAME=NUMBER for named-port resolution (repeatable)")
+	f.StringArrayVar(&env, "env", nil, "a container env var NAME=VALUE for $(VAR) expansion in exec probes (repeatable)")
+	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func parseNamedPort(spec string) (corev1.ContainerPort, error) {
+	name, num, ok := strings.Cut(spec, "=")
+	if !ok || name == "" {
+		return corev1.ContainerPort{}, errors.New("want NAME=NUMBER")
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || n > 65535 {
+		return corev1.ContainerPort{}, fmt.Errorf("port number %q must be between 1 and 65535", num)
+	}
+	return corev1.ContainerPort{Name: name, ContainerPort: int32(n)}, nil
+}
+
+func readInput(stdin io.Reader, file string) ([]byte, error) {
+	if file == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading probe: %w", err)
+	}
+	return data, nil
+}
+
+func displayName(file string) string {
+	if file == "-" {
+		return "<stdin>"
+	}
+	return file
+}
+
+// probeReport is the JSON form of one tick's outcome.
+type probeReport struct {
+	Result     string  `json:"result"`
+	Message    string  `json:"message,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	Attempts   int     `json:"attempts"`
+	DurationMS float64 `json:"durationMs"`
+	// Kubelet says what the kubelet would do with the result.
+	Kubelet string `json:"kubelet"`
+}
+
+func kubeletVerdict(r probe.Result) string {
+	switch r {
+	case probe.Success:
+		return "counts as success"
+	case probe.Warning:
+		return "counts as success, recorded as a ProbeWarning event"
+	case probe.Failure:
+		return "counts as failure toward failureThreshold"
+	default:
+		return "dropped: the probe errored, the container's state is unchanged"
+	}
+}
+
+func printOutcome(w io.Writer, format string, o probe.Outcome) error {
+	rep := probeReport{
+		Result:     o.Result.String(),
+		Message:    o.Message,
+		Attempts:   o.Attempts,
+		DurationMS: float64(o.Duration.Microseconds()) / 1000,
+		Kubelet:    kubeletVerdict(o.Result),
+	}
+	if o.Err != nil {
+		rep.Error = o.Err.Error()
+	}
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(w, "Result:    %s\n", rep.Result)
+	if rep.Message != "" {
+		fmt.Fprintf(w, "Message:   %s\n", strings.TrimRight(rep.Message, "\n"))
+	}
+	fmt.Fprintf(w, "Duration:  %s (%d attempt%s)\n", o.Duration.Round(10*time.Microsecond), o.Attempts, plural(o.Attempts))
+	fmt.Fprintf(w, "Kubelet:   %s\n", rep.Kubelet)
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

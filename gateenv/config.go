@@ -1,0 +1,94 @@
+package gateenv
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Config is the gate's configuration as the injector writes it and the
+// gate reads it. Decode fills defaults for unset variables, so a decoded
+// Config is complete.
+type Config struct {
+	// ServingPort serves traffic and health checks (QUEUE_SERVING_PORT).
+	ServingPort int
+	// AdminPort serves /wait-for-drain and /probe/… (PODGATE_ADMIN_PORT).
+	AdminPort int
+	// MetricsPort serves /metrics (PODGATE_METRICS_PORT).
+	MetricsPort int
+	// UserPort is the serving container's port (USER_PORT).
+	UserPort int
+	// UpstreamHost is where the serving container and host-less probes are
+	// reached (PODGATE_UPSTREAM_HOST, default 127.0.0.1).
+	UpstreamHost string
+
+	// ContainerConcurrency caps requests in flight; 0 is unlimited.
+	ContainerConcurrency int
+	// RevisionTimeout is the request timeout; 0 means none.
+	RevisionTimeout time.Duration
+
+	// Identity (SERVING_*). Pod and PodIP come from the downward API and
+	// are never encoded; see DownwardAPIEnv.
+	Namespace     string
+	Service       string
+	Configuration string
+	Revision      string
+	Pod           string
+	PodIP         string
+
+	// MultiContainerProbes selects the list form of SERVING_READINESS_PROBE.
+	MultiContainerProbes bool
+	// ReadinessProbes are the probes the gate runs itself, serving
+	// container first. Every one has an httpGet, tcpSocket or grpc handler
+	// with a numeric port.
+	ReadinessProbes []*corev1.Probe
+	// ReadinessContainers[i] owns ReadinessProbes[i]; nil when the
+	// variable is unset (a plain Knative queue-proxy configuration).
+	ReadinessContainers []string
+	// DelegatedReadiness are containers whose readiness the node agent or
+	// kubelet decides (exec probes); the gate asks the status source.
+	DelegatedReadiness []string
+	// Containers is every container the gate answers for.
+	Containers []string
+	// RoutedProbes maps a container to its original liveness and startup
+	// probes, run by the gate when the kubelet calls /probe/….
+	RoutedProbes map[string]RoutedProbes
+
+	// DrainQuietPeriod: exit once no request arrived for this long.
+	DrainQuietPeriod time.Duration
+	// StatusSource is "kubernetes", "none" or the http:// URL of the local
+	// node agent's control API.
+	StatusSource string
+}
+
+// RoutedProbes are a container's original liveness and startup probes.
+// Named ports are already resolved to numbers.
+type RoutedProbes struct {
+	Liveness *corev1.Probe `json:"liveness,omitempty"`
+	Startup  *corev1.Probe `json:"startup,omitempty"`
+}
+
+// Probe returns the routed probe of the given kind, or nil.
+func (r RoutedProbes) Probe(kind ProbeKind) *corev1.Probe {
+	switch kind {
+	case Liveness:
+		return r.Liveness
+	case Startup:
+		return r.Startup
+	}
+	return nil
+}
+
+// Defaults is the configuration of a gate whose environment sets nothing.
+func Defaults() Config {
+	return Config{
+		ServingPort:      DefaultServingPort,
+		AdminPort:        DefaultAdminPort,
+		MetricsPort:      DefaultMetricsPort,
+		UserPort:         DefaultUserPort,
+		UpstreamHost:     "127.0.0.1",
+		RevisionTimeout:  DefaultRevisionTimeoutSeconds * time.Second,
+		DrainQuietPeriod: DefaultDrainQuietPeriodSeconds * time.Second,
+		StatusSource:     StatusSourceNone,
+	}
+}

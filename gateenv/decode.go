@@ -1,0 +1,324 @@
+package gateenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Decode reads the configuration from the environment (getenv is os.Getenv
+// in the gate). Unset variables take their defaults. Every malformed value
+// is reported, each as "NAME: problem", joined into one error; the Config
+// returned alongside holds whatever could be read.
+func Decode(getenv func(string) string) (Config, error) {
+	d := decoder{getenv: getenv}
+	c := Defaults()
+
+	d.port(EnvQueueServingPort, &c.ServingPort, true)
+	d.port(EnvAdminPort, &c.AdminPort, true)
+	d.port(EnvMetricsPort, &c.MetricsPort, true)
+	d.port(EnvUserPort, &c.UserPort, false)
+	d.host(EnvUpstreamHost, &c.UpstreamHost)
+	d.nonNegative(EnvContainerConcurrency, &c.ContainerConcurrency)
+	var timeout int
+	if d.nonNegative(EnvRevisionTimeoutSeconds, &timeout) {
+		c.RevisionTimeout = time.Duration(timeout) * time.Second
+	}
+
+	c.Namespace = getenv(EnvServingNamespace)
+	c.Service = getenv(EnvServingService)
+	c.Configuration = getenv(EnvServingConfiguration)
+	c.Revision = getenv(EnvServingRevision)
+	c.Pod = getenv(EnvServingPod)
+	c.PodIP = getenv(EnvServingPodIP)
+	if c.PodIP != "" && net.ParseIP(c.PodIP) == nil {
+		d.fail(EnvServingPodIP, "%q is not an IP address", c.PodIP)
+	}
+
+	d.boolean(EnvMultiContainerProbes, &c.MultiContainerProbes)
+	c.ReadinessProbes = d.readinessProbes(c.MultiContainerProbes)
+	c.ReadinessContainers = d.names(EnvReadinessContainers)
+	if c.ReadinessContainers != nil && len(c.ReadinessContainers) != len(c.ReadinessProbes) {
+		d.fail(EnvReadinessContainers, "names %d containers but %s holds %d probes",
+			len(c.ReadinessContainers), EnvServingReadinessProbe, len(c.ReadinessProbes))
+	}
+	c.DelegatedReadiness = d.names(EnvDelegatedReadiness)
+	c.Containers = d.names(EnvContainers)
+	c.RoutedProbes = d.routedProbes()
+
+	if v := getenv(EnvDrainQuietPeriod); v != "" {
+		p, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			d.fail(EnvDrainQuietPeriod, "%q is not a duration (like 30s): %v", v, err)
+		case p < 0:
+			d.fail(EnvDrainQuietPeriod, "%q is negative", v)
+		default:
+			c.DrainQuietPeriod = p
+		}
+	}
+	d.statusSource(&c.StatusSource)
+	if len(c.DelegatedReadiness) > 0 && c.StatusSource == StatusSourceNone {
+		d.fail(EnvStatusSource, "is %q, but %s lists containers whose readiness only a status source knows",
+			StatusSourceNone, EnvDelegatedReadiness)
+	}
+	return c, errors.Join(d.errs...)
+}
+
+type decoder struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (d *decoder) fail(name, format string, args ...any) {
+	d.errs = append(d.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+// port reads a TCP port; listen ports may be 0 (pick a free one).
+func (d *decoder) port(name string, dst *int, zeroOK bool) {
+	v := d.getenv(name)
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	lo := 1
+	if zeroOK {
+		lo = 0
+	}
+	if err != nil || n < lo || n > 65535 {
+		d.fail(name, "%q is not a port number (%d-65535)", v, lo)
+		return
+	}
+	*dst = n
+}
+
+func (d *decoder) nonNegative(name string, dst *int) bool {
+	v := d.getenv(name)
+	if v == "" {
+		return false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		d.fail(name, "%q is not a whole number >= 0", v)
+		return false
+	}
+	*dst = n
+	return true
+}
+
+func (d *decoder) boolean(name string, dst *bool) {
+	v := d.getenv(name)
+	if v == "" {
+		return
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		d.fail(name, "%q is not true or false", v)
+		return
+	}
+	*dst = b
+}
+
+func (d *decoder) host(name string, dst *string) {
+	v := d.getenv(name)
+	if v == "" {
+		return
+	}
+	if net.ParseIP(v) == nil && !isHostname(v) {
+		d.fail(name, "%q is not an IP address or host name", v)
+		return
+	}
+	*dst = v
+}
+
+// isHostname accepts DNS names made of letters, digits, '-' and '.'.
+func isHostname(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// names reads a comma-separated list of container names; nil when unset.
+func (d *decoder) names(name string) []string {
+	v := d.getenv(name)
+	if v == "" {
+		return nil
+	}
+	parts := strings.Split(v, ",")
+	seen := make(map[string]bool, len(parts))
+	out := make([]string, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+			d.fail(name, "entry %d of %q is empty", i+1, v)
+			continue
+		case seen[p]:
+			d.fail(name, "%q is listed twice", p)
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+func (d *decoder) readinessProbes(multi bool) []*corev1.Probe {
+	v := strings.TrimSpace(d.getenv(EnvServingReadinessProbe))
+	if v == "" {
+		return nil
+	}
+	name := EnvServingReadinessProbe
+	var probes []*corev1.Probe
+	if strings.HasPrefix(v, "[") {
+		if !multi {
+			d.fail(name, "is a JSON array, which needs %s=true", EnvMultiContainerProbes)
+			return nil
+		}
+		if err := strictJSON(v, &probes); err != nil {
+			d.fail(name, "not a JSON array of probes: %v", err)
+			return nil
+		}
+	} else {
+		p := &corev1.Probe{}
+		if err := strictJSON(v, p); err != nil {
+			d.fail(name, "not a JSON probe: %v", err)
+			return nil
+		}
+		probes = []*corev1.Probe{p}
+	}
+	for i, p := range probes {
+		where := "the probe"
+		if multi {
+			where = fmt.Sprintf("probe %d", i)
+		}
+		if err := runnable(p); err != nil {
+			d.fail(name, "%s: %v", where, err)
+		}
+	}
+	return probes
+}
+
+func (d *decoder) routedProbes() map[string]RoutedProbes {
+	v := d.getenv(EnvRoutedProbes)
+	if v == "" {
+		return nil
+	}
+	var m map[string]RoutedProbes
+	if err := strictJSON(v, &m); err != nil {
+		d.fail(EnvRoutedProbes, "not a JSON object of container → {liveness, startup}: %v", err)
+		return nil
+	}
+	for c, rp := range m {
+		if c == "" {
+			d.fail(EnvRoutedProbes, "a container name is empty")
+		}
+		for _, kind := range []ProbeKind{Liveness, Startup} {
+			if p := rp.Probe(kind); p != nil {
+				if err := runnable(p); err != nil {
+					d.fail(EnvRoutedProbes, "%s %s probe: %v", c, kind, err)
+				}
+			}
+		}
+	}
+	return m
+}
+
+func (d *decoder) statusSource(dst *string) {
+	v := d.getenv(EnvStatusSource)
+	switch v {
+	case "":
+		return
+	case StatusSourceKubernetes, StatusSourceNone:
+		*dst = v
+		return
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		d.fail(EnvStatusSource, "%q is neither %q, %q nor an http:// URL of the node agent's API",
+			v, StatusSourceKubernetes, StatusSourceNone)
+		return
+	}
+	*dst = v
+}
+
+// strictJSON decodes one JSON value, rejecting unknown fields and trailing
+// data, so a typo in a hand-written variable does not pass silently.
+func strictJSON(s string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// runnable checks that the gate can run p itself: one network handler with
+// a numeric port (the gate cannot resolve a container's port names).
+func runnable(p *corev1.Probe) error {
+	if p == nil {
+		return errors.New("is null")
+	}
+	n := 0
+	var err error
+	if h := p.HTTPGet; h != nil {
+		n++
+		err = numericPort(h.Port)
+		if s := h.Scheme; s != "" && !strings.EqualFold(string(s), "http") && !strings.EqualFold(string(s), "https") {
+			err = fmt.Errorf("httpGet scheme %q is neither HTTP nor HTTPS", s)
+		}
+	}
+	if t := p.TCPSocket; t != nil {
+		n++
+		err = numericPort(t.Port)
+	}
+	if g := p.GRPC; g != nil {
+		n++
+		if g.Port < 1 || g.Port > 65535 {
+			err = fmt.Errorf("grpc port %d is not in 1-65535", g.Port)
+		}
+	}
+	if p.Exec != nil {
+		return errors.New("exec probes run in their container, not in the gate: list the container in " + EnvDelegatedReadiness)
+	}
+	switch {
+	case n == 0:
+		return errors.New("has no httpGet, tcpSocket or grpc handler")
+	case n > 1:
+		return errors.New("has more than one handler")
+	}
+	return err
+}
+
+func numericPort(p intstr.IntOrString) error {
+	if p.Type == intstr.String {
+		return fmt.Errorf("port %q is a name; the gate needs a number", p.StrVal)
+	}
+	if p.IntVal < 1 || p.IntVal > 65535 {
+		return fmt.Errorf("port %d is not in 1-65535", p.IntVal)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package gateenv
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Encode writes the configuration as container environment, in a fixed
+// order. Knative's variables are always written, as queue-proxy expects
+// them; podgate's only when they differ from what an unset variable means,
+// except the drain quiet period and status source, which are written so a
+// reader of the pod spec sees them. Pod and PodIP are left to
+// DownwardAPIEnv.
+func (c Config) Encode() []corev1.EnvVar {
+	d := Defaults()
+	// More than one probe only fits the list form.
+	multi := c.MultiContainerProbes || len(c.ReadinessProbes) > 1
+	env := []corev1.EnvVar{
+		{Name: EnvServingNamespace, Value: c.Namespace},
+		{Name: EnvServingService, Value: c.Service},
+		{Name: EnvServingConfiguration, Value: c.Configuration},
+		{Name: EnvServingRevision, Value: c.Revision},
+		{Name: EnvQueueServingPort, Value: strconv.Itoa(c.ServingPort)},
+		{Name: EnvUserPort, Value: strconv.Itoa(c.UserPort)},
+		{Name: EnvContainerConcurrency, Value: strconv.Itoa(c.ContainerConcurrency)},
+		{Name: EnvRevisionTimeoutSeconds, Value: strconv.FormatInt(int64(c.RevisionTimeout.Seconds()), 10)},
+		{Name: EnvMultiContainerProbes, Value: strconv.FormatBool(multi)},
+		{Name: EnvServingReadinessProbe, Value: encodeProbes(c.ReadinessProbes, multi)},
+	}
+	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
+	if c.ReadinessContainers != nil {
+		add(EnvReadinessContainers, strings.Join(c.ReadinessContainers, ","))
+	}
+	if len(c.DelegatedReadiness) > 0 {
+		add(EnvDelegatedReadiness, strings.Join(c.DelegatedReadiness, ","))
+	}
+	if len(c.Containers) > 0 {
+		add(EnvContainers, strings.Join(c.Containers, ","))
+	}
+	if len(c.RoutedProbes) > 0 {
+		// Map keys are sorted by encoding/json: the output is stable.
+		b, _ := json.Marshal(c.RoutedProbes)
+		add(EnvRoutedProbes, string(b))
+	}
+	add(EnvDrainQuietPeriod, c.DrainQuietPeriod.String())
+	add(EnvStatusSource, c.StatusSource)
+	if c.UpstreamHost != d.UpstreamHost && c.UpstreamHost != "" {
+		add(EnvUpstreamHost, c.UpstreamHost)
+	}
+	if c.AdminPort != d.AdminPort {
+		add(EnvAdminPort, strconv.Itoa(c.AdminPort))
+	}
+	if c.MetricsPort != d.MetricsPort {
+		add(EnvMetricsPort, strconv.Itoa(c.MetricsPort))
+	}
+	return env
+}
+
+// encodeProbes writes SERVING_READINESS_PROBE: one object, or an array in
+// multi-container mode. No probes is the empty string ("always ready").
+func encodeProbes(probes []*corev1.Probe, multi bool) string {
+	if len(probes) == 0 {
+		return ""
+	}
+	var b []byte
+	if multi {
+		b, _ = json.Marshal(probes)
+	} else {
+		b, _ = json.Marshal(probes[0])
+	}
+	return string(b)
+}
+
+// DownwardAPIEnv are the variables whose values only the pod knows: its
+// name and IP. In local mode the gate also reaches its siblings at the pod
+// IP, because each local pod has its own loopback address.
+func DownwardAPIEnv(local bool) []corev1.EnvVar {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+		}}
+	}
+	env := []corev1.EnvVar{
+		field(EnvServingPod, "metadata.name"),
+		field(EnvServingPodIP, "status.podIP"),
+	}
+	if local {
+		env = append(env, field(EnvUpstreamHost, "status.podIP"))
+	}
+	return env
+}

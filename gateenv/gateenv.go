@@ -1,0 +1,114 @@
+// Package gateenv is the contract between the injector (package podspec)
+// and the gate sidecar (`podgate gate`): the environment variables the gate
+// is configured with, its ports and its admin paths.
+//
+// The Knative names are queue-proxy's own, with the same meaning and format,
+// so a pod spec written for Knative's queue-proxy configures the gate too
+// (shared/FACTS.md §4). What Knative lacks carries a PODGATE_ prefix; a
+// queue-proxy image ignores those.
+//
+// The package is a leaf: it imports only the Kubernetes API types and the
+// standard library, so both sides can depend on it.
+package gateenv
+
+// Knative queue-proxy variables.
+const (
+	// EnvServingReadinessProbe holds the readiness probes the gate runs
+	// itself: one JSON corev1.Probe, or with EnvMultiContainerProbes=true a
+	// JSON array (serving container first, then sidecars). Empty means
+	// "always ready" as far as the gate's own probing goes.
+	EnvServingReadinessProbe = "SERVING_READINESS_PROBE"
+	// EnvMultiContainerProbes selects the array form of
+	// SERVING_READINESS_PROBE ("true"/"false").
+	EnvMultiContainerProbes = "ENABLE_MULTI_CONTAINER_PROBES"
+	// EnvQueueServingPort is the port the gate serves traffic and health
+	// checks on.
+	EnvQueueServingPort = "QUEUE_SERVING_PORT"
+	// EnvUserPort is the serving container's port, where traffic goes.
+	EnvUserPort = "USER_PORT"
+	// EnvContainerConcurrency limits requests in flight to the serving
+	// container; 0 means unlimited.
+	EnvContainerConcurrency = "CONTAINER_CONCURRENCY"
+	// EnvRevisionTimeoutSeconds is the request timeout in whole seconds.
+	EnvRevisionTimeoutSeconds = "REVISION_TIMEOUT_SECONDS"
+
+	EnvServingNamespace     = "SERVING_NAMESPACE"
+	EnvServingService       = "SERVING_SERVICE"
+	EnvServingConfiguration = "SERVING_CONFIGURATION"
+	EnvServingRevision      = "SERVING_REVISION"
+	// EnvServingPod and EnvServingPodIP come from the downward API
+	// (metadata.name, status.podIP), see DownwardAPIEnv.
+	EnvServingPod   = "SERVING_POD"
+	EnvServingPodIP = "SERVING_POD_IP"
+)
+
+// podgate additions.
+const (
+	// EnvReadinessContainers names, comma-separated, the container each
+	// entry of SERVING_READINESS_PROBE belongs to, in the same order.
+	EnvReadinessContainers = "PODGATE_READINESS_CONTAINERS"
+	// EnvDelegatedReadiness names, comma-separated, the containers whose
+	// readiness probe stays with the node agent or kubelet (exec probes,
+	// which the gate cannot run); the gate learns their verdict from the
+	// status source.
+	EnvDelegatedReadiness = "PODGATE_DELEGATED_READINESS"
+	// EnvRoutedProbes is a JSON object: container name → {"liveness":
+	// probe, "startup": probe}, the original probes the kubelet now reaches
+	// through the gate's /probe/<container>/<kind> endpoint.
+	EnvRoutedProbes = "PODGATE_ROUTED_PROBES"
+	// EnvDrainQuietPeriod is how long no request may arrive before a
+	// draining gate exits (Go duration, e.g. "30s").
+	EnvDrainQuietPeriod = "PODGATE_DRAIN_QUIET_PERIOD"
+	// EnvStatusSource says where the gate reads container status from:
+	// "kubernetes", "none", or the http:// URL of the local node agent's
+	// control API.
+	EnvStatusSource = "PODGATE_STATUS_SOURCE"
+	// EnvContainers names, comma-separated, every container of the pod the
+	// gate answers for (all but the gate itself).
+	EnvContainers = "PODGATE_CONTAINERS"
+	// EnvUpstreamHost is the address the gate dials for the serving
+	// container and for probes that name no host (and gRPC probes, which
+	// cannot). Unset means 127.0.0.1, as queue-proxy does; in local mode,
+	// where every pod has its own loopback address, it is the pod IP.
+	EnvUpstreamHost = "PODGATE_UPSTREAM_HOST"
+	// EnvAdminPort and EnvMetricsPort move the admin and metrics listeners
+	// (tests use 0 for a free port).
+	EnvAdminPort   = "PODGATE_ADMIN_PORT"
+	EnvMetricsPort = "PODGATE_METRICS_PORT"
+)
+
+// Ports, names and paths of the gate.
+const (
+	// ContainerName is the gate container's name in an injected pod.
+	ContainerName = "podgate"
+	// DefaultImage is the gate image unless the injector is told otherwise.
+	DefaultImage = "ghcr.io/podgate/podgate"
+
+	// DefaultServingPort serves traffic and health checks (queue-proxy's 8012).
+	DefaultServingPort = 8012
+	// DefaultAdminPort serves /wait-for-drain and /probe/… (queue-proxy's 8022).
+	DefaultAdminPort = 8022
+	// DefaultMetricsPort serves Prometheus /metrics.
+	DefaultMetricsPort = 9091
+	// DefaultUserPort is Knative's port for a serving container that
+	// declares none.
+	DefaultUserPort = 8080
+	// DefaultRevisionTimeoutSeconds is Knative's default request timeout.
+	DefaultRevisionTimeoutSeconds = 300
+	// DefaultDrainQuietPeriodSeconds is queue-proxy's drain quiet period.
+	DefaultDrainQuietPeriodSeconds = 30
+
+	// DrainPath blocks a container's preStop until the gate has drained.
+	DrainPath = "/wait-for-drain"
+	// ProbePathPrefix starts /probe/<container>/<liveness|startup>.
+	ProbePathPrefix = "/probe/"
+
+	// ProbeHeaderName/ProbeHeaderValue mark the kubelet's readiness probe
+	// of the gate as a health check (Knative's K-Network-Probe: queue).
+	ProbeHeaderName  = "K-Network-Probe"
+	ProbeHeaderValue = "queue"
+
+	// Status sources other than a control API URL.
+	StatusSourceKubernetes = "kubernetes"
+	StatusSourceNone       = "none"
+)

@@ -1,0 +1,74 @@
+package probe
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// expandCommand expands $(VAR) in an exec probe's argv from the container's
+// env, with the kubelet's rules:
+//   - $(NAME) becomes the value of the last env entry called NAME. An entry
+//     set with valueFrom counts, with its empty static value: the kubelet
+//     expands only static values and does not skip the others.
+//   - $(NAME) for a name not in env stays as written.
+//   - $$ is an escaped $.
+//   - a $ before anything else, or an unclosed $(, stays as written.
+//
+// There is no shell: the result is the argv to run.
+func expandCommand(argv []string, env []corev1.EnvVar) []string {
+	needed := false
+	for _, a := range argv {
+		if strings.IndexByte(a, '$') >= 0 {
+			needed = true
+			break
+		}
+	}
+	if !needed {
+		return argv
+	}
+	vars := make(map[string]string, len(env))
+	for _, e := range env {
+		vars[e.Name] = e.Value
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = expandVars(a, vars)
+	}
+	return out
+}
+
+func expandVars(s string, vars map[string]string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch next := s[i+1]; next {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString("$(")
+				i++
+				continue
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := vars[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+			b.WriteByte(next)
+			i++
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,178 @@
+package probe
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// MaxHTTPBody is how much of a response body an HTTP probe reads (10 KiB,
+// as the kubelet). A longer body is cut, not an error.
+const MaxHTTPBody = 10 << 10
+
+// maxRedirects: the kubelet follows nine same-host redirects; the tenth
+// fails the probe.
+const maxRedirects = 10
+
+// newHTTPTransport is the one transport every HTTP probe shares. Sharing is
+// safe because keep-alives are off: each attempt still gets a fresh
+// connection, as with the kubelet, but nothing is rebuilt per attempt.
+func newHTTPTransport(d *net.Dialer) *http.Transport {
+	return &http.Transport{
+		// Probes go straight to the container: proxy env vars would route
+		// them through the node's proxy, so the kubelet ignores them.
+		Proxy:       nil,
+		DialContext: d.DialContext,
+		// Containers serve self-signed certificates; the kubelet never
+		// verifies and presents no client certificate.
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet semantics
+		TLSHandshakeTimeout: 10 * time.Second,
+		DisableKeepAlives:   true,
+		// No Accept-Encoding of our own (a user's passes through untouched).
+		DisableCompression: true,
+		// The kubelet's transport is configured for HTTP/2, so an HTTPS
+		// server that offers h2 is probed over h2.
+		ForceAttemptHTTP2: true,
+	}
+}
+
+func (r *Runner) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, t Target, timeout time.Duration) (Result, string, error) {
+	req, err := r.newHTTPRequest(ctx, h, t)
+	if err != nil {
+		return Error, "", err
+	}
+	client := http.Client{Transport: r.transport, Timeout: timeout, CheckRedirect: sameHostRedirects}
+	res, err := client.Do(req)
+	if err != nil {
+		// Refused, timed out before headers, too many redirects: the
+		// container failed, and the message is the client's error text.
+		return Failure, err.Error(), nil
+	}
+	defer func() { _ = res.Body.Close() }()
+
+	buf := bodyBufs.Get().(*[MaxHTTPBody]byte)
+	defer bodyBufs.Put(buf)
+	n, err := readAtMost(res.Body, buf[:])
+	if err != nil {
+		// The headers arrived but the body broke (timeout, unexpected EOF):
+		// the kubelet counts that as a probe error, so the tick retries.
+		return Error, "", err
+	}
+	switch code := res.StatusCode; {
+	case code >= 200 && code < 300:
+		return Success, "", nil
+	case code >= 300 && code < 400:
+		// A redirect that was not followed (other host, no Location, 304)
+		// still counts as success, with a warning.
+		return Warning, "Probe terminated redirects, Response body: " + string(buf[:n]), nil
+	default:
+		// The body is deliberately left out, as the kubelet does.
+		return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code), nil
+	}
+}
+
+var bodyBufs = sync.Pool{New: func() any { return new([MaxHTTPBody]byte) }}
+
+// readAtMost fills buf from r until EOF or buf is full; a full buf means the
+// body was cut, which is not an error. (io.ReadFull would not do: it reports
+// a short body as io.ErrUnexpectedEOF, the same error net/http gives for a
+// body that breaks off, and only the latter is a probe error.)
+func readAtMost(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// newHTTPRequest builds the request as the kubelet does, quirks included.
+func (r *Runner) newHTTPRequest(ctx context.Context, h *corev1.HTTPGetAction, t Target) (*http.Request, error) {
+	scheme := strings.ToLower(string(h.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	host := h.Host
+	if host == "" {
+		host = t.PodIP
+	}
+	port, err := resolvePort(h.Port, t.Ports)
+	if err != nil {
+		return nil, err
+	}
+	u := probeURL(scheme, host, port, h.Path)
+
+	headers := make(http.Header, len(h.HTTPHeaders)+2)
+	for _, hd := range h.HTTPHeaders {
+		headers.Add(hd.Name, hd.Value)
+	}
+	// Any user User-Agent, even empty, replaces ours. net/http then sends
+	// only the first value, and none when that is empty.
+	if _, ok := headers["User-Agent"]; !ok {
+		headers.Set("User-Agent", r.userAgent)
+	}
+	// Only the first Accept decides: an empty first value drops them all,
+	// while ["x", ""] keeps both.
+	if _, ok := headers["Accept"]; !ok {
+		headers.Set("Accept", "*/*")
+	} else if headers.Get("Accept") == "" {
+		headers.Del("Accept")
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = headers
+	// A Host header names the virtual host; it plays no part in redirects.
+	req.Host = headers.Get("Host")
+	return req, nil
+}
+
+// probeURL joins the probe's parts. The path is parsed as a URL so a query
+// survives; a path that does not parse is kept verbatim as a path, which
+// then goes out escaped ("/%zz?a=b" is sent as "/%25zz%3Fa=b"). A path
+// without a leading "/" gets one when the URL is written.
+func probeURL(scheme, host string, port int, path string) *url.URL {
+	u, err := url.Parse(path)
+	if err != nil {
+		u = &url.URL{Path: path}
+	}
+	u.Scheme = scheme
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	return u
+}
+
+// errTooManyRedirects is net/http's own wording for the same limit.
+var errTooManyRedirects = errors.New("stopped after 10 redirects")
+
+// sameHostRedirects follows a redirect only to the hostname of the first
+// request, compared as strings: "localhost" and "127.0.0.1" differ, while
+// the port and scheme may change. Anything else ends the chain and the 3xx
+// itself becomes the answer (a Warning).
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= maxRedirects {
+		return errTooManyRedirects
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// KubeletVersion is the major.minor of the kubelet podgate imitates. We
+// build against k8s.io/api v0.37, i.e. Kubernetes 1.37, so probes say
+// "kube-probe/1.37" like that kubelet would.
+const KubeletVersion = "1.37"
+
+// MaxAttempts is how many attempts one tick makes at most. Only attempts
+// that *error* are retried, at once and within the same tick, like the
+// kubelet's maxProbeRetries; a Failure ends the tick.
+const MaxAttempts = 3
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithKubeletVersion sets the "major.minor" that names the User-Agent of
+// HTTP and gRPC probes ("kube-probe/<version>"). Default KubeletVersion.
+func WithKubeletVersion(version string) Option {
+	return func(r *Runner) { r.userAgent = "kube-probe/" + version }
+}
+
+// WithExecutor sets the Executor for exec probes whose Target has none.
+// Default HostExecutor{} (runs on this host, inheriting its environment).
+func WithExecutor(e Executor) Option {
+	return func(r *Runner) { r.exec = e }
+}
+
+// Runner runs probes. It is safe for concurrent use; one Runner should serve
+// every worker, because it holds the HTTP transport they share.
+type Runner struct {
+	userAgent string
+	exec      Executor
+	dialer    *net.Dialer
+	transport *http.Transport
+}
+
+// NewRunner returns a Runner with the kubelet's defaults.
+func NewRunner(opts ...Option) *Runner {
+	r := &Runner{
+		userAgent: "kube-probe/" + KubeletVersion,
+		exec:      HostExecutor{},
+		dialer:    probeDialer(),
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	r.transport = newHTTPTransport(r.dialer)
+	return r
+}
+
+// UserAgent is the User-Agent HTTP probes send unless the probe sets one.
+func (r *Runner) UserAgent() string { return r.userAgent }
+
+// Run is one tick of a kubelet probe worker: an attempt, repeated at once
+// while it errors, up to MaxAttempts. Each attempt is bounded by the probe's
+// timeoutSeconds (0 counts as 1s, the API default). When ctx ends (the
+// worker stops) the tick ends with Result Error, which callers discard.
+func (r *Runner) Run(ctx context.Context, p *corev1.Probe, t Target) Outcome {
+	start := time.Now()
+	timeout := attemptTimeout(p)
+	var o Outcome
+	for o.Attempts < MaxAttempts {
+		o.Attempts++
+		o.Result, o.Message, o.Err = r.attempt(ctx, p, t, timeout)
+		if o.Err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	o.Duration = time.Since(start)
+	return o
+}
+
+// Attempt makes exactly one attempt, without the retry of errors, bounded by
+// timeout (or by the probe's timeoutSeconds when timeout <= 0). It is for
+// callers with their own cadence, such as Knative's aggressive readiness
+// (100 ms per attempt).
+func (r *Runner) Attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) Outcome {
+	start := time.Now()
+	if timeout <= 0 {
+		timeout = attemptTimeout(p)
+	}
+	var o Outcome
+	o.Attempts = 1
+	o.Result, o.Message, o.Err = r.attempt(ctx, p, t, timeout)
+	o.Duration = time.Since(start)
+	return o
+}
+
+// errNoHandler is the error of a probe with no handler; the kubelet treats
+// it as a probe error too.
+var errNoHandler = errors.New("missing probe handler")
+
+// attempt runs the probe's handler once. Handlers report an error only for
+// what the kubelet counts as a probe error; a returned error always comes
+// with Result Error and a Message equal to its text.
+func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) (Result, string, error) {
+	var (
+		res Result
+		msg string
+		err error
+	)
+	switch {
+	case p == nil:
+		err = errNoHandler
+	case p.Exec != nil: // the kubelet's order of handlers
+		res, msg, err = r.execProbe(ctx, p.Exec, t, timeout)
+	case p.HTTPGet != nil:
+		res, msg, err = r.httpProbe(ctx, p.HTTPGet, t, timeout)
+	case p.TCPSocket != nil:
+		res, msg, err = r.tcpProbe(ctx, p.TCPSocket, t, timeout)
+	case p.GRPC != nil:
+		res, msg, err = r.grpcProbe(ctx, p.GRPC, t, timeout)
+	default:
+		err = errNoHandler
+	}
+	// A stopped worker must not record what a cancelled attempt saw (a
+	// refused dial, a killed command): report it as a discarded error.
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return Error, err.Error(), err
+	}
+	return res, msg, nil
+}
+
+// attemptTimeout is the probe's timeoutSeconds; unset counts as the API
+// default of 1s.
+func attemptTimeout(p *corev1.Probe) time.Duration {
+	if p == nil || p.TimeoutSeconds <= 0 {
+		return time.Second
+	}
+	return time.Duration(p.TimeoutSeconds) * time.Second
+}
