@@ -2,6 +2,7 @@ package testapp_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,4 +115,30 @@ func TestNoGRPCWithoutAddr(t *testing.T) {
 	if got := s.GRPCAddr(); got != "" {
 		t.Errorf("GRPCAddr() = %q without a gRPC address, want empty", got)
 	}
+}
+
+// Concurrent flips must leave the gRPC status equal to the HTTP answer: the
+// last flip wins in both.
+func TestConcurrentTogglesKeepGRPCConsistent(t *testing.T) {
+	s, _ := startApp(t, testapp.Config{GRPCAddr: "127.0.0.1:0"})
+	const workers, flipsEach = 4, 10 // an even total: ends ready
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range flipsEach {
+				resp, err := newClient().Post(s.URL()+"/toggleReady", "", nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if !s.Ready() {
+		t.Fatalf("after %d flips Ready() = false, want true", workers*flipsEach)
+	}
+	expect(t, s, "GET", "/readyz", 200, "")
+	checkAll(t, healthClient(t, s.GRPCAddr()), want{"": serving, testapp.GRPCServiceReadiness: serving})
 }

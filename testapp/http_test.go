@@ -1,7 +1,10 @@
 package testapp_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +252,40 @@ func TestRedirectFollowedLandsOnTarget(t *testing.T) {
 	if s.Ready() {
 		t.Error("the redirect target /toggleReady?set=false did not run")
 	}
+}
+
+// FuzzRedirect: any loc and code either redirect with a 3xx or are refused
+// with a 400, never a panic or another status.
+func FuzzRedirect(f *testing.F) {
+	f.Add("/readyz", "")
+	f.Add("http://127.0.0.2:8080/x", "307")
+	f.Add("", "302")
+	f.Add("//evil", "399")
+	f.Add("/%zz?a=b", "-1")
+	s, err := testapp.Start(testapp.Config{}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, loc, code string) {
+		q := url.Values{}
+		if loc != "" {
+			q.Set("loc", loc)
+		}
+		if code != "" {
+			q.Set("code", code)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/redirect?"+q.Encode(), nil))
+		switch {
+		case rec.Code == http.StatusBadRequest:
+		case rec.Code >= 300 && rec.Code <= 399:
+			if rec.Header().Get("Location") == "" && loc != "" {
+				t.Errorf("loc=%q code=%q: %d without Location", loc, code, rec.Code)
+			}
+		default:
+			t.Errorf("loc=%q code=%q: status %d, want 3xx or 400", loc, code, rec.Code)
+		}
+	})
 }
