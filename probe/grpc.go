@@ -34,6 +34,8 @@ func (r *Runner) grpcProbe(ctx context.Context, g *corev1.GRPCAction, t Target, 
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// grpc-go appends " grpc-go/<version>" to this.
 		grpc.WithUserAgent(r.userAgent),
+		// Like the HTTP transport, a probe goes straight to the container.
+		grpc.WithNoProxy(),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			return r.dialer.DialContext(ctx, "tcp", a)
 		}),

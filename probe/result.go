@@ -50,7 +50,9 @@ func (r Result) Passed() bool { return r == Success || r == Warning }
 type Outcome struct {
 	Result Result
 	// Message is what the kubelet would record: the failure reason, the
-	// warning text, or exec output. Empty on a plain success.
+	// warning text, or exec output (an exec probe carries its output on
+	// success too). Empty on an HTTP/TCP/gRPC success. For Error it is
+	// Err's text.
 	Message string
 	// Err is set when Result is Error (the last attempt's error).
 	Err error
@@ -77,8 +79,10 @@ type Target struct {
 
 // Executor runs an exec probe's argv in a container's context and returns
 // its combined output (stdout then stderr) and exit code. It must kill the
-// whole process tree when ctx ends. A command that cannot be started is
-// returned as an error (a probe error, not a failure).
+// whole process tree when ctx ends and then return an error (wrapping
+// ctx.Err()); the probe reports that as a timeout Failure, or as an Error
+// when the worker stopped. A command that cannot be started is returned as
+// an error too (a probe error, not a failure).
 type Executor interface {
 	Exec(ctx context.Context, argv []string) (output []byte, exitCode int, err error)
 }

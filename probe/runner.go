@@ -110,6 +110,8 @@ func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 		err error
 	)
 	switch {
+	case ctx.Err() != nil:
+		// The worker stopped already: start nothing (no process, no dial).
 	case p == nil:
 		err = errNoHandler
 	case p.Exec != nil: // the kubelet's order of handlers
