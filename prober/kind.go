@@ -6,14 +6,18 @@ import "fmt"
 type Kind int
 
 const (
+	// Readiness decides whether the container gets traffic.
 	Readiness Kind = iota
+	// Liveness decides whether the container is restarted.
 	Liveness
+	// Startup holds readiness and liveness back until the container has
+	// started, and restarts it if it never does.
 	Startup
 	numKinds
 )
 
-// Kinds lists every probe kind, in the order workers are created.
-var Kinds = [...]Kind{Startup, Readiness, Liveness}
+// kindOrder is the order in which a container's resets are published.
+var kindOrder = [...]Kind{Startup, Readiness, Liveness}
 
 // String is the word the kubelet puts in event messages ("Liveness probe
 // failed: …").
@@ -63,6 +67,7 @@ func (k Kind) initial() State {
 type State int
 
 const (
+	// Unknown: no verdict yet (startup before its threshold).
 	Unknown State = iota
 	Success
 	Failure

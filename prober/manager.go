@@ -184,7 +184,7 @@ func (m *Manager) ContainerStarted(name, id string, startedAt time.Time) {
 	now := m.clock.Now()
 	var changed []*worker
 	var previous []State
-	for _, k := range Kinds {
+	for _, k := range kindOrder {
 		if w := c.probes[k]; w != nil {
 			prev := w.state
 			w.resetForContainer(now)

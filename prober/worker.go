@@ -23,8 +23,8 @@ type worker struct {
 
 	// Guarded by Manager.mu.
 	state      State
-	lastPassed bool // the result of the current run of identical results
-	streak     int  // its length; 0 = no run
+	lastPassed bool // the result of the current streak of identical results
+	streak     int  // its length; 0 = none
 	onHold     bool // threshold Failure (liveness/startup) or startup verdict: wait for a new container
 	finished   bool // pod terminating (liveness/startup): never probe again
 	jittered   bool // the first-run jitter is spent
@@ -35,10 +35,13 @@ type worker struct {
 	cancel     context.CancelFunc
 
 	// Observed by tests to know the worker has nothing left to do at the
-	// current clock reading.
+	// current clock reading. A channel send to a goroutine blocked in select
+	// is handed over directly, so the channels' lengths cannot tell; poked
+	// and the wake time can.
 	parkMu sync.Mutex
 	parked bool
-	timerC <-chan time.Time
+	wakeAt time.Time
+	poked  atomic.Bool
 	exited atomic.Bool
 }
 
@@ -50,7 +53,8 @@ const (
 	stepExit
 )
 
-type plan struct {
+// decision is what plan concluded.
+type decision struct {
 	step  step
 	now   time.Time
 	wake  time.Time // stepPark: zero = until poked
@@ -80,13 +84,13 @@ func (w *worker) run() {
 
 // plan decides, at now, whether to probe, sleep until the next grid point,
 // or exit. Must hold Manager.mu.
-func (w *worker) plan(now time.Time) plan {
+func (w *worker) plan(now time.Time) decision {
 	if w.m.stopped || w.finished {
-		return plan{step: stepExit}
+		return decision{step: stepExit}
 	}
 	if !w.c.running || w.next.IsZero() {
 		w.manual = false
-		return plan{step: stepPark, now: now}
+		return decision{step: stepPark, now: now}
 	}
 	if w.manual {
 		w.manual = false
@@ -104,7 +108,7 @@ func (w *worker) plan(now time.Time) plan {
 			return w.start(now)
 		}
 	}
-	return plan{step: stepPark, now: now, wake: w.next}
+	return decision{step: stepPark, now: now, wake: w.next}
 }
 
 // eligible applies the kubelet's gates in order. Must hold Manager.mu.
@@ -124,13 +128,13 @@ func (w *worker) eligible(now time.Time) bool {
 	return c.started()
 }
 
-func (w *worker) start(now time.Time) plan {
+func (w *worker) start(now time.Time) decision {
 	ctx, cancel := context.WithCancel(w.m.ctx)
 	w.cancel = cancel
-	return plan{step: stepRun, now: now, ctx: ctx, epoch: w.epoch}
+	return decision{step: stepRun, now: now, ctx: ctx, epoch: w.epoch}
 }
 
-func (w *worker) runAttempt(p plan) {
+func (w *worker) runAttempt(p decision) {
 	out := w.safeAttempt(p.ctx)
 	m := w.m
 	m.mu.Lock()
@@ -156,7 +160,7 @@ func (w *worker) safeAttempt(ctx context.Context) (out probe.Outcome) {
 
 // wait parks until the next grid point, a poke, or Stop. It reports false on
 // Stop.
-func (w *worker) wait(p plan) bool {
+func (w *worker) wait(p decision) bool {
 	var timer interface{ Stop() bool }
 	var timerC <-chan time.Time
 	if !p.wake.IsZero() {
@@ -164,7 +168,7 @@ func (w *worker) wait(p plan) bool {
 		timer, timerC = t, t.C()
 	}
 	w.parkMu.Lock()
-	w.parked, w.timerC = true, timerC
+	w.parked, w.wakeAt = true, p.wake
 	w.parkMu.Unlock()
 	ok := true
 	select {
@@ -174,7 +178,8 @@ func (w *worker) wait(p plan) bool {
 	case <-timerC:
 	}
 	w.parkMu.Lock()
-	w.parked, w.timerC = false, nil
+	w.parked = false
+	w.poked.Store(false)
 	w.parkMu.Unlock()
 	if timer != nil {
 		timer.Stop()
@@ -191,7 +196,8 @@ func (w *worker) idle() bool {
 	}
 	w.parkMu.Lock()
 	defer w.parkMu.Unlock()
-	return w.parked && len(w.kick) == 0 && (w.timerC == nil || len(w.timerC) == 0)
+	return w.parked && !w.poked.Load() && len(w.kick) == 0 &&
+		(w.wakeAt.IsZero() || w.m.clock.Now().Before(w.wakeAt))
 }
 
 // record applies one tick's outcome with the kubelet's counting rules. Must
@@ -313,6 +319,7 @@ func (w *worker) requestRun() {
 }
 
 func (w *worker) poke() {
+	w.poked.Store(true)
 	select {
 	case w.kick <- struct{}{}:
 	default:
