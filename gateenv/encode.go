@@ -31,7 +31,7 @@ func (c Config) Encode() []corev1.EnvVar {
 		{Name: EnvServingReadinessProbe, Value: encodeProbes(c.ReadinessProbes, multi)},
 	}
 	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
-	if c.ReadinessContainers != nil {
+	if len(c.ReadinessContainers) > 0 {
 		add(EnvReadinessContainers, strings.Join(c.ReadinessContainers, ","))
 	}
 	if len(c.DelegatedReadiness) > 0 {

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,6 +31,27 @@ type Skipped struct {
 	APIVersion string
 	Kind       string
 	Name       string
+	// Raw is the object as JSON, to pass it through unchanged.
+	Raw json.RawMessage
+	seq int
+}
+
+// InOrder lists the workloads and skipped objects in the order the files
+// hold them (List items in turn): each element is a *Workload or a
+// Skipped.
+func (m *Manifests) InOrder() []any {
+	out := make([]any, 0, len(m.Workloads)+len(m.Skipped))
+	wi, si := 0, 0
+	for wi < len(m.Workloads) || si < len(m.Skipped) {
+		if si == len(m.Skipped) || (wi < len(m.Workloads) && m.Workloads[wi].seq < m.Skipped[si].seq) {
+			out = append(out, m.Workloads[wi])
+			wi++
+		} else {
+			out = append(out, m.Skipped[si])
+			si++
+		}
+	}
+	return out
 }
 
 // maxManifestBytes bounds one file: manifests are small, and a bound keeps
@@ -47,6 +71,15 @@ func LoadFiles(paths ...string) (*Manifests, error) {
 		}
 		m, err := Load(f, p)
 		f.Close()
+		// Sequence numbers continue across files, so InOrder keeps the
+		// files' order.
+		base := len(all.Workloads) + len(all.Skipped)
+		for _, w := range m.Workloads {
+			w.seq += base
+		}
+		for i := range m.Skipped {
+			m.Skipped[i].seq += base
+		}
 		all.Workloads = append(all.Workloads, m.Workloads...)
 		all.Skipped = append(all.Skipped, m.Skipped...)
 		var ps Problems
@@ -87,14 +120,28 @@ func Load(r io.Reader, file string) (*Manifests, error) {
 	doc := 0
 	for _, d := range docs {
 		js, err := yaml.YAMLToJSONStrict(d)
-		if err == nil && isNull(js) {
+		var dupErr error
+		if err != nil {
+			// The strict converter also rejects keys given twice; the
+			// plain one keeps the last. A document that only has
+			// duplicates is reported and still validated.
+			if lenient, lerr := yaml.YAMLToJSON(d); lerr == nil {
+				js, dupErr, err = lenient, err, nil
+			}
+		}
+		if err == nil && dupErr == nil && isNull(js) {
 			continue // empty document: only comments or separators
 		}
 		doc++
 		src := Source{File: file, Doc: doc}
 		if err != nil {
-			l.problems = append(l.problems, documentProblem(src, "", "", "not valid YAML or JSON: %v", err))
+			l.problems = append(l.problems, documentProblem(src, "", "", "not valid YAML: %s", yamlMessage(err)))
 			continue
+		}
+		if dupErr != nil {
+			var h header
+			_ = kjson.UnmarshalCaseSensitivePreserveInts(js, &h)
+			l.problems = append(l.problems, documentProblem(src, h.Kind, h.Metadata.Name, "duplicate key: %s", yamlMessage(dupErr)))
 		}
 		l.object(src, js, false)
 	}
@@ -108,6 +155,7 @@ type loader struct {
 	file     string
 	out      *Manifests
 	problems Problems
+	seq      int // objects seen so far, for InOrder
 }
 
 // splitDocuments cuts a stream into documents: a JSON stream when it starts
@@ -117,6 +165,7 @@ func splitDocuments(data []byte) ([][]byte, error) {
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var docs [][]byte
 		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		var end int64
 		for {
 			var raw json.RawMessage
 			err := dec.Decode(&raw)
@@ -124,11 +173,11 @@ func splitDocuments(data []byte) ([][]byte, error) {
 				return docs, nil
 			}
 			if err != nil {
-				// Let the YAML reader report the broken document with
-				// its own message; what came before still counts.
-				rest := trimmed[dec.InputOffset():]
-				return append(docs, rest), nil
+				// The rest is one broken document: the YAML converter
+				// reports it with its own message.
+				return append(docs, trimmed[end:]), nil
 			}
+			end = dec.InputOffset()
 			docs = append(docs, raw)
 		}
 	}
@@ -149,4 +198,16 @@ func splitDocuments(data []byte) ([][]byte, error) {
 func isNull(js []byte) bool {
 	t := bytes.TrimSpace(js)
 	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
+// yamlLine finds "line N:" in the YAML parser's messages.
+var yamlLine = regexp.MustCompile(`line (\d+):`)
+
+// yamlMessage makes the YAML parser's message one line and says that its
+// line numbers count from the start of the document, not of the file.
+func yamlMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:")
+	msg = strings.Join(strings.Fields(msg), " ")
+	return yamlLine.ReplaceAllString(msg, "line $1 of the document:")
 }

@@ -2,6 +2,7 @@ package podspec
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -98,4 +99,29 @@ func documentProblem(src Source, kind, name, format string, args ...any) Problem
 		File: src.File, Doc: src.Doc, Kind: kind, Name: name,
 		Type: TypeDocumentInvalid, Message: fmt.Sprintf(format, args...),
 	}
+}
+
+// SortProblems orders problems by file and document, keeping the order
+// found within a document, so loading and validation problems of one
+// document end up together. Files come in the order given (the order they
+// were loaded in), others after them in order of first appearance.
+func SortProblems(ps Problems, files ...string) {
+	rank := map[string]int{}
+	for i, f := range files {
+		if _, ok := rank[f]; !ok {
+			rank[f] = i
+		}
+	}
+	for _, p := range ps {
+		if _, ok := rank[p.File]; !ok {
+			rank[p.File] = len(rank)
+		}
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		fi, fj := rank[ps[i].File], rank[ps[j].File]
+		if fi != fj {
+			return fi < fj
+		}
+		return ps[i].Doc < ps[j].Doc
+	})
 }

@@ -51,6 +51,8 @@ type Workload struct {
 
 	// object is the decoded manifest, kept to write it back out.
 	object any
+	// seq orders the workload among the objects loaded (Manifests.InOrder).
+	seq int
 }
 
 // KnativeSettings are the revision settings of a Knative Service.

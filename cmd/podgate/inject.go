@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
+)
+
+func init() { register(newInjectCmd) }
+
+func newInjectCmd() *cobra.Command {
+	var files []string
+	var opts podspec.Options
+	cmd := &cobra.Command{
+		Use:   "inject -f FILE...",
+		Short: "Print manifests with the gate injected, as podgate runs them",
+		Long: `Print the manifests with the gate sidecar injected: readiness probes moved
+into the gate, liveness and startup probes routed through it, a drain hook on
+every container, $PORT on the serving container. Other objects (ConfigMaps,
+Kubernetes Services, ...) pass through unchanged. Invalid manifests are
+reported as by 'podgate validate' and nothing is printed.
+
+Without --local the output is what the Kubernetes webhook would admit: the
+gate reaches the other containers at 127.0.0.1 and reads container status
+from the API server. With --local it is what 'podgate run' runs.
+
+Exit status: 0 ok, 1 invalid input, 2 usage error.`,
+		// Extra arguments are more files, so `-f examples/*.yaml` works as
+		// the shell expands it.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files = append(files, args...)
+			if len(files) == 0 {
+				return usageErrorf("at least one -f FILE is required")
+			}
+			if opts.GateImage == "" {
+				return usageErrorf("--gate-image must not be empty")
+			}
+			m, problems, err := loadAndValidate(files)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			if len(problems) > 0 {
+				for _, p := range problems {
+					fmt.Fprintln(cmd.ErrOrStderr(), p.Error())
+				}
+				return withCode(exitInvalid)
+			}
+			items := m.InOrder()
+			for i, it := range items {
+				w, ok := it.(*podspec.Workload)
+				if !ok {
+					continue
+				}
+				iw, err := podspec.Inject(w, opts)
+				if err != nil {
+					return invalidf("%s: %v", w.Source, err)
+				}
+				items[i] = iw
+			}
+			// Render everything before printing, so a failure prints nothing.
+			var b bytes.Buffer
+			if err := podspec.WriteItems(&b, items); err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(b.Bytes())
+			return err
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (YAML or JSON); repeat for more")
+	cmd.Flags().BoolVar(&opts.Local, "local", false, "inject for 'podgate run' (own loopback address per pod, node agent status)")
+	cmd.Flags().StringVar(&opts.GateImage, "gate-image", gateenv.DefaultImage, "image of the gate container")
+	cmd.Flags().StringVar(&opts.APIAddr, "api", podspec.DefaultAPIAddr, "with --local: address of the node agent's control API")
+	return cmd
+}

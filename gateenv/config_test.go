@@ -1,0 +1,217 @@
+package gateenv
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func envMap(vars []corev1.EnvVar) map[string]string {
+	m := map[string]string{}
+	for _, v := range vars {
+		m[v.Name] = v.Value
+	}
+	return m
+}
+
+func getter(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	grace := int64(7)
+	c := Defaults()
+	c.UserPort = 3000
+	c.ContainerConcurrency = 5
+	c.RevisionTimeout = 90 * time.Second
+	c.Namespace, c.Service, c.Configuration, c.Revision = "ns", "svc", "svc", "svc-00001"
+	c.MultiContainerProbes = true
+	c.ReadinessProbes = []*corev1.Probe{
+		{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(3000), Host: "127.0.0.1"}}, SuccessThreshold: 1},
+		{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}, PeriodSeconds: 2},
+	}
+	c.ReadinessContainers = []string{"app", "side"}
+	c.DelegatedReadiness = []string{"checker"}
+	c.Containers = []string{"app", "side", "checker"}
+	c.RoutedProbes = map[string]RoutedProbes{"app": {
+		Liveness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/l", Port: intstr.FromInt32(3000), Scheme: "HTTP"}}, TerminationGracePeriodSeconds: &grace},
+	}}
+	c.DrainQuietPeriod = 12 * time.Second
+	c.StatusSource = "http://127.0.0.1:9700"
+	c.UpstreamHost = "127.0.1.4"
+	c.AdminPort = 0
+
+	got, err := Decode(getter(envMap(c.Encode())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip changed the config:\n got %+v\nwant %+v", got, c)
+	}
+}
+
+func TestDecodeEmptyEnvironmentIsTheDefaults(t *testing.T) {
+	got, err := Decode(getter(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, Defaults()) {
+		t.Errorf("got %+v, want %+v", got, Defaults())
+	}
+	if got.ServingPort != 8012 || got.AdminPort != 8022 || got.MetricsPort != 9091 || got.UserPort != 8080 ||
+		got.UpstreamHost != "127.0.0.1" || got.RevisionTimeout != 300*time.Second || got.DrainQuietPeriod != 30*time.Second {
+		t.Errorf("defaults differ from queue-proxy's: %+v", got)
+	}
+}
+
+func TestDecodeKnativeQueueProxyEnvironment(t *testing.T) {
+	// What Knative's reconciler writes for a single-container revision.
+	env := map[string]string{
+		"SERVING_NAMESPACE": "default", "SERVING_SERVICE": "hello", "SERVING_CONFIGURATION": "hello",
+		"SERVING_REVISION": "hello-00001", "QUEUE_SERVING_PORT": "8012", "USER_PORT": "8080",
+		"CONTAINER_CONCURRENCY": "0", "REVISION_TIMEOUT_SECONDS": "300",
+		"SERVING_POD": "hello-00001-deployment-abc", "SERVING_POD_IP": "10.42.0.7",
+		"SERVING_READINESS_PROBE":       `{"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1}`,
+		"ENABLE_MULTI_CONTAINER_PROBES": "false",
+		"SERVING_LOGGING_CONFIG":        "ignored",
+	}
+	c, err := Decode(getter(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ReadinessProbes) != 1 || c.ReadinessProbes[0].TCPSocket.Port != intstr.FromInt32(8080) || c.ReadinessContainers != nil {
+		t.Errorf("probes %+v containers %v", c.ReadinessProbes, c.ReadinessContainers)
+	}
+	if c.PodIP != "10.42.0.7" || c.Revision != "hello-00001" || c.StatusSource != StatusSourceNone {
+		t.Errorf("identity/status %+v", c)
+	}
+	// Knative's multi-container form.
+	env["ENABLE_MULTI_CONTAINER_PROBES"] = "true"
+	env["SERVING_READINESS_PROBE"] = `[{"httpGet":{"path":"/","port":8080,"host":"127.0.0.1","scheme":"HTTP"}},{"httpGet":{"path":"/","port":8090,"host":"127.0.0.1","scheme":"HTTP"}}]`
+	c, err = Decode(getter(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ReadinessProbes) != 2 || c.ReadinessProbes[1].HTTPGet.Port != intstr.FromInt32(8090) {
+		t.Errorf("probes %+v", c.ReadinessProbes)
+	}
+}
+
+func TestDecodeRejectsMalformedValues(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // substring of the error; the variable name leads
+	}{
+		{"port not a number", map[string]string{EnvQueueServingPort: "eighty"}, `QUEUE_SERVING_PORT: "eighty" is not a port number`},
+		{"port out of range", map[string]string{EnvAdminPort: "70000"}, `PODGATE_ADMIN_PORT: "70000" is not a port number`},
+		{"user port 0", map[string]string{EnvUserPort: "0"}, `USER_PORT: "0" is not a port number (1-65535)`},
+		{"negative concurrency", map[string]string{EnvContainerConcurrency: "-1"}, `CONTAINER_CONCURRENCY: "-1" is not a whole number >= 0`},
+		{"timeout not a number", map[string]string{EnvRevisionTimeoutSeconds: "5m"}, `REVISION_TIMEOUT_SECONDS: "5m" is not a whole number`},
+		{"bool", map[string]string{EnvMultiContainerProbes: "yes please"}, `ENABLE_MULTI_CONTAINER_PROBES: "yes please" is not true or false`},
+		{"probe JSON broken", map[string]string{EnvServingReadinessProbe: `{"tcpSocket":`}, `SERVING_READINESS_PROBE: not a JSON probe`},
+		{"probe unknown field", map[string]string{EnvServingReadinessProbe: `{"tcpSockett":{"port":1}}`}, `SERVING_READINESS_PROBE: not a JSON probe: json: unknown field "tcpSockett"`},
+		{"array without multi", map[string]string{EnvServingReadinessProbe: `[]`}, `SERVING_READINESS_PROBE: is a JSON array, which needs ENABLE_MULTI_CONTAINER_PROBES=true`},
+		{"exec probe", map[string]string{EnvServingReadinessProbe: `{"exec":{"command":["x"]}}`}, `SERVING_READINESS_PROBE: the probe: exec probes run in their container`},
+		{"named port", map[string]string{EnvMultiContainerProbes: "true", EnvServingReadinessProbe: `[{"tcpSocket":{"port":1}},{"tcpSocket":{"port":"http"}}]`}, `SERVING_READINESS_PROBE: probe 1: port "http" is a name`},
+		{"no handler", map[string]string{EnvServingReadinessProbe: `{"periodSeconds":1}`}, `SERVING_READINESS_PROBE: the probe: has no httpGet, tcpSocket or grpc handler`},
+		{"scheme", map[string]string{EnvServingReadinessProbe: `{"httpGet":{"port":1,"scheme":"FTP"}}`}, `httpGet scheme "FTP" is neither HTTP nor HTTPS`},
+		{"containers count", map[string]string{EnvServingReadinessProbe: `{"tcpSocket":{"port":1}}`, EnvReadinessContainers: "a,b"}, `PODGATE_READINESS_CONTAINERS: names 2 containers but SERVING_READINESS_PROBE holds 1 probes`},
+		{"empty name", map[string]string{EnvContainers: "a,,b"}, `PODGATE_CONTAINERS: entry 2 of "a,,b" is empty`},
+		{"duplicate name", map[string]string{EnvContainers: "a,a"}, `PODGATE_CONTAINERS: "a" is listed twice`},
+		{"routed not JSON", map[string]string{EnvRoutedProbes: `[1]`}, `PODGATE_ROUTED_PROBES: not a JSON object of container`},
+		{"routed unknown kind", map[string]string{EnvRoutedProbes: `{"a":{"readiness":{"tcpSocket":{"port":1}}}}`}, `PODGATE_ROUTED_PROBES: not a JSON object`},
+		{"routed exec", map[string]string{EnvRoutedProbes: `{"a":{"liveness":{"exec":{"command":["x"]}}}}`}, `PODGATE_ROUTED_PROBES: a liveness probe: exec probes run in their container`},
+		{"drain duration", map[string]string{EnvDrainQuietPeriod: "30"}, `PODGATE_DRAIN_QUIET_PERIOD: "30" is not a duration`},
+		{"drain negative", map[string]string{EnvDrainQuietPeriod: "-1s"}, `PODGATE_DRAIN_QUIET_PERIOD: "-1s" is negative`},
+		{"status source", map[string]string{EnvStatusSource: "etcd"}, `PODGATE_STATUS_SOURCE: "etcd" is neither`},
+		{"delegated without source", map[string]string{EnvDelegatedReadiness: "side"}, `PODGATE_STATUS_SOURCE: is "none", but PODGATE_DELEGATED_READINESS lists containers`},
+		{"upstream host", map[string]string{EnvUpstreamHost: "not a host"}, `PODGATE_UPSTREAM_HOST: "not a host" is not an IP address or host name`},
+		{"pod IP", map[string]string{EnvServingPodIP: "10.0.0"}, `SERVING_POD_IP: "10.0.0" is not an IP address`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode(getter(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeReportsEveryProblem(t *testing.T) {
+	_, err := Decode(getter(map[string]string{EnvUserPort: "x", EnvDrainQuietPeriod: "y"}))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, name := range []string{EnvUserPort, EnvDrainQuietPeriod} {
+		if !strings.Contains(err.Error(), name+":") {
+			t.Errorf("error %q does not report %s", err, name)
+		}
+	}
+}
+
+func TestEncodeUsesTheListFormForSeveralProbes(t *testing.T) {
+	c := Defaults()
+	tcp := func(p int32) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(p)}}}
+	}
+	c.ReadinessProbes = []*corev1.Probe{tcp(1), tcp(2)}
+	env := envMap(c.Encode())
+	if env[EnvMultiContainerProbes] != "true" || !strings.HasPrefix(env[EnvServingReadinessProbe], "[") {
+		t.Errorf("two probes encoded as %s=%s %s", EnvMultiContainerProbes, env[EnvMultiContainerProbes], env[EnvServingReadinessProbe])
+	}
+	c.ReadinessProbes = []*corev1.Probe{tcp(1)}
+	env = envMap(c.Encode())
+	if env[EnvServingReadinessProbe] != `{"tcpSocket":{"port":1}}` {
+		t.Errorf("one probe encoded as %s", env[EnvServingReadinessProbe])
+	}
+}
+
+func TestDownwardAPIEnv(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		env := DownwardAPIEnv(local)
+		paths := map[string]string{}
+		for _, e := range env {
+			paths[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+		if paths[EnvServingPod] != "metadata.name" || paths[EnvServingPodIP] != "status.podIP" {
+			t.Errorf("local=%v: %v", local, paths)
+		}
+		if _, ok := paths[EnvUpstreamHost]; ok != local {
+			t.Errorf("local=%v: upstream host from the pod IP: %v", local, ok)
+		}
+	}
+}
+
+func TestProbePath(t *testing.T) {
+	if p := ProbePath("app", Liveness); p != "/probe/app/liveness" {
+		t.Errorf("ProbePath = %q", p)
+	}
+	tests := []struct {
+		path      string
+		container string
+		kind      ProbeKind
+		err       string
+	}{
+		{"/probe/app/liveness", "app", Liveness, ""},
+		{"/probe/side-car/startup", "side-car", Startup, ""},
+		{"/probe/app/readiness", "", "", `kind "readiness" is neither`},
+		{"/probe//liveness", "", "", "want /probe/<container>"},
+		{"/probe/app", "", "", "want /probe/<container>"},
+		{"/wait-for-drain", "", "", "does not start with /probe/"},
+	}
+	for _, tt := range tests {
+		c, k, err := ParseProbePath(tt.path)
+		switch {
+		case tt.err == "" && (err != nil || c != tt.container || k != tt.kind):
+			t.Errorf("ParseProbePath(%q) = %q, %q, %v", tt.path, c, k, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("ParseProbePath(%q) error %v, want %q", tt.path, err, tt.err)
+		}
+	}
+}

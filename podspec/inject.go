@@ -1,0 +1,238 @@
+package podspec
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/probe"
+)
+
+// DefaultAPIAddr is the local node agent's control API (DESIGN.md).
+const DefaultAPIAddr = "127.0.0.1:9700"
+
+// Options shape the injection.
+type Options struct {
+	// GateImage is the gate container's image (default gateenv.DefaultImage).
+	GateImage string
+	// Local injects for `podgate run`: every pod has its own loopback
+	// address and containers bind $POD_IP, so probes moved into the gate
+	// keep an empty host (the gate dials its pod IP) and the gate reads
+	// container status from the node agent. Otherwise (Kubernetes) moved
+	// probes aim at 127.0.0.1 as Knative's do, and status comes from the
+	// API server.
+	Local bool
+	// APIAddr is the node agent's control API in local mode
+	// (default DefaultAPIAddr).
+	APIAddr string
+}
+
+// Inject returns a copy of the workload whose pod carries the gate:
+//
+//   - every container's httpGet/tcpSocket/grpc readiness probe moves into
+//     the gate's configuration (serving container first, then the other
+//     containers, then native sidecars); exec readiness probes stay on
+//     their container and are delegated to the node agent or kubelet;
+//   - every httpGet/tcpSocket/grpc liveness and startup probe is routed
+//     through the gate's /probe/<container>/<kind> with its timing, so the
+//     gate sees a failure before the kill; exec ones stay (the gate cannot
+//     run a command in another container);
+//   - every container without a preStop hook waits for the gate's drain;
+//   - the serving container gets $PORT;
+//   - the gate container is put first, with a kubelet readiness probe as
+//     fast as the fastest container's.
+//
+// Native sidecars (restartable init containers) start before the gate and
+// stop after it, so only their readiness moves; their liveness and startup
+// probes and their shutdown stay as written.
+//
+// The workload should have passed Validate. Injecting an injected
+// workload returns an unchanged copy.
+func Inject(w *Workload, opts Options) (*Workload, error) {
+	out := w.DeepCopy()
+	if out.IsInjected() {
+		return out, nil
+	}
+	spec := out.PodSpec()
+	if out.Container(gateenv.ContainerName) != nil {
+		return nil, fmt.Errorf("inject %s: a container is already named %q, the gate's name", out.ID(), gateenv.ContainerName)
+	}
+	serving := out.servingIndex()
+	if serving < 0 {
+		return nil, fmt.Errorf("inject %s: no serving container", out.ID())
+	}
+	if opts.GateImage == "" {
+		opts.GateImage = gateenv.DefaultImage
+	}
+	if opts.APIAddr == "" {
+		opts.APIAddr = DefaultAPIAddr
+	}
+	cfg := baseConfig(out, opts)
+	r := &rewriter{w: out, opts: opts, cfg: &cfg, fastest: -1}
+
+	var errs []error
+	for _, c := range r.containersInOrder() {
+		cfg.Containers = append(cfg.Containers, c.Name)
+		if err := r.readiness(c, c == &spec.Containers[serving]); err != nil {
+			errs = append(errs, err)
+		}
+		if isNativeSidecar(c) {
+			// A native sidecar starts before the gate and stops after
+			// it: probes routed through the gate would fail while it is
+			// not there yet, and its drain is over by the time the
+			// sidecar stops.
+			continue
+		}
+		if err := r.route(c, gateenv.Liveness, &c.LivenessProbe); err != nil {
+			errs = append(errs, err)
+		}
+		if err := r.route(c, gateenv.Startup, &c.StartupProbe); err != nil {
+			errs = append(errs, err)
+		}
+		addDrainHook(c)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("inject %s: %w", out.ID(), err)
+	}
+	setServingEnv(out, &spec.Containers[serving])
+	setDefaultContainer(out)
+	// The gate goes first: the kubelet (and the node agent) start
+	// containers in order, and the other containers' liveness and startup
+	// probes now reach it, so it should be listening before they run.
+	gate := gateContainer(cfg, opts, r.gatePeriod())
+	spec.Containers = append([]corev1.Container{gate}, spec.Containers...)
+	return out, nil
+}
+
+// defaultContainerAnnotation makes kubectl logs/exec pick a container
+// when none is named; with the gate first it would pick the gate.
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
+
+func setDefaultContainer(w *Workload) {
+	if _, ok := w.Template.Annotations[defaultContainerAnnotation]; ok {
+		return
+	}
+	if w.Template.Annotations == nil {
+		w.Template.Annotations = map[string]string{}
+	}
+	w.Template.Annotations[defaultContainerAnnotation] = w.ServingContainer
+}
+
+func isNativeSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// baseConfig is the gate's configuration before the probes are added.
+func baseConfig(w *Workload, opts Options) gateenv.Config {
+	cfg := gateenv.Defaults()
+	cfg.UserPort = int(w.ServingPort)
+	cfg.Namespace = w.Namespace
+	cfg.MultiContainerProbes = true
+	if k := w.Knative; k != nil {
+		cfg.Service, cfg.Configuration, cfg.Revision = w.Name, w.Name, k.RevisionName
+		cfg.ContainerConcurrency = int(k.ContainerConcurrency)
+		cfg.RevisionTimeout = time.Duration(k.TimeoutSeconds) * time.Second
+	}
+	cfg.DrainQuietPeriod = drainQuietPeriod(w.PodSpec().TerminationGracePeriodSeconds)
+	if opts.Local {
+		cfg.StatusSource = "http://" + opts.APIAddr
+	} else {
+		cfg.StatusSource = gateenv.StatusSourceKubernetes
+	}
+	return cfg
+}
+
+// drainQuietPeriod keeps the drain inside the grace period: Knative's 30 s,
+// but at most half the pod's terminationGracePeriodSeconds, since the
+// preStop hooks that wait for the drain eat into it (FACTS §2).
+func drainQuietPeriod(grace *int64) time.Duration {
+	q := gateenv.DefaultDrainQuietPeriodSeconds * time.Second
+	if grace != nil {
+		if half := time.Duration(*grace) * time.Second / 2; half < q {
+			q = half
+		}
+	}
+	if q < 0 {
+		q = 0
+	}
+	return q
+}
+
+// addDrainHook makes the container's shutdown wait for the gate's drain.
+// A preStop hook the user wrote is kept: it is their shutdown logic, and a
+// container has only one. (Knative replaces the whole lifecycle; its
+// webhook rejects user lifecycle hooks in the first place.) Such a
+// container is then not held by the drain; Warnings says so.
+func addDrainHook(c *corev1.Container) {
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		return
+	}
+	if c.Lifecycle == nil {
+		c.Lifecycle = &corev1.Lifecycle{}
+	}
+	c.Lifecycle.PreStop = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path:   gateenv.DrainPath,
+		Port:   intstr.FromInt32(gateenv.DefaultAdminPort),
+		Scheme: corev1.URISchemeHTTP,
+	}}
+}
+
+// setServingEnv gives the serving container $PORT and, in a Knative
+// Service, every container Knative's K_* variables (its runtime contract).
+func setServingEnv(w *Workload, serving *corev1.Container) {
+	setEnv(serving, "PORT", fmt.Sprint(w.ServingPort))
+	if k := w.Knative; k != nil {
+		for i := range w.PodSpec().Containers {
+			c := &w.PodSpec().Containers[i]
+			setEnv(c, "K_SERVICE", w.Name)
+			setEnv(c, "K_CONFIGURATION", w.Name)
+			setEnv(c, "K_REVISION", k.RevisionName)
+		}
+	}
+}
+
+func setEnv(c *corev1.Container, name, value string) {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			c.Env[i] = corev1.EnvVar{Name: name, Value: value}
+			return
+		}
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+}
+
+// gateContainer is the gate sidecar.
+func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Container {
+	env := append(cfg.Encode(), gateenv.DownwardAPIEnv(opts.Local)...)
+	return corev1.Container{
+		Name:    gateenv.ContainerName,
+		Image:   opts.GateImage,
+		Command: []string{"podgate"},
+		Args:    []string{"gate"},
+		Ports: []corev1.ContainerPort{
+			{Name: "queue-port", ContainerPort: gateenv.DefaultServingPort, Protocol: corev1.ProtocolTCP},
+			{Name: "queueadm-port", ContainerPort: gateenv.DefaultAdminPort, Protocol: corev1.ProtocolTCP},
+			{Name: "http-usermetric", ContainerPort: gateenv.DefaultMetricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		Env: env,
+		// The gate answers from state it keeps current, so one failed
+		// answer is the truth: failureThreshold 1 takes the pod out of the
+		// endpoints within one period.
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path:        "/",
+				Port:        intstr.FromInt32(gateenv.DefaultServingPort),
+				Scheme:      corev1.URISchemeHTTP,
+				HTTPHeaders: []corev1.HTTPHeader{{Name: gateenv.ProbeHeaderName, Value: gateenv.ProbeHeaderValue}},
+			}},
+			PeriodSeconds:    period,
+			TimeoutSeconds:   probe.DefaultTimeoutSeconds,
+			SuccessThreshold: 1,
+			FailureThreshold: 1,
+		},
+	}
+}

@@ -1,0 +1,191 @@
+package podspec
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/probe"
+)
+
+// loopback is where Knative's queue-proxy reaches its sibling containers.
+const loopback = "127.0.0.1"
+
+// rewriter moves and routes probes into the gate's configuration.
+type rewriter struct {
+	w    *Workload
+	opts Options
+	cfg  *gateenv.Config
+	// fastest is the shortest readiness period seen, 0 for an aggressive
+	// probe, -1 while none was seen.
+	fastest int32
+}
+
+// containersInOrder: the serving container, the other containers, then
+// native sidecars (restartable init containers) — Knative's order for
+// SERVING_READINESS_PROBE, extended to sidecars.
+func (r *rewriter) containersInOrder() []*corev1.Container {
+	spec := r.w.PodSpec()
+	s := r.w.servingIndex()
+	out := []*corev1.Container{&spec.Containers[s]}
+	for i := range spec.Containers {
+		if i != s {
+			out = append(out, &spec.Containers[i])
+		}
+	}
+	for i := range spec.InitContainers {
+		if c := &spec.InitContainers[i]; isNativeSidecar(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// readiness moves a network readiness probe into the gate, or delegates an
+// exec one. The serving container always has a probe in the gate: its exec
+// probe is paired with a TCP check of the serving port (as Knative does),
+// and a serving container without readiness probe gets Knative's default
+// (TCP on the serving port, aggressive) in the gate only.
+func (r *rewriter) readiness(c *corev1.Container, serving bool) error {
+	p := c.ReadinessProbe
+	r.notePeriod(p)
+	switch {
+	case p == nil && serving:
+		r.add(c.Name, &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(r.w.ServingPort)}},
+			SuccessThreshold: 1,
+		})
+		r.notePeriod(&corev1.Probe{})
+	case p == nil:
+	case p.Exec != nil:
+		r.cfg.DelegatedReadiness = append(r.cfg.DelegatedReadiness, c.Name)
+		if serving {
+			tcp := p.DeepCopy()
+			tcp.ProbeHandler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(r.w.ServingPort)}}
+			r.add(c.Name, tcp)
+		}
+	default:
+		moved, err := r.forGate(c, p, "readinessProbe")
+		if err != nil {
+			return err
+		}
+		r.add(c.Name, moved)
+		c.ReadinessProbe = nil
+	}
+	return nil
+}
+
+// add appends a probe to the gate's readiness list.
+func (r *rewriter) add(container string, p *corev1.Probe) {
+	if p.TCPSocket != nil {
+		p.TCPSocket.Host = r.host(p.TCPSocket.Host)
+	}
+	r.cfg.ReadinessProbes = append(r.cfg.ReadinessProbes, p)
+	r.cfg.ReadinessContainers = append(r.cfg.ReadinessContainers, container)
+}
+
+func (r *rewriter) notePeriod(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if r.fastest < 0 || p.PeriodSeconds < r.fastest {
+		r.fastest = p.PeriodSeconds
+	}
+}
+
+// gatePeriod is the period of the kubelet's readiness probe of the gate:
+// the fastest container's, so no container's readiness is noticed later
+// than that container asked for (Knative copies the serving container's
+// timing, and sidecar periods are lost). Aggressive probing has no period;
+// the kubelet's shortest, 1 s, is the closest. With no readiness probe at
+// all, Kubernetes' default.
+func (r *rewriter) gatePeriod() int32 {
+	switch {
+	case r.fastest < 0:
+		return probe.DefaultPeriodSeconds
+	case r.fastest == 0:
+		return 1
+	}
+	return r.fastest
+}
+
+// route sends a network liveness or startup probe through the gate: the
+// kubelet calls the gate's admin port, the gate runs the original probe
+// (recorded in its configuration) and answers with the result. Timing,
+// thresholds and the probe's grace period stay, so the kubelet decides
+// exactly as before; the gate sees every result on the way.
+func (r *rewriter) route(c *corev1.Container, kind gateenv.ProbeKind, pp **corev1.Probe) error {
+	p := *pp
+	if p == nil || p.Exec != nil {
+		return nil // exec stays: the gate cannot run a command in another container
+	}
+	orig, err := r.forGate(c, p, string(kind)+"Probe")
+	if err != nil {
+		return err
+	}
+	if r.cfg.RoutedProbes == nil {
+		r.cfg.RoutedProbes = map[string]gateenv.RoutedProbes{}
+	}
+	rp := r.cfg.RoutedProbes[c.Name]
+	switch kind {
+	case gateenv.Liveness:
+		rp.Liveness = orig
+	case gateenv.Startup:
+		rp.Startup = orig
+	}
+	r.cfg.RoutedProbes[c.Name] = rp
+	*pp = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path:   gateenv.ProbePath(c.Name, kind),
+			Port:   intstr.FromInt32(gateenv.DefaultAdminPort),
+			Scheme: corev1.URISchemeHTTP,
+		}},
+		InitialDelaySeconds:           p.InitialDelaySeconds,
+		TimeoutSeconds:                p.TimeoutSeconds,
+		PeriodSeconds:                 p.PeriodSeconds,
+		SuccessThreshold:              p.SuccessThreshold,
+		FailureThreshold:              p.FailureThreshold,
+		TerminationGracePeriodSeconds: p.TerminationGracePeriodSeconds,
+	}
+	return nil
+}
+
+// forGate is the copy of a probe the gate runs: named ports resolved
+// against the container (the gate does not know its ports), host filled
+// as the mode wants.
+func (r *rewriter) forGate(c *corev1.Container, p *corev1.Probe, what string) (*corev1.Probe, error) {
+	out := p.DeepCopy()
+	resolve := func(port intstr.IntOrString) (intstr.IntOrString, error) {
+		if port.Type != intstr.String {
+			return port, nil
+		}
+		n, ok := resolveNamedPort(c, port.StrVal)
+		if !ok {
+			return port, fmt.Errorf("container %q %s: no such named port %q", c.Name, what, port.StrVal)
+		}
+		return intstr.FromInt32(n), nil
+	}
+	var err error
+	switch {
+	case out.HTTPGet != nil:
+		out.HTTPGet.Port, err = resolve(out.HTTPGet.Port)
+		out.HTTPGet.Host = r.host(out.HTTPGet.Host)
+	case out.TCPSocket != nil:
+		out.TCPSocket.Port, err = resolve(out.TCPSocket.Port)
+		out.TCPSocket.Host = r.host(out.TCPSocket.Host)
+	}
+	return out, err
+}
+
+// host keeps a host the user set (the kubelet would use it too). Otherwise
+// on Kubernetes the gate reaches its siblings at 127.0.0.1, as
+// queue-proxy does; locally the host stays empty and the gate uses its
+// pod's address (PODGATE_UPSTREAM_HOST).
+func (r *rewriter) host(h string) string {
+	if h != "" || r.opts.Local {
+		return h
+	}
+	return loopback
+}

@@ -1,0 +1,274 @@
+package podspec
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/gateenv"
+)
+
+// injected loads, validates and injects one workload, and decodes the
+// gate's configuration from the injected pod.
+func injected(t *testing.T, manifest string, opts Options) (*Workload, gateenv.Config) {
+	t.Helper()
+	w := one(t, manifest)
+	if errs := Validate(w); len(errs) > 0 {
+		t.Fatalf("invalid: %v", errs)
+	}
+	iw, err := Inject(w, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := iw.Container(gateenv.ContainerName)
+	if gate == nil {
+		t.Fatal("no gate container")
+	}
+	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": "p", "status.podIP": "127.0.1.9"})
+	cfg, err := gateenv.Decode(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("gate env: %v", err)
+	}
+	return iw, cfg
+}
+
+func TestInjectReadiness(t *testing.T) {
+	t.Run("network readiness probes move into the gate, serving container first", func(t *testing.T) {
+		m := ksvc("      - name: side\n        image: i\n        readinessProbe: {httpGet: {path: /s, port: 9001}, periodSeconds: 4}\n" +
+			"      - name: main\n        image: i\n        ports: [{containerPort: 8080}]\n        readinessProbe: {tcpSocket: {}, periodSeconds: 6}\n")
+		w, cfg := injected(t, m, Options{})
+		assertStrings(t, "readiness containers", cfg.ReadinessContainers, []string{"main", "side"}, false)
+		if p := cfg.ReadinessProbes[0]; p.TCPSocket == nil || p.TCPSocket.Port != intstr.FromInt32(8080) || p.TCPSocket.Host != "127.0.0.1" || p.PeriodSeconds != 6 {
+			t.Errorf("serving probe %+v, want tcp 127.0.0.1:8080 every 6s", p)
+		}
+		if p := cfg.ReadinessProbes[1]; p.HTTPGet == nil || p.HTTPGet.Path != "/s" || p.HTTPGet.Port != intstr.FromInt32(9001) || p.HTTPGet.Host != "127.0.0.1" {
+			t.Errorf("sidecar probe %+v", p)
+		}
+		for _, name := range []string{"main", "side"} {
+			if w.Container(name).ReadinessProbe != nil {
+				t.Errorf("%s kept its readiness probe; the gate runs it now", name)
+			}
+		}
+		if !cfg.MultiContainerProbes {
+			t.Error("ENABLE_MULTI_CONTAINER_PROBES not set")
+		}
+		if got := w.Container(gateenv.ContainerName).ReadinessProbe.PeriodSeconds; got != 4 {
+			t.Errorf("gate readiness period %d, want the fastest container's 4 (Knative would copy the serving container's 6)", got)
+		}
+	})
+	t.Run("exec readiness stays and is delegated; the serving one gets a TCP check in the gate", func(t *testing.T) {
+		m := ksvc("      - name: main\n        image: i\n        ports: [{containerPort: 8080}]\n        readinessProbe: {exec: {command: [cat, /r]}, periodSeconds: 2}\n" +
+			"      - name: side\n        image: i\n        readinessProbe: {exec: {command: [cat, /s]}}\n")
+		w, cfg := injected(t, m, Options{})
+		assertStrings(t, "delegated", cfg.DelegatedReadiness, []string{"main", "side"}, false)
+		assertStrings(t, "readiness containers", cfg.ReadinessContainers, []string{"main"}, false)
+		if p := cfg.ReadinessProbes[0]; p.TCPSocket == nil || p.TCPSocket.Port != intstr.FromInt32(8080) || p.PeriodSeconds != 2 {
+			t.Errorf("serving substitute %+v, want tcp :8080 with the exec probe's period", p)
+		}
+		for _, name := range []string{"main", "side"} {
+			if p := w.Container(name).ReadinessProbe; p == nil || p.Exec == nil {
+				t.Errorf("%s lost its exec readiness probe", name)
+			}
+		}
+		if cfg.StatusSource != gateenv.StatusSourceKubernetes {
+			t.Errorf("status source %q", cfg.StatusSource)
+		}
+	})
+	t.Run("a pod's serving container without readiness probe gets a TCP check in the gate only", func(t *testing.T) {
+		w, cfg := injected(t, podWith(""), Options{})
+		if len(cfg.ReadinessProbes) != 1 || cfg.ReadinessProbes[0].TCPSocket == nil || cfg.ReadinessProbes[0].PeriodSeconds != 0 {
+			t.Fatalf("gate probes %+v, want one aggressive TCP probe", cfg.ReadinessProbes)
+		}
+		if w.Container("app").ReadinessProbe != nil {
+			t.Error("the container got a readiness probe")
+		}
+		if got := w.Container(gateenv.ContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
+			t.Errorf("gate period %d, want 1 for aggressive probing", got)
+		}
+	})
+	t.Run("named ports are resolved for the gate", func(t *testing.T) {
+		_, cfg := injected(t, podWith("readinessProbe: {httpGet: {port: http}}"), Options{})
+		if p := cfg.ReadinessProbes[0].HTTPGet.Port; p != intstr.FromInt32(8080) {
+			t.Errorf("port %v, want 8080", p)
+		}
+	})
+	t.Run("a host the user set is kept", func(t *testing.T) {
+		_, cfg := injected(t, podWith("readinessProbe: {httpGet: {port: 8080, host: example.test}}"), Options{})
+		if h := cfg.ReadinessProbes[0].HTTPGet.Host; h != "example.test" {
+			t.Errorf("host %q, want example.test", h)
+		}
+	})
+}
+
+func TestInjectRoutesLivenessAndStartup(t *testing.T) {
+	m := podWith("livenessProbe: {httpGet: {path: /l, port: http}, initialDelaySeconds: 2, periodSeconds: 3, timeoutSeconds: 4, failureThreshold: 5, terminationGracePeriodSeconds: 6}\n" +
+		"startupProbe: {grpc: {port: 9000}, periodSeconds: 1, failureThreshold: 30}")
+	w, cfg := injected(t, m, Options{})
+	c := w.Container("app")
+	l := c.LivenessProbe
+	if l.HTTPGet == nil || l.HTTPGet.Path != "/probe/app/liveness" || l.HTTPGet.Port != intstr.FromInt32(8022) || l.HTTPGet.Host != "" {
+		t.Fatalf("liveness handler %+v, want GET :8022/probe/app/liveness at the pod IP", l.HTTPGet)
+	}
+	if l.InitialDelaySeconds != 2 || l.PeriodSeconds != 3 || l.TimeoutSeconds != 4 || l.FailureThreshold != 5 || *l.TerminationGracePeriodSeconds != 6 {
+		t.Errorf("liveness timing not kept: %+v", l)
+	}
+	if s := c.StartupProbe; s.HTTPGet == nil || s.HTTPGet.Path != "/probe/app/startup" || s.FailureThreshold != 30 {
+		t.Errorf("startup %+v", s)
+	}
+	orig := cfg.RoutedProbes["app"]
+	if orig.Liveness == nil || orig.Liveness.HTTPGet.Path != "/l" || orig.Liveness.HTTPGet.Port != intstr.FromInt32(8080) || orig.Liveness.FailureThreshold != 5 {
+		t.Errorf("recorded liveness %+v", orig.Liveness)
+	}
+	if orig.Startup == nil || orig.Startup.GRPC == nil || orig.Startup.GRPC.Port != 9000 {
+		t.Errorf("recorded startup %+v", orig.Startup)
+	}
+}
+
+func TestInjectLeavesExecLivenessOnItsContainer(t *testing.T) {
+	w, cfg := injected(t, podWith("livenessProbe: {exec: {command: [cat, /x]}}"), Options{})
+	if p := w.Container("app").LivenessProbe; p.Exec == nil {
+		t.Errorf("exec liveness rewritten to %+v", p)
+	}
+	if _, ok := cfg.RoutedProbes["app"]; ok {
+		t.Error("exec liveness recorded as routed")
+	}
+	if warns := one(t, podWith("livenessProbe: {exec: {command: [cat, /x]}}")).Warnings(); len(warns) != 1 || !strings.Contains(warns[0], "livenessProbe: exec probes stay") {
+		t.Errorf("warnings %q", warns)
+	}
+}
+
+func TestInjectDrainHooks(t *testing.T) {
+	m := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers:\n  - {name: sc, image: i, restartPolicy: Always, livenessProbe: {tcpSocket: {port: 9}}}\n  containers:\n" +
+		"  - {name: a, image: i, ports: [{containerPort: 8080}], lifecycle: {postStart: {exec: {command: [x]}}}}\n" +
+		"  - {name: b, image: i, lifecycle: {preStop: {exec: {command: [sleep, '5']}}}}\n"
+	w, _ := injected(t, m, Options{})
+	a, b := w.Container("a"), w.Container("b")
+	if h := a.Lifecycle.PreStop; h == nil || h.HTTPGet == nil || h.HTTPGet.Path != "/wait-for-drain" || h.HTTPGet.Port != intstr.FromInt32(8022) {
+		t.Errorf("a's preStop %+v, want GET :8022/wait-for-drain", h)
+	}
+	if a.Lifecycle.PostStart == nil {
+		t.Error("a's postStart was dropped")
+	}
+	if h := b.Lifecycle.PreStop; h.Exec == nil {
+		t.Errorf("b's own preStop replaced by %+v", h)
+	}
+	if w.Container(gateenv.ContainerName).Lifecycle != nil {
+		t.Error("the gate waits for its own drain")
+	}
+	sc := w.PodSpec().InitContainers[0]
+	if sc.Lifecycle != nil || sc.LivenessProbe.TCPSocket == nil {
+		t.Errorf("native sidecar changed: lifecycle %+v liveness %+v; it starts before and stops after the gate", sc.Lifecycle, sc.LivenessProbe)
+	}
+	warns := one(t, m).Warnings()
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "spec.containers[1].lifecycle.preStop: kept") {
+		t.Errorf("warnings %q, want one about b's preStop", warns)
+	}
+}
+
+func TestInjectGateContainer(t *testing.T) {
+	w, cfg := injected(t, podWith(""), Options{GateImage: "registry.test/gate:v1"})
+	spec := w.PodSpec()
+	g := spec.Containers[0]
+	if g.Name != gateenv.ContainerName || g.Image != "registry.test/gate:v1" {
+		t.Fatalf("first container %s (%s), want the gate with the given image", g.Name, g.Image)
+	}
+	if strings.Join(append(g.Command, g.Args...), " ") != "podgate gate" {
+		t.Errorf("gate runs %v %v", g.Command, g.Args)
+	}
+	var ports []int32
+	for _, p := range g.Ports {
+		ports = append(ports, p.ContainerPort)
+	}
+	if len(ports) != 3 || ports[0] != 8012 || ports[1] != 8022 || ports[2] != 9091 {
+		t.Errorf("gate ports %v, want 8012 8022 9091", ports)
+	}
+	rp := g.ReadinessProbe
+	if rp.HTTPGet.Port != intstr.FromInt32(8012) || len(rp.HTTPGet.HTTPHeaders) != 1 ||
+		rp.HTTPGet.HTTPHeaders[0] != (corev1.HTTPHeader{Name: "K-Network-Probe", Value: "queue"}) || rp.FailureThreshold != 1 {
+		t.Errorf("gate readiness %+v", rp)
+	}
+	if w.Template.Annotations["kubectl.kubernetes.io/default-container"] != "app" {
+		t.Errorf("default container annotation %v", w.Template.Annotations)
+	}
+	if v, _, _ := envValue(w.Container("app"), "PORT"); v != "8080" {
+		t.Errorf("serving container PORT %q, want 8080", v)
+	}
+	if cfg.UserPort != 8080 || cfg.ServingPort != 8012 || cfg.AdminPort != 8022 || cfg.MetricsPort != 9091 {
+		t.Errorf("ports in config %+v", cfg)
+	}
+	if cfg.DrainQuietPeriod != 15*time.Second {
+		t.Errorf("drain quiet period %v, want half of the 30 s grace period", cfg.DrainQuietPeriod)
+	}
+}
+
+func TestInjectKnativeIdentity(t *testing.T) {
+	m := ksvc("      - {image: i}\n", "      containerConcurrency: 4\n      timeoutSeconds: 120\n")
+	w, cfg := injected(t, m, Options{})
+	if cfg.Service != "svc" || cfg.Configuration != "svc" || cfg.Revision != "svc-00001" || cfg.Namespace != "default" {
+		t.Errorf("identity %q %q %q %q", cfg.Service, cfg.Configuration, cfg.Revision, cfg.Namespace)
+	}
+	if cfg.ContainerConcurrency != 4 || cfg.RevisionTimeout != 120*time.Second || cfg.DrainQuietPeriod != 30*time.Second {
+		t.Errorf("concurrency %d timeout %v drain %v", cfg.ContainerConcurrency, cfg.RevisionTimeout, cfg.DrainQuietPeriod)
+	}
+	c := w.Container("user-container")
+	for name, want := range map[string]string{"PORT": "8080", "K_SERVICE": "svc", "K_CONFIGURATION": "svc", "K_REVISION": "svc-00001"} {
+		if v, _, _ := envValue(c, name); v != want {
+			t.Errorf("%s = %q, want %q", name, v, want)
+		}
+	}
+	if cfg.Pod != "p" || cfg.PodIP != "127.0.1.9" {
+		t.Errorf("downward API values %q %q", cfg.Pod, cfg.PodIP)
+	}
+}
+
+func TestInjectLocalMode(t *testing.T) {
+	m := podWith("readinessProbe: {httpGet: {port: 8080}}\nlivenessProbe: {tcpSocket: {port: 8080}}")
+	_, cfg := injected(t, m, Options{Local: true, APIAddr: "127.0.0.1:9999"})
+	if h := cfg.ReadinessProbes[0].HTTPGet.Host; h != "" {
+		t.Errorf("moved probe host %q, want empty (the gate uses its pod IP)", h)
+	}
+	if h := cfg.RoutedProbes["app"].Liveness.TCPSocket.Host; h != "" {
+		t.Errorf("routed probe host %q, want empty", h)
+	}
+	if cfg.UpstreamHost != "127.0.1.9" {
+		t.Errorf("upstream host %q, want the pod IP", cfg.UpstreamHost)
+	}
+	if cfg.StatusSource != "http://127.0.0.1:9999" {
+		t.Errorf("status source %q, want the node agent's API", cfg.StatusSource)
+	}
+}
+
+func TestInjectIsIdempotent(t *testing.T) {
+	w := one(t, svcWith("livenessProbe: {tcpSocket: {}}", "readinessProbe: {exec: {command: [x]}}"))
+	once, err := Inject(w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := Inject(once, Options{Local: true, GateImage: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := once.YAML()
+	b, _ := twice.YAML()
+	if string(a) != string(b) {
+		t.Errorf("second injection changed the pod:\n%s\n---\n%s", a, b)
+	}
+	if len(w.PodSpec().Containers) != 2 {
+		t.Error("Inject modified its input")
+	}
+}
+
+func TestDrainQuietPeriod(t *testing.T) {
+	for _, tt := range []struct {
+		grace int64
+		want  time.Duration
+	}{{300, 30 * time.Second}, {60, 30 * time.Second}, {30, 15 * time.Second}, {1, 500 * time.Millisecond}, {0, 0}} {
+		g := tt.grace
+		if got := drainQuietPeriod(&g); got != tt.want {
+			t.Errorf("grace %ds: quiet period %v, want %v", tt.grace, got, tt.want)
+		}
+	}
+}

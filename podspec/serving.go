@@ -1,0 +1,55 @@
+package podspec
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/gateenv"
+)
+
+// pickServingContainer decides which container receives traffic and on
+// which port.
+//
+// Knative: the container that declares a port (validation insists on
+// exactly one), or the only container; its first port, 8080 if it
+// declares none.
+//
+// Pods and Deployments name no serving container, so podgate takes the
+// first container that declares a TCP port, and its first TCP port; with
+// no port anywhere, the first container on Knative's 8080.
+func pickServingContainer(w *Workload) {
+	cs := w.PodSpec().Containers
+	gate := gateIndex(w.PodSpec())
+	w.ServingContainer, w.ServingPort = "", gateenv.DefaultUserPort
+	first := -1
+	for i := range cs {
+		if i == gate {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		for _, p := range cs[i].Ports {
+			if w.Knative == nil && p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			w.ServingContainer = cs[i].Name
+			if p.ContainerPort != 0 {
+				w.ServingPort = p.ContainerPort
+			}
+			return
+		}
+	}
+	if first >= 0 {
+		w.ServingContainer = cs[first].Name
+	}
+}
+
+// servingIndex is the index of the serving container, -1 if there is none.
+func (w *Workload) servingIndex() int {
+	for i := range w.PodSpec().Containers {
+		if w.PodSpec().Containers[i].Name == w.ServingContainer {
+			return i
+		}
+	}
+	return -1
+}
