@@ -53,7 +53,8 @@ func TestValidateExitCodes(t *testing.T) {
 		{"no -f is a usage error", []string{"validate"}, exitUsage},
 		{"an unknown output format is a usage error", []string{"validate", "-f", good, "-o", "xml"}, exitUsage},
 		{"an unknown flag is a usage error", []string{"validate", "--strictly", "-f", good}, exitUsage},
-		{"a positional argument is a usage error", []string{"validate", good}, exitUsage},
+		{"files after -f are files too, as a shell glob expands them", []string{"validate", "-f", good, good}, exitOK},
+		{"a missing extra file is invalid input", []string{"validate", "-f", good, good + ".missing"}, exitInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := validateRun(tc.args...)
