@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -46,7 +47,9 @@ func main() {
 	period := flag.Duration("period", time.Second, "probe period of each worker")
 	duration := flag.Duration("duration", 20*time.Second, "measured window")
 	warmup := flag.Duration("warmup", 3*time.Second, "time before the window starts")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured window to this file")
 	flag.Parse()
+	profilePath = *cpuProfile
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -165,11 +168,18 @@ func run(ctx context.Context, workers int, period, warmup, window time.Duration)
 	fmt.Printf("probeload: %d workers x 1 probe / %s against %s (test app in pid %d), GOMAXPROCS=%d, %s\n",
 		workers, period, addr, child.Process.Pid, runtime.GOMAXPROCS(0), runtime.Version())
 	sleep(ctx, warmup)
+	stopProfile, err := startProfile()
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
 	cpu0, wall0 := cpuTime(), time.Now()
 	measuring.Store(true)
 	sleep(ctx, window)
 	measuring.Store(false)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	stopProfile()
 	cancel()
 	wg.Wait()
 
@@ -192,6 +202,24 @@ func run(ctx context.Context, workers int, period, warmup, window time.Duration)
 		return fmt.Errorf("%d probes did not succeed", failed.Load())
 	}
 	return nil
+}
+
+var profilePath string
+
+// startProfile starts the CPU profile requested with -cpuprofile, if any.
+func startProfile() (stop func(), err error) {
+	if profilePath == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(profilePath)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
