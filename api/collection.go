@@ -1,0 +1,159 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/podgate/podgate/objstore"
+)
+
+// collection serves one objstore collection as a Kubernetes resource.
+type collection[T objstore.Object] struct {
+	res        Resource
+	store      *objstore.Collection[T]
+	selectable []string
+	fieldSet   func(T) fields.Set
+	// itemsTyped: list items carry apiVersion and kind. The API server
+	// leaves them out of built-in lists and keeps them in custom resources'
+	// (Knative's) lists.
+	itemsTyped bool
+	log        *slog.Logger
+}
+
+// list answers a list or, with ?watch=true, a watch of the collection in
+// the path's namespace (all namespaces without one).
+func (c *collection[T]) list(w http.ResponseWriter, r *http.Request) {
+	q, err := parseListQuery(r.URL.Query(), c.selectable)
+	if err != nil {
+		writeError(w, c.log, err)
+		return
+	}
+	ns := r.PathValue("ns")
+	if q.watch {
+		c.watch(w, r, ns, q)
+		return
+	}
+	// Every list is served from the latest state, which satisfies each of
+	// the API server's resourceVersion semantics for lists ("", "0", "not
+	// older than N").
+	objs, rv := c.store.List(ns)
+	items := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if c.matches(o, q) {
+			if !c.itemsTyped {
+				o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			}
+			items = append(items, o)
+		}
+	}
+	writeJSON(w, http.StatusOK, listBody[T]{
+		TypeMeta: metav1.TypeMeta{APIVersion: c.res.GroupVersion().String(), Kind: c.res.Kind + "List"},
+		ListMeta: metav1.ListMeta{ResourceVersion: rv},
+		Items:    items,
+	})
+}
+
+// listBody has the JSON shape of PodList, EventList, … for any item type.
+type listBody[T any] struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []T `json:"items"`
+}
+
+func (c *collection[T]) get(w http.ResponseWriter, r *http.Request) {
+	o, err := c.store.Get(r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		writeError(w, c.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (c *collection[T]) matches(o T, q listQuery) bool {
+	return q.labels.Matches(labels.Set(o.GetLabels())) && q.fields.Matches(c.fieldSet(o))
+}
+
+// watchEvent is metav1.WatchEvent's JSON shape with a typed object.
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string, q listQuery) {
+	ctx := r.Context()
+	if q.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, q.timeout)
+		defer cancel()
+	}
+	events, err := c.store.Watch(ctx, q.resourceVersion)
+	if err != nil && !apierrors.IsResourceExpired(err) {
+		writeError(w, c.log, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	send := func(ev watchEvent) bool {
+		if enc.Encode(ev) != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if err != nil {
+		// Like the API server's watch cache: a version that is too old is
+		// answered 200 with one ERROR event, which clients take as "list
+		// again".
+		st := statusOf(err)
+		send(watchEvent{Type: watch.Error, Object: st})
+		return
+	}
+	// Headers now, so the client knows the watch is established before the
+	// first change.
+	if rc.Flush() != nil {
+		return
+	}
+	for ev := range events {
+		out, ok := c.filter(ev, ns, q)
+		if ok && !send(out) {
+			return
+		}
+	}
+}
+
+// filter applies the request's namespace and selectors to one change. An
+// object that stops matching is sent as DELETED and one that starts
+// matching as ADDED, as the API server's watch does.
+func (c *collection[T]) filter(ev objstore.Event[T], ns string, q listQuery) (watchEvent, bool) {
+	if ev.Type == watch.Error {
+		return watchEvent{Type: watch.Error, Object: ev.Status}, true
+	}
+	if ns != "" && ev.Object.GetNamespace() != ns {
+		return watchEvent{}, false
+	}
+	now := c.matches(ev.Object, q)
+	if ev.Type != watch.Modified {
+		return watchEvent{Type: ev.Type, Object: ev.Object}, now
+	}
+	var zero T
+	before := any(ev.Previous) != any(zero) && c.matches(ev.Previous, q)
+	switch {
+	case before && now:
+		return watchEvent{Type: watch.Modified, Object: ev.Object}, true
+	case before:
+		return watchEvent{Type: watch.Deleted, Object: ev.Object}, true
+	case now:
+		return watchEvent{Type: watch.Added, Object: ev.Object}, true
+	}
+	return watchEvent{}, false
+}

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodDeleter terminates pods: the node agent implements it.
+//
+// DeletePod starts graceful termination of the pod and returns once it has
+// started: the pod carries metadata.deletionTimestamp (and
+// deletionGracePeriodSeconds) in the store, or is gone from it. It must not
+// wait for the containers to exit; termination goes on after the call and
+// after ctx (the HTTP request's) is done. opts.GracePeriodSeconds, when set,
+// replaces the pod's terminationGracePeriodSeconds (0: kill at once).
+// Return a StatusError (apierrors.NewNotFound, …) to choose the HTTP status;
+// any other error is a 500.
+type PodDeleter interface {
+	DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+}
+
+// deletePod answers DELETE .../pods/{name} like the API server: 200 with the
+// pod as it is now (terminating), or a Success Status if it is already gone.
+func (s *Server) deletePod(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	if s.cfg.Pods == nil {
+		writeError(w, s.cfg.Logger, apierrors.NewMethodNotSupported(Pods.GroupResource(), "delete"))
+		return
+	}
+	opts, err := deleteOptions(r)
+	if err != nil {
+		writeError(w, s.cfg.Logger, err)
+		return
+	}
+	before, err := s.cfg.Store.Pods.Get(ns, name)
+	if err != nil {
+		writeError(w, s.cfg.Logger, err)
+		return
+	}
+	if err := s.cfg.Pods.DeletePod(r.Context(), ns, name, opts); err != nil {
+		writeError(w, s.cfg.Logger, err)
+		return
+	}
+	if after, err := s.cfg.Store.Pods.Get(ns, name); err == nil {
+		writeJSON(w, http.StatusOK, after)
+		return
+	}
+	writeJSON(w, http.StatusOK, metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Name: name, Kind: Pods.Plural, UID: before.UID},
+	})
+}
+
+// deleteOptions reads metav1.DeleteOptions from the body (what client-go
+// sends) and ?gracePeriodSeconds= (what curl users send; it wins).
+func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
+	var opts metav1.DeleteOptions
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("reading DeleteOptions: %v", err))
+	}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("DeleteOptions: %v", err))
+		}
+	}
+	if s := r.URL.Query().Get("gracePeriodSeconds"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds %q: want an integer", s))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds: Invalid value: %d: must be greater than or equal to 0", *g))
+	}
+	return opts, nil
+}

@@ -1,0 +1,164 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/podgate/podgate/objstore"
+)
+
+// DefaultAddr is where `podgate run` serves the control API.
+const DefaultAddr = "127.0.0.1:9700"
+
+// Config wires a Server to the state it serves.
+type Config struct {
+	// Store is read for every GET and watch. Required.
+	Store *objstore.Store
+	// Pods terminates pods on DELETE; nil answers DELETE with 405.
+	Pods PodDeleter
+	// Logs serves pod logs; nil answers .../log with 405.
+	Logs LogSource
+	// Logger reports server-side failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the control API as an http.Handler.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// NewServer returns a Server for cfg.
+func NewServer(cfg Config) *Server {
+	if cfg.Store == nil {
+		panic("api.NewServer: Config.Store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	st, log := cfg.Store, cfg.Logger
+	mount(s.mux, &collection[*corev1.Pod]{res: Pods, store: st.Pods, selectable: podFields, fieldSet: podFieldSet, log: log},
+		map[string]http.HandlerFunc{http.MethodDelete: s.deletePod})
+	mount(s.mux, &collection[*corev1.Event]{res: Events, store: st.Events, selectable: eventFields, fieldSet: eventFieldSet, log: log}, nil)
+	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log}, nil)
+	mount(s.mux, &collection[*objstore.KnativeService]{res: Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log}, nil)
+	s.mux.HandleFunc(Pods.Path("{ns}", "{name}")+"/log", s.methods(schema.GroupResource{Resource: "pods/log"},
+		map[string]http.HandlerFunc{http.MethodGet: s.podLogs}))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, log, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: fmt.Sprintf("the server could not find the requested resource (%s %s)", r.Method, r.URL.Path),
+		}})
+	})
+	return s
+}
+
+// mount routes the collection's list, namespaced list and object paths;
+// objectExtra adds methods on the object path (DELETE for pods).
+func mount[T objstore.Object](mux *http.ServeMux, c *collection[T], objectExtra map[string]http.HandlerFunc) {
+	gr := c.res.GroupResource()
+	list := map[string]http.HandlerFunc{http.MethodGet: c.list}
+	mux.HandleFunc(c.res.Path("", ""), methods(c.log, gr, list))
+	mux.HandleFunc(c.res.Path("{ns}", ""), methods(c.log, gr, list))
+	object := map[string]http.HandlerFunc{http.MethodGet: c.get}
+	for m, h := range objectExtra {
+		object[m] = h
+	}
+	mux.HandleFunc(c.res.Path("{ns}", "{name}"), methods(c.log, gr, object))
+}
+
+// methods dispatches on the method and answers others with the API
+// server's 405 Status (ServeMux's own 405 would be plain text).
+func methods(log *slog.Logger, gr schema.GroupResource, byMethod map[string]http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		m := r.Method
+		if m == http.MethodHead {
+			m = http.MethodGet
+		}
+		h, ok := byMethod[m]
+		if !ok {
+			writeError(w, log, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) methods(gr schema.GroupResource, byMethod map[string]http.HandlerFunc) http.HandlerFunc {
+	return methods(s.cfg.Logger, gr, byMethod)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Serve answers requests on ln until ctx is done, then ends open watches
+// and log streams and shuts down (waiting up to 5 s for handlers to
+// return). It closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStreams()
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("control API on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	// Watches and followed logs never go idle: end them first, or Shutdown
+	// would wait for them.
+	stopStreams()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := hs.Shutdown(shutdownCtx)
+	if err != nil {
+		err = errors.Join(fmt.Errorf("control API shutdown: %w", err), hs.Close())
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// Listen opens addr for the control API. It refuses any address that is not
+// loopback: the API has no authentication and can delete pods.
+func Listen(addr string) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("control API address %q: %w (want HOST:PORT, e.g. %s)", addr, err, DefaultAddr)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case host == "":
+		return nil, fmt.Errorf("control API address %q: an empty host listens on every interface; the control API has no authentication, so it listens on loopback only (e.g. %s)", addr, DefaultAddr)
+	case ip == nil || !ip.IsLoopback():
+		return nil, fmt.Errorf("control API address %q: %s is not a loopback address; the control API has no authentication, so it listens on loopback only (127.0.0.0/8 or ::1, e.g. %s)", addr, host, DefaultAddr)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, fmt.Errorf("control API: %w", err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/api"
+)
+
+func init() { register(newLogsCmd) }
+
+func newLogsCmd() *cobra.Command {
+	var (
+		addr       string
+		namespace  string
+		container  string
+		follow     bool
+		previous   bool
+		tail       int64
+		timestamps bool
+	)
+	cmd := &cobra.Command{
+		Use:   "logs POD [-c CONTAINER] [-f]",
+		Short: "Print the output of a container of a running 'podgate run'",
+		Long: `Print what a container wrote to stdout and stderr, as kubectl logs does.
+-c picks the container of a pod with several; -f keeps printing until the
+container stops or Ctrl-C; -p prints the previous (restarted) instance.
+
+Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
+2 usage error.`,
+		Example: `  podgate logs hello-7d9c4-x2x4q
+  podgate logs hello-7d9c4-x2x4q -c gate -f
+  podgate logs pod/web-0 -p --tail 20`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("logs takes one pod: logs POD [-c CONTAINER]")
+			}
+			pod := args[0]
+			if typ, name, ok := strings.Cut(pod, "/"); ok {
+				if typ != "pod" && typ != "pods" && typ != "po" {
+					return usageErrorf("%q: podgate prints logs of pods only", pod)
+				}
+				pod = name
+			}
+			if tail < -1 {
+				return usageErrorf("--tail %d: must be -1 (all lines) or more", tail)
+			}
+			opts := corev1.PodLogOptions{Container: container, Follow: follow, Previous: previous, Timestamps: timestamps}
+			if tail >= 0 {
+				opts.TailLines = &tail
+			}
+			c, err := api.NewClient(addr)
+			if err != nil {
+				return usageErrorf("--api: %v", err)
+			}
+			defer c.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rc, err := c.Logs(ctx, namespace, pod, opts)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			defer rc.Close()
+			if _, err := io.Copy(cmd.OutOrStdout(), rc); err != nil && ctx.Err() == nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return invalidf("reading logs of %s: %v", pod, err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "api", api.DefaultAddr, "address of the control API of 'podgate run'")
+	f.StringVarP(&namespace, "namespace", "n", "default", "namespace of the pod")
+	f.StringVarP(&container, "container", "c", "", "container to print; needed when the pod has several")
+	f.BoolVarP(&follow, "follow", "f", false, "keep printing new output")
+	f.BoolVarP(&previous, "previous", "p", false, "print the previous instance of a restarted container")
+	f.Int64Var(&tail, "tail", -1, "print only the last N lines; -1 prints all")
+	f.BoolVar(&timestamps, "timestamps", false, "prefix each line with its time")
+	return cmd
+}
