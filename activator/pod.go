@@ -1,0 +1,61 @@
+package activator
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Pod is one pod of a target as the endpoint source sees it.
+type Pod struct {
+	// Name identifies the pod within its target (namespace/name or uid);
+	// a pod whose Addr changes is treated as a new backend.
+	Name string
+	// Addr is host:port of the pod's gate traffic port (PodIP:8012).
+	Addr string
+	// Ready is the endpoint's ready condition (serving and not
+	// terminating): Kubernetes' verdict on the pod.
+	Ready bool
+	// Terminating is set once the pod is being deleted. A terminating pod
+	// never gets new traffic, whatever its gate says.
+	Terminating bool
+	// FastPath allows traffic on the gate's answer alone before the
+	// endpoint first turns ready. Sources set it with FastPathAllowed.
+	FastPath bool
+}
+
+// Backends is a source of a target's pods: package kube on a cluster,
+// activator/objstoresource locally. It is defined here, by its consumer.
+type Backends interface {
+	// Pods streams complete snapshots of the target's pods: the current
+	// set first, then a new snapshot after every change. The channel is
+	// closed when ctx is done. A source may skip intermediate snapshots
+	// (only the latest matters).
+	Pods(ctx context.Context) <-chan []Pod
+}
+
+// FastPathAllowed says whether the gate sees every input to the pod's
+// readiness, so that its answer may be trusted before Kubernetes marks the
+// endpoint ready. Not so when any container — regular, init or native
+// sidecar — has an exec readiness probe (the gate learns its result only
+// through the node agent or kubelet, no earlier than the endpoint) or a
+// startup probe (readiness is not even evaluated until it passes), or when
+// the pod has readiness gates (conditions the gate does not know).
+//
+// Knative's activator applies the same rule to the user container only,
+// so a sidecar's failing exec readiness probe does not keep traffic away
+// (shared/FACTS.md §5); podgate looks at every container.
+func FastPathAllowed(spec *corev1.PodSpec) bool {
+	if spec == nil || len(spec.ReadinessGates) > 0 {
+		return false
+	}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			if c.StartupProbe != nil || (c.ReadinessProbe != nil && c.ReadinessProbe.Exec != nil) {
+				return false
+			}
+		}
+	}
+	return true
+}

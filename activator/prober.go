@@ -1,0 +1,94 @@
+package activator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// The health check of Knative's activator (shared/FACTS.md §4–5), which
+// the gate and queue-proxy both answer.
+const (
+	HealthPath        = "/healthz"
+	ProbeHeader       = "K-Network-Probe"
+	ProbeHeaderValue  = "queue"
+	ProbeUserAgent    = "Knative-Activator-Probe"
+	healthyBody       = "queue"
+	maxHealthBodySize = 1 << 10
+)
+
+// checkGate sends one health check to the gate at addr and says whether
+// it answered ready (200 with body "queue"); the error tells why not.
+func checkGate(ctx context.Context, rt http.RoundTripper, addr string, timeout time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+HealthPath, nil)
+	if err != nil {
+		return false, fmt.Errorf("health check %s: %w", addr, err)
+	}
+	req.Header.Set(ProbeHeader, ProbeHeaderValue)
+	req.Header.Set("User-Agent", ProbeUserAgent)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return false, fmt.Errorf("health check %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxHealthBodySize))
+	// Read what is left so the connection can be reused for the next check.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return false, fmt.Errorf("health check %s: reading body: %w", addr, err)
+	}
+	if resp.StatusCode != http.StatusOK || string(body) != healthyBody {
+		return false, fmt.Errorf("health check %s: status %d, body %q", addr, resp.StatusCode, truncate(string(body), 64))
+	}
+	return true, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// newProbeTransport keeps one connection per gate: a check every 200 ms
+// per pod should not cost a handshake each time.
+func newProbeTransport(timeout time.Duration) *http.Transport {
+	d := &net.Dialer{Timeout: timeout}
+	return &http.Transport{
+		Proxy:               nil, // never through $HTTP_PROXY: pods are direct
+		DialContext:         d.DialContext,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// runProber checks b's gate at once, then every interval and whenever
+// kicked, until b is removed or the target closes. It checks ready
+// backends too: a gate that turns unready (a sidecar failing) loses its
+// traffic within one interval instead of waiting for the kubelet's probe
+// period and the endpoint update.
+func (t *Target) runProber(ctx context.Context, b *backend) {
+	defer t.probers.Done()
+	ticker := t.cfg.Clock.NewTicker(t.cfg.ProbeInterval)
+	defer ticker.Stop()
+	for {
+		gen := t.generation(b)
+		ok, err := checkGate(ctx, t.cfg.ProbeTransport, b.addr, t.cfg.ProbeTimeout)
+		if ctx.Err() != nil {
+			return
+		}
+		t.gateAnswered(b, gen, ok, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		case <-b.kick:
+		}
+	}
+}

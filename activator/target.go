@@ -1,0 +1,287 @@
+package activator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+)
+
+// Target routes the requests of one revision or workload to its pods.
+// It is an http.Handler. Feed it pods with Update or Run; Close it when
+// done (it stops the health checks).
+type Target struct {
+	name string
+	cfg  Config
+
+	ctx     context.Context // probers' lifetime
+	cancel  context.CancelFunc
+	probers sync.WaitGroup
+
+	mu     sync.Mutex
+	bal    balancer
+	byName map[string]*backend
+	ready  int
+	closed bool
+}
+
+// Errors a request can meet before it reaches a backend.
+var (
+	errQueueFull = errors.New("pending request queue full")
+	errTimeout   = errors.New("activator request timeout")
+	errClosed    = errors.New("activator shutting down")
+)
+
+// NewTarget returns a target named name (used in logs and metrics) with
+// no pods.
+func NewTarget(name string, cfg Config) (*Target, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("activator target %q: %w", name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Target{
+		name:   name,
+		cfg:    cfg,
+		ctx:    ctx,
+		cancel: cancel,
+		bal:    balancer{capacity: cfg.ContainerConcurrency, depth: cfg.QueueDepth},
+		byName: map[string]*backend{},
+	}
+	t.cfg.Metrics.Backends(name, 0, 0)
+	t.cfg.Metrics.QueueDepth(name, 0)
+	return t, nil
+}
+
+// Name is the target's name.
+func (t *Target) Name() string { return t.name }
+
+// Run applies the snapshots of src until its channel closes (when ctx is
+// done).
+func (t *Target) Run(ctx context.Context, src Backends) {
+	for pods := range src.Pods(ctx) {
+		t.Update(pods)
+	}
+}
+
+// Update replaces the target's pods with a snapshot. New pods are health
+// checked at once; a pod whose endpoint turns unready is checked again at
+// once; a pod that left or is terminating gets no new request from now on.
+// Held requests are released here if a pod became usable.
+func (t *Target) Update(pods []Pod) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	seen := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		if p.Name == "" || seen[p.Name] {
+			continue // a source bug; the first one wins
+		}
+		seen[p.Name] = true
+		b := t.byName[p.Name]
+		if b != nil && (b.pod.Addr != p.Addr || (b.pod.Terminating && !p.Terminating)) {
+			// A new pod under an old name (a terminating pod never comes
+			// back in Kubernetes): start afresh, with a new prober.
+			t.removeLocked(b)
+			b = nil
+		}
+		if b == nil {
+			t.addLocked(p)
+			continue
+		}
+		t.changeLocked(b, p)
+	}
+	for name, b := range t.byName {
+		if !seen[name] {
+			t.removeLocked(b)
+		}
+	}
+	t.refreshLocked()
+}
+
+func (t *Target) addLocked(p Pod) {
+	ctx, stop := context.WithCancel(t.ctx)
+	b := &backend{name: p.Name, addr: p.Addr, pod: p, everReady: p.Ready, kick: make(chan struct{}, 1), stop: stop}
+	b.proxy = t.newProxy(b)
+	t.byName[p.Name] = b
+	t.bal.backends = append(t.bal.backends, b)
+	t.cfg.Logger.Info("backend added", "target", t.name, "pod", p.Name, "addr", p.Addr,
+		"endpointReady", p.Ready, "fastPath", p.FastPath)
+	if p.Terminating {
+		return // never usable: no need to ask its gate
+	}
+	t.probers.Add(1)
+	go t.runProber(ctx, b)
+}
+
+func (t *Target) changeLocked(b *backend, p Pod) {
+	old := b.pod
+	b.pod = p
+	if p.Ready {
+		b.everReady = true
+	}
+	if old.Ready != p.Ready || old.Terminating != p.Terminating {
+		t.cfg.Logger.Info("endpoint changed", "target", t.name, "pod", p.Name,
+			"ready", p.Ready, "terminating", p.Terminating)
+	}
+	switch {
+	case p.Terminating && !old.Terminating:
+		b.stop()
+	case old.Ready && !p.Ready:
+		b.probeNow() // re-probe a pod that turns unready
+	case !old.Ready && p.Ready && !b.gateReady:
+		// Kubernetes saw the gate ready (its readiness probe is the
+		// gate's): ask now rather than at the next tick, so held requests
+		// go as soon as the endpoint turns ready.
+		b.probeNow()
+	}
+}
+
+func (t *Target) removeLocked(b *backend) {
+	b.removed = true
+	b.stop()
+	delete(t.byName, b.name)
+	t.bal.drop(b)
+	t.cfg.Logger.Info("backend removed", "target", t.name, "pod", b.name)
+}
+
+// refreshLocked hands freed or new capacity to held requests and reports
+// the counts.
+func (t *Target) refreshLocked() {
+	t.bal.dispatch()
+	ready := 0
+	for _, b := range t.bal.backends {
+		if b.usable() {
+			ready++
+		}
+	}
+	t.ready = ready
+	t.cfg.Metrics.Backends(t.name, ready, len(t.bal.backends))
+	t.cfg.Metrics.QueueDepth(t.name, t.bal.waiters.Len())
+}
+
+func (t *Target) generation(b *backend) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return b.gen
+}
+
+// gateAnswered records a health check's result.
+func (t *Target) gateAnswered(b *backend, gen uint64, ok bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if b.removed || b.gen != gen {
+		return
+	}
+	b.probes++
+	if err != nil {
+		b.lastError = err.Error()
+	} else {
+		b.lastError = ""
+	}
+	if b.gateReady == ok {
+		return
+	}
+	b.gateReady = ok
+	if ok {
+		t.cfg.Logger.Info("gate ready", "target", t.name, "pod", b.name)
+	} else {
+		t.cfg.Logger.Info("gate not ready", "target", t.name, "pod", b.name, "err", err)
+	}
+	t.refreshLocked()
+}
+
+// connectFailed marks b unready after a proxied request could not reach
+// its gate: it stays out until a health check answers ready again.
+func (t *Target) connectFailed(b *backend, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if b.removed {
+		return
+	}
+	b.gen++
+	b.lastError = err.Error()
+	if b.gateReady {
+		b.gateReady = false
+		t.cfg.Logger.Warn("backend unreachable", "target", t.name, "pod", b.name, "err", err)
+		t.refreshLocked()
+	}
+	b.probeNow()
+}
+
+// acquire returns a backend with a slot taken for the request, waiting in
+// the queue while there is none. ahead puts a request that already waited
+// (its connect failed) before newer ones.
+func (t *Target) acquire(ctx context.Context, ahead bool) (*backend, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, errClosed
+	}
+	if b := t.bal.tryAcquire(ahead); b != nil {
+		t.mu.Unlock()
+		return b, nil
+	}
+	w := t.bal.hold(ahead)
+	if w == nil {
+		t.mu.Unlock()
+		return nil, errQueueFull
+	}
+	t.cfg.Metrics.QueueDepth(t.name, t.bal.waiters.Len())
+	t.mu.Unlock()
+
+	select {
+	case b := <-w.ch:
+		if b == nil {
+			return nil, errClosed
+		}
+		return b, nil
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	if t.bal.leave(w) {
+		t.cfg.Metrics.QueueDepth(t.name, t.bal.waiters.Len())
+		t.mu.Unlock()
+		return nil, context.Cause(ctx)
+	}
+	t.mu.Unlock()
+	// Given a backend in the same instant: hand the slot back.
+	if b := <-w.ch; b != nil {
+		t.release(b)
+	}
+	return nil, context.Cause(ctx)
+}
+
+// release frees the slot of a finished request.
+func (t *Target) release(b *backend) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b.inflight--
+	if t.bal.waiters.Len() > 0 {
+		t.bal.dispatch()
+		t.cfg.Metrics.QueueDepth(t.name, t.bal.waiters.Len())
+	}
+}
+
+// Close stops the health checks, answers held requests with 503 and closes
+// idle connections. Requests in flight finish.
+func (t *Target) Close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	t.bal.wakeAll()
+	t.mu.Unlock()
+	t.cancel()
+	t.probers.Wait()
+	for _, rt := range []http.RoundTripper{t.cfg.Transport, t.cfg.ProbeTransport} {
+		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}
+}
