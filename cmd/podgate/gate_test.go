@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/testapp"
+)
+
+// Helpers here carry a gate prefix: the package's other test files belong
+// to other subcommands.
+
+const gateWait = 60 * time.Second
+
+// gateEnvNames are every variable the gate reads; tests clear them all.
+var gateEnvNames = []string{
+	gateenv.EnvServingReadinessProbe, gateenv.EnvMultiContainerProbes, gateenv.EnvQueueServingPort,
+	gateenv.EnvUserPort, gateenv.EnvContainerConcurrency, gateenv.EnvRevisionTimeoutSeconds,
+	gateenv.EnvServingNamespace, gateenv.EnvServingService, gateenv.EnvServingConfiguration,
+	gateenv.EnvServingRevision, gateenv.EnvServingPod, gateenv.EnvServingPodIP,
+	gateenv.EnvReadinessContainers, gateenv.EnvDelegatedReadiness, gateenv.EnvRoutedProbes,
+	gateenv.EnvDrainQuietPeriod, gateenv.EnvStatusSource, gateenv.EnvContainers,
+	gateenv.EnvUpstreamHost, gateenv.EnvAdminPort, gateenv.EnvMetricsPort,
+	"POD_IP", envEnableRequestLog,
+}
+
+func gateClearEnv(t *testing.T) {
+	for _, n := range gateEnvNames {
+		t.Setenv(n, "")
+	}
+}
+
+func TestGateMalformedEnvironmentExits1NamingTheVariable(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"a port that is not a number", map[string]string{"QUEUE_SERVING_PORT": "web"}, `QUEUE_SERVING_PORT: "web" is not a port number`},
+		{"a user port out of range", map[string]string{"USER_PORT": "70000"}, `USER_PORT: "70000" is not a port number`},
+		{"negative concurrency", map[string]string{"CONTAINER_CONCURRENCY": "-1"}, `CONTAINER_CONCURRENCY: "-1" is not a whole number >= 0`},
+		{"a readiness probe that is not JSON", map[string]string{"SERVING_READINESS_PROBE": `{"tcpSocket":`}, "SERVING_READINESS_PROBE: not a JSON probe"},
+		{"an exec readiness probe", map[string]string{"SERVING_READINESS_PROBE": `{"exec":{"command":["true"]}}`}, "SERVING_READINESS_PROBE: the probe: exec probes run in their container"},
+		{"a drain period that is no duration", map[string]string{"PODGATE_DRAIN_QUIET_PERIOD": "soon"}, `PODGATE_DRAIN_QUIET_PERIOD: "soon" is not a duration`},
+		{"a pod IP that is no IP", map[string]string{"SERVING_POD_IP": "pod"}, `SERVING_POD_IP: "pod" is not an IP address`},
+		{"a POD_IP that is no IP", map[string]string{"POD_IP": "pod"}, `POD_IP: "pod" is not an IP address`},
+		{"a request log switch that is no boolean", map[string]string{"SERVING_ENABLE_REQUEST_LOG": "maybe"}, `SERVING_ENABLE_REQUEST_LOG: "maybe" is not true or false`},
+		{"a status source without a pod name", map[string]string{"PODGATE_STATUS_SOURCE": "http://127.0.0.1:9700"}, "PODGATE_STATUS_SOURCE: the pod name (SERVING_POD) is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gateClearEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"gate"}, &stdout, &stderr); code != exitInvalid {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitInvalid, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestGateListenHost(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		servingPodIP string
+		podIP        string
+		want         string
+	}{
+		{"a local pod's loopback address is listened on", "127.0.1.3", "", "127.0.1.3"},
+		{"POD_IP counts when SERVING_POD_IP is unset", "", "127.0.1.4", "127.0.1.4"},
+		{"a Kubernetes pod IP means every interface", "10.42.0.29", "", ""},
+		{"no pod IP means every interface", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := gateenv.Config{PodIP: tc.servingPodIP}
+			got, err := gateListenHost(cfg, func(k string) string {
+				if k == "POD_IP" {
+					return tc.podIP
+				}
+				return ""
+			})
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestGateUsageErrors(t *testing.T) {
+	gateClearEnv(t)
+	for _, args := range [][]string{{"gate", "extra"}, {"gate", "--log-format", "xml"}, {"gate", "--nope"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%v: exit code %d, want %d; stderr:\n%s", args, code, exitUsage, stderr.String())
+		}
+	}
+}
+
+// gateLogBuffer is the gate's stderr, written by the reader goroutine.
+type gateLogBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *gateLogBuffer) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *gateLogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var gateListening = regexp.MustCompile(`msg=listening serving=(\S+) admin=(\S+) metrics=(\S+)`)
+
+// TestGateBinaryDrainsOnSigterm runs the real `podgate gate` in front of a
+// test app: it proxies, fails health checks at once on SIGTERM while still
+// serving, and exits 0 after the quiet period.
+func TestGateBinaryDrainsOnSigterm(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is needed to build podgate: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "podgate")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/podgate/podgate/cmd/podgate").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	app, err := testapp.Start(testapp.Config{Name: "app", Addr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Shutdown(context.Background())
+	_, appPort, _ := strings.Cut(app.Addr(), ":")
+
+	cmd := exec.Command(bin, "gate")
+	cmd.Env = append(os.Environ(),
+		"SERVING_POD_IP=127.0.0.1", // listen on loopback only
+		"QUEUE_SERVING_PORT=0", "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0",
+		"USER_PORT="+appPort,
+		`SERVING_READINESS_PROBE={"tcpSocket":{"port":`+appPort+`,"host":"127.0.0.1"},"successThreshold":1}`,
+		"PODGATE_DRAIN_QUIET_PERIOD=500ms",
+		"PODGATE_STATUS_SOURCE=none",
+	)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var logs gateLogBuffer
+	addrs := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logs.WriteString(line + "\n")
+			if m := gateListening.FindStringSubmatch(line); m != nil {
+				addrs <- m[1:]
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("gate stderr:\n%s", logs.String())
+		}
+	}()
+	var serving string
+	select {
+	case a := <-addrs:
+		serving = a[0]
+	case err := <-exited:
+		t.Fatalf("podgate gate exited before listening: %v", err)
+	case <-time.After(gateWait):
+		t.Fatal("podgate gate did not report its addresses")
+	}
+
+	client := &http.Client{Timeout: gateWait, Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(health bool) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+serving+"/", nil)
+		if health {
+			req.Header.Set("User-Agent", "kube-probe/1.37")
+			req.Header.Set("K-Network-Probe", "queue")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(gateWait)
+	for code, _ := get(true); code != http.StatusOK; code, _ = get(true) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gate never ready (last health %d)", code)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if code, body := get(false); code != 200 || body != "app\n" {
+		t.Fatalf("request through the gate: %d %q", code, body)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(gateWait)
+	for code, _ := get(true); code != http.StatusServiceUnavailable; code, _ = get(true) {
+		if time.Now().After(deadline) {
+			t.Fatal("health checks do not fail after SIGTERM")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if code, body := get(true); code != 503 || body != "shutting down\n" {
+		t.Errorf("health check while draining: %d %q, want 503 shutting down", code, body)
+	}
+	if code, body := get(false); code != 200 || body != "app\n" {
+		t.Errorf("request while draining: %d %q, want 200 from the app", code, body)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if err != nil && errors.As(err, &ee) {
+			t.Fatalf("podgate gate exited with %v", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(gateWait):
+		t.Fatal("podgate gate did not exit after the quiet period")
+	}
+	if !strings.Contains(logs.String(), "drained: no request for the quiet period") {
+		t.Errorf("no drain in the logs:\n%s", logs.String())
+	}
+}

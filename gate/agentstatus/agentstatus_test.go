@@ -1,0 +1,229 @@
+package agentstatus
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/testapp"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const testWait = 30 * time.Second
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// startAPI runs a real control API over a real store on 127.0.0.1:0.
+func startAPI(t *testing.T) (*objstore.Store, string) {
+	t.Helper()
+	st := objstore.New(objstore.Options{})
+	ln, err := api.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- api.NewServer(api.Config{Store: st}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("control API: %v", err)
+		}
+	})
+	return st, "http://" + ln.Addr().String()
+}
+
+func pod(statuses ...corev1.ContainerStatus) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"},
+		Status:     corev1.PodStatus{ContainerStatuses: statuses},
+	}
+}
+
+func running(name string, ready bool, restarts int32) corev1.ContainerStatus {
+	return corev1.ContainerStatus{
+		Name: name, Ready: ready, RestartCount: restarts,
+		ContainerID: "podgate://" + name + "-" + strconv.Itoa(int(restarts)),
+		State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+	}
+}
+
+// recorder collects what a Source reports.
+type recorder struct {
+	mu   sync.Mutex
+	last []gate.ContainerStatus
+	n    int
+}
+
+func (r *recorder) update(s []gate.ContainerStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last, r.n = s, r.n+1
+}
+
+func (r *recorder) get() ([]gate.ContainerStatus, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last, r.n
+}
+
+func TestSourceReportsThePodsContainers(t *testing.T) {
+	st, url := startAPI(t)
+	src, err := New(url, "default", "web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var rec recorder
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Watch(ctx, rec.update) }()
+
+	eventually(t, "a missing pod is reported as no containers", func() bool { s, n := rec.get(); return n == 1 && len(s) == 0 })
+	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the created pod is reported", func() bool { s, _ := rec.get(); return len(s) == 1 && s[0].Ready })
+	if _, err := st.Pods.Modify("default", "web-1", func(p *corev1.Pod) error {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name: "web", RestartCount: 1,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}},
+		}}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{running("sidecar", true, 0)}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the change is reported", func() bool { s, _ := rec.get(); return len(s) == 2 })
+	s, _ := rec.get()
+	want := []gate.ContainerStatus{
+		{Name: "sidecar", Ready: true, Running: true, ContainerID: "podgate://sidecar-0"},
+		{Name: "web", RestartCount: 1, Message: "waiting: CrashLoopBackOff: back-off 10s"},
+	}
+	for i := range want {
+		if s[i] != want[i] {
+			t.Errorf("status %d = %+v, want %+v", i, s[i], want[i])
+		}
+	}
+	if _, err := st.Pods.Delete("default", "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deletion is reported", func() bool { s, _ := rec.get(); return len(s) == 0 })
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Watch after cancel: %v", err)
+	}
+}
+
+func TestNewNeedsThePodName(t *testing.T) {
+	if _, err := New("http://127.0.0.1:9700", "default", ""); err == nil {
+		t.Error("no error without a pod name")
+	}
+}
+
+// TestGateFollowsTheNodeAgent runs a gate whose exec-probed sidecar's
+// readiness only the node agent knows, against a real control API.
+func TestGateFollowsTheNodeAgent(t *testing.T) {
+	st, url := startAPI(t)
+	if _, err := st.Pods.Create(pod(running("web", true, 0), running("exec-sidecar", false, 0))); err != nil {
+		t.Fatal(err)
+	}
+	app, err := testapp.Start(testapp.Config{Addr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Shutdown(context.Background())
+	host, portStr, _ := net.SplitHostPort(app.Addr())
+	port, _ := strconv.Atoi(portStr)
+
+	cfg := gateenv.Defaults()
+	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
+	cfg.Namespace, cfg.Pod, cfg.StatusSource = "default", "web-1", url
+	cfg.ReadinessProbes = []*corev1.Probe{{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(port)}}}}
+	cfg.ReadinessContainers = []string{"web"}
+	cfg.Containers = []string{"web", "exec-sidecar"}
+	cfg.DelegatedReadiness = []string{"exec-sidecar"}
+	src, err := New(url, cfg.Namespace, cfg.Pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	g, err := gate.New(gate.Options{Config: cfg, Status: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ls gate.Listeners
+	for _, dst := range []*net.Listener{&ls.Serving, &ls.Admin, &ls.Metrics} {
+		if *dst, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ls) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	health := func() int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+ls.Serving.Addr().String()+"/", nil)
+		req.Header.Set("User-Agent", "kube-probe/1.37")
+		req.Header.Set("K-Network-Probe", "queue")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	setSidecar := func(ready bool) {
+		t.Helper()
+		if _, err := st.Pods.Modify("default", "web-1", func(p *corev1.Pod) error {
+			p.Status.ContainerStatuses[1].Ready = ready
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	eventually(t, "the web container was probed", func() bool { return g.Aggregator().Report()[0].Ready })
+	if code := health(); code != http.StatusServiceUnavailable {
+		t.Fatalf("health with the exec sidecar unready: %d, want 503", code)
+	}
+	setSidecar(true)
+	eventually(t, "the gate is ready", g.Ready)
+	if code := health(); code != http.StatusOK {
+		t.Errorf("health: %d, want 200", code)
+	}
+	setSidecar(false)
+	eventually(t, "the gate is unready", func() bool { return !g.Ready() })
+	if code := health(); code != http.StatusServiceUnavailable {
+		t.Errorf("health: %d, want 503", code)
+	}
+}

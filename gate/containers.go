@@ -1,0 +1,81 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/gateenv"
+)
+
+// DefaultServingContainer names the serving container when the
+// configuration names none: a plain queue-proxy environment, where it is
+// Knative's user container.
+const DefaultServingContainer = "user-container"
+
+// containerSpec is one container the gate answers for.
+type containerSpec struct {
+	name string
+	// probe is the readiness probe the gate runs itself; nil for none.
+	probe *corev1.Probe
+	// delegated: the container's readiness probe stays with the node agent
+	// or kubelet (exec), so the status source decides.
+	delegated bool
+	serving   bool
+}
+
+// containerSpecs lists the containers of cfg, serving container first,
+// then in the order of SERVING_READINESS_PROBE, PODGATE_CONTAINERS and
+// PODGATE_DELEGATED_READINESS. Without PODGATE_READINESS_CONTAINERS (plain
+// Knative), probe 0 belongs to the serving container and the others are
+// named container-1, container-2, … in their order.
+func containerSpecs(cfg gateenv.Config) ([]containerSpec, error) {
+	serving := DefaultServingContainer
+	switch {
+	case len(cfg.ReadinessContainers) > 0:
+		serving = cfg.ReadinessContainers[0]
+	case len(cfg.Containers) > 0:
+		serving = cfg.Containers[0]
+	}
+	var specs []containerSpec
+	index := map[string]int{}
+	add := func(name string) *containerSpec {
+		if i, ok := index[name]; ok {
+			return &specs[i]
+		}
+		index[name] = len(specs)
+		specs = append(specs, containerSpec{name: name, serving: name == serving})
+		return &specs[len(specs)-1]
+	}
+	add(serving)
+	for i, p := range cfg.ReadinessProbes {
+		name := serving
+		switch {
+		case i < len(cfg.ReadinessContainers):
+			name = cfg.ReadinessContainers[i]
+		case i > 0:
+			name = fmt.Sprintf("container-%d", i)
+		}
+		s := add(name)
+		if s.probe != nil {
+			return nil, fmt.Errorf("%s: container %q has two readiness probes", gateenv.EnvReadinessContainers, name)
+		}
+		s.probe = p
+	}
+	for _, name := range cfg.Containers {
+		add(name)
+	}
+	for _, name := range cfg.DelegatedReadiness {
+		add(name).delegated = true
+	}
+	routed := make([]string, 0, len(cfg.RoutedProbes))
+	for name := range cfg.RoutedProbes {
+		routed = append(routed, name)
+	}
+	slices.Sort(routed)
+	for _, name := range routed {
+		add(name)
+	}
+	return specs, nil
+}

@@ -1,0 +1,27 @@
+// Package gate is podgate's sidecar: it answers for the readiness of the
+// whole pod, proxies traffic into the serving container without client
+// errors while that container restarts, and drains before the pod stops.
+// It reads Knative queue-proxy's environment (package gateenv), so it can
+// stand in for queue-proxy.
+//
+// The parts, each in its own file:
+//
+//   - Aggregator (readiness*.go): every container's HTTP/TCP/gRPC readiness
+//     probe runs in the background with kubelet semantics (period, timeout,
+//     thresholds), aggressively while a periodSeconds: 0 probe is not yet
+//     ready; exec-probed containers count through a StatusSource. A health
+//     answer is a load of one atomic value.
+//   - health.go: the health-check protocol of queue-proxy (shared/FACTS.md
+//     §4): which requests are health checks and what they are answered.
+//   - rideThrough (ridethrough.go): a RoundTripper that holds a request whose
+//     connection the serving container refused, and retries it until the
+//     container is back or the request times out. A request whose bytes
+//     reached the container is never sent twice.
+//   - Drainer (drain.go): SIGTERM fails readiness at once; the gate exits
+//     after a quiet period without new requests and with none in flight;
+//     /wait-for-drain holds every container's preStop until then.
+//   - the proxy, concurrency limit, request timeout, metrics and request log.
+//
+// Time comes from an injected k8s.io/utils/clock, so the timing rules are
+// deterministic tests.
+package gate

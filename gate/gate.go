@@ -1,0 +1,343 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/probe"
+)
+
+// Options configure a Gate. Only Config is required.
+type Options struct {
+	// Config is the gate's environment, decoded (gateenv.Decode).
+	Config gateenv.Config
+	// Clock times the drain, the preStop release, the request timeout and
+	// the probe schedule; nil is the real clock.
+	Clock clock.WithDelayedExecution
+	// Logger gets the gate's structured logs; nil discards them.
+	Logger *slog.Logger
+	// Status reports the pod's container statuses; nil means none
+	// (delegated containers then never count as ready).
+	Status StatusSource
+	// Runner runs probes; nil is probe.NewRunner().
+	Runner *probe.Runner
+	// RequestLog, if set, gets one JSON line per request.
+	RequestLog io.Writer
+}
+
+// Gate is the sidecar. Create it with New and run it with Serve.
+type Gate struct {
+	cfg     gateenv.Config
+	clock   clock.WithDelayedExecution
+	log     *slog.Logger
+	runner  *probe.Runner
+	target  probe.Target
+	status  StatusSource
+	agg     *Aggregator
+	drainer *Drainer
+	proxy   *proxy
+	metrics *Metrics
+	reqlog  *requestLog
+
+	terminating chan struct{} // closed on SIGTERM (Serve's context ending)
+	termOnce    sync.Once
+	// stopping counts preStop hooks waiting without a SIGTERM: a container
+	// is about to be stopped, so the pod is not ready meanwhile.
+	stopping atomic.Int32
+}
+
+// New builds a Gate from its configuration. Nothing runs until Serve.
+func New(opts Options) (*Gate, error) {
+	cfg := opts.Config
+	specs, err := containerSpecs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Runner == nil {
+		opts.Runner = probe.NewRunner()
+	}
+	if cfg.UpstreamHost == "" {
+		cfg.UpstreamHost = gateenv.Defaults().UpstreamHost
+	}
+	g := &Gate{
+		cfg:         cfg,
+		clock:       opts.Clock,
+		log:         opts.Logger,
+		runner:      opts.Runner,
+		target:      probe.Target{PodIP: cfg.UpstreamHost},
+		status:      opts.Status,
+		metrics:     newMetrics(),
+		terminating: make(chan struct{}),
+	}
+	g.agg = newAggregator(specs, aggregatorOptions{
+		Clock:            opts.Clock,
+		Runner:           opts.Runner,
+		Target:           g.target,
+		UserPort:         cfg.UserPort,
+		HaveStatusSource: opts.Status != nil,
+		Logger:           opts.Logger,
+		OnChange:         g.readinessChanged,
+		OnAttempt: func(c string, out probe.Outcome) {
+			g.metrics.probeResult(c, "readiness", out.Result)
+		},
+	})
+	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
+	lim := newLimiter(cfg.ContainerConcurrency)
+	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
+	g.proxy = newProxy(upstream, opts.Clock, cfg.RevisionTimeout, lim, opts.Logger, g.metrics, g.refused, g.agg.ServingBack)
+	g.metrics.inFlight = g.drainer.InFlight
+	g.metrics.queueDepth = lim.depth
+	g.metrics.ready = g.Ready
+	if opts.RequestLog != nil {
+		g.reqlog = &requestLog{w: opts.RequestLog, serverIP: cfg.PodIP}
+	}
+	return g, nil
+}
+
+// Ready is what the gate answers health checks with: not draining, no
+// container's preStop running, and every container ready.
+func (g *Gate) Ready() bool {
+	return !g.drainer.Draining() && g.stopping.Load() == 0 && g.agg.Ready()
+}
+
+// Aggregator is the gate's view of its containers.
+func (g *Gate) Aggregator() *Aggregator { return g.agg }
+
+// Metrics serves /metrics.
+func (g *Gate) Metrics() http.Handler { return g.metrics }
+
+// Drainer decides when the gate has drained.
+func (g *Gate) Drainer() *Drainer { return g.drainer }
+
+func (g *Gate) readinessChanged(container string, ready bool, reason string, all bool) {
+	if !all {
+		g.metrics.containerReady(container, ready)
+		return
+	}
+	if ready {
+		g.log.Info("all containers ready")
+	} else {
+		g.log.Info("not all containers ready", "notReady", reason)
+	}
+}
+
+// refused is the proxy's report of a refused connection: the serving
+// container is down (restarting), so the pod is not ready from now on, and
+// idle connections to the old process are useless.
+func (g *Gate) refused(err error) {
+	if g.agg.Suspect(g.agg.Serving(), "refused the proxy's connection: "+err.Error()) {
+		g.proxy.closeIdle()
+	}
+}
+
+// ServeHTTP serves the traffic port: health checks on any path, and every
+// other request proxied to the serving container.
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	switch classify(r) {
+	case kindHealth:
+		serveHealth(rec, r, g.drainer.Draining(), g.Ready())
+		g.logRequest(r, rec, start)
+		return
+	case kindNetworkProbe:
+		serveNetworkProbe(rec, r, g.drainer.Draining())
+		g.logRequest(r, rec, start)
+		return
+	}
+	g.drainer.Arrive()
+	defer func() {
+		g.drainer.Leave()
+		g.metrics.request(rec.code(), time.Since(start))
+		g.logRequest(r, rec, start)
+	}()
+	g.proxy.serve(rec, r)
+}
+
+func (g *Gate) logRequest(r *http.Request, rec *recorder, start time.Time) {
+	if g.reqlog != nil {
+		g.reqlog.write(r, rec.code(), rec.bytes, time.Since(start))
+	}
+}
+
+// Listeners are the gate's three sockets.
+type Listeners struct {
+	Serving, Admin, Metrics net.Listener
+}
+
+// Close closes every listener that is open.
+func (l Listeners) Close() {
+	for _, ln := range []net.Listener{l.Serving, l.Admin, l.Metrics} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// Listen opens the gate's ports on host: the pod IP locally, where every
+// pod has its own loopback address, or "" (every interface) on Kubernetes.
+func Listen(host string, cfg gateenv.Config) (Listeners, error) {
+	var ls Listeners
+	for _, p := range []struct {
+		env  string
+		port int
+		dst  *net.Listener
+	}{
+		{gateenv.EnvQueueServingPort, cfg.ServingPort, &ls.Serving},
+		{gateenv.EnvAdminPort, cfg.AdminPort, &ls.Admin},
+		{gateenv.EnvMetricsPort, cfg.MetricsPort, &ls.Metrics},
+	} {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p.port)))
+		if err != nil {
+			ls.Close()
+			return Listeners{}, fmt.Errorf("%s %d: %w", p.env, p.port, err)
+		}
+		*p.dst = ln
+	}
+	return ls, nil
+}
+
+// shutdownTimeout bounds the wait for open responses (the preStop hooks'
+// answers) once the gate has drained.
+const shutdownTimeout = 5 * time.Second
+
+// Serve runs the gate on ls until ctx ends (SIGTERM), then drains: health
+// checks fail at once, traffic is still served, and Serve returns once no
+// request arrived for the quiet period and none is in flight. It closes
+// the listeners.
+func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
+	bg, stopBackground := context.WithCancel(context.Background())
+	waitProbes := g.agg.start(bg)
+	statusDone := g.watchStatus(bg)
+	defer func() {
+		stopBackground()
+		waitProbes()
+		<-statusDone
+		g.drainer.Stop()
+		g.proxy.closeIdle()
+	}()
+
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
+	servers := []*http.Server{
+		{Handler: g, Protocols: &protos, ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
+		{Handler: g.AdminHandler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
+		{Handler: g.metrics, ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
+	}
+	lns := []net.Listener{ls.Serving, ls.Admin, ls.Metrics}
+	served := make(chan error, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(lns[i]); !errors.Is(err, http.ErrServerClosed) {
+				served <- fmt.Errorf("serve on %s: %w", lns[i].Addr(), err)
+			}
+		}()
+	}
+	g.log.Info("listening", "serving", ls.Serving.Addr().String(), "admin", ls.Admin.Addr().String(),
+		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.upstream, "serving container", g.agg.Serving())
+
+	var failed error
+	select {
+	case <-ctx.Done():
+		g.terminate()
+		select {
+		case <-g.drainer.Done():
+			g.log.Info("drained: no request for the quiet period and none in flight", "quietPeriod", g.cfg.DrainQuietPeriod.String())
+		case failed = <-served:
+		}
+	case failed = <-served:
+	}
+
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	if failed != nil {
+		errs = append(errs, failed)
+	}
+	var mu sync.Mutex
+	var sw sync.WaitGroup
+	for _, srv := range servers {
+		sw.Add(1)
+		go func() {
+			defer sw.Done()
+			if err := srv.Shutdown(shutdownCtx); err != nil {
+				_ = srv.Close()
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("shutdown: %w", err))
+				mu.Unlock()
+			}
+		}()
+	}
+	sw.Wait()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// terminate is SIGTERM: readiness fails from now on and the drain starts.
+func (g *Gate) terminate() {
+	g.termOnce.Do(func() {
+		g.log.Info("terminating: failing health checks, draining", "quietPeriod", g.cfg.DrainQuietPeriod.String(),
+			"inFlight", g.drainer.InFlight())
+		close(g.terminating)
+		g.drainer.Drain()
+	})
+}
+
+// Status source retry pause: doubling from the minimum to the maximum.
+const (
+	statusRetryMin = 100 * time.Millisecond
+	statusRetryMax = 5 * time.Second
+)
+
+// watchStatus feeds the status source's reports to the aggregator until
+// ctx ends, watching again after a pause when the source fails.
+func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if g.status == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		pause := statusRetryMin
+		for {
+			err := g.status.Watch(ctx, g.agg.SetStatuses)
+			if ctx.Err() != nil {
+				return
+			}
+			g.log.Warn("status source failed; keeping the last container statuses", "error", err, "retryIn", pause.String())
+			t := g.clock.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			pause = min(2*pause, statusRetryMax)
+		}
+	}()
+	return done
+}

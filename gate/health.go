@@ -1,0 +1,87 @@
+package gate
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/podgate/podgate/gateenv"
+)
+
+// The health-check protocol of Knative's queue-proxy (FACTS §4).
+const (
+	kubeProbeUAPrefix   = "kube-probe/"
+	activatorProbeUA    = "Knative-Activator-Probe"
+	autoscalingProbeUA  = "Knative-Autoscaling-Probe"
+	kubeletProbeHeader  = "K-Kubelet-Probe"
+	networkHashHeader   = "K-Network-Hash"
+	networkProbeIngress = "probe"
+	// queueName is what a healthy gate answers, and the K-Network-Probe
+	// value a health check must carry.
+	queueName = gateenv.ProbeHeaderValue
+)
+
+// requestKind says how the serving port treats a request.
+type requestKind int
+
+const (
+	kindTraffic requestKind = iota
+	// kindHealth: the kubelet's, the activator's or the autoscaler's
+	// health check, on any path. A K-Kubelet-Probe header counts too: a
+	// mesh that rewrites probes drops the kubelet's User-Agent but keeps
+	// that header. (queue-proxy v1.2x forwards such a request to the app,
+	// past the concurrency limit.)
+	kindHealth
+	// kindNetworkProbe: K-Network-Probe: probe, the networking layer's
+	// check that a route reaches this pod.
+	kindNetworkProbe
+)
+
+func classify(r *http.Request) requestKind {
+	h := r.Header
+	ua := h.Get("User-Agent")
+	switch {
+	case strings.HasPrefix(ua, kubeProbeUAPrefix),
+		strings.HasPrefix(ua, activatorProbeUA),
+		strings.HasPrefix(ua, autoscalingProbeUA),
+		h.Get(kubeletProbeHeader) != "":
+		return kindHealth
+	case h.Get(gateenv.ProbeHeaderName) == networkProbeIngress:
+		return kindNetworkProbe
+	}
+	return kindTraffic
+}
+
+// serveHealth answers a health check from state kept current in the
+// background: no probe runs on this path, so the answer is immediate.
+func serveHealth(w http.ResponseWriter, r *http.Request, draining, ready bool) {
+	if draining {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if ph := r.Header.Get(gateenv.ProbeHeaderName); ph != queueName {
+		http.Error(w, "unexpected probe header value: "+ph, http.StatusBadRequest)
+		return
+	}
+	if !ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = io.WriteString(w, queueName)
+}
+
+// serveNetworkProbe answers K-Network-Probe: probe by echoing its hash.
+func serveNetworkProbe(w http.ResponseWriter, r *http.Request, draining bool) {
+	if draining {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	hash := r.Header.Get(networkHashHeader)
+	if hash == "" {
+		http.Error(w, fmt.Sprintf("a probe request must contain a non-empty %q header", networkHashHeader), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set(networkHashHeader, hash)
+	w.WriteHeader(http.StatusOK)
+}

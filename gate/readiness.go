@@ -1,0 +1,400 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
+
+	"github.com/podgate/podgate/probe"
+)
+
+// container is the Aggregator's view of one container.
+type container struct {
+	containerSpec
+	timing timing
+	// fastProbe is what fast mode runs: the readiness probe, or for a
+	// serving container without one a TCP check of its port, so a
+	// container marked down by the proxy can be seen coming back.
+	fastProbe *corev1.Probe
+	// kick wakes the worker when the container turns suspect.
+	kick chan struct{}
+
+	// Guarded by Aggregator.mu.
+	verdict    bool // thresholded result of the gate's own probe; true without one
+	successes  int  // consecutive, counted attempts
+	failures   int
+	attempts   int // all attempts, for messages
+	last       probe.Outcome
+	lastAt     time.Time
+	fastSince  time.Time // start of the current fast-probing episode
+	suspect    string    // readiness dropped at once (refused connection, restart); cleared by a passing probe
+	liveHold   string    // liveness failing: readiness dropped before the kill
+	liveFails  int
+	liveDown   bool   // the readiness probe failed while liveHold was set (container went away)
+	startupErr string // last routed startup probe failed
+	status     *ContainerStatus
+}
+
+// ready says whether the container counts as ready, and if not, why.
+func (c *container) ready(haveSource bool) (bool, string) {
+	switch {
+	case c.probe != nil && !c.verdict:
+		if c.attempts == 0 {
+			return false, "readiness probe not run yet"
+		}
+		return false, "readiness probe: " + c.lastMessage()
+	case c.suspect != "":
+		return false, c.suspect
+	case c.liveHold != "":
+		return false, c.liveHold
+	case c.startupErr != "":
+		return false, c.startupErr
+	}
+	if c.delegated {
+		switch {
+		case !haveSource:
+			return false, "readiness is delegated to the node agent, but the gate has no status source"
+		case c.status == nil:
+			return false, "waiting for the container's status"
+		case !c.status.Ready:
+			return false, "not ready per " + statusWords(c.status)
+		}
+	} else if c.status != nil && !c.status.Ready {
+		return false, "not ready per " + statusWords(c.status)
+	}
+	return true, ""
+}
+
+func statusWords(s *ContainerStatus) string {
+	if s.Message != "" {
+		return "container status: " + s.Message
+	}
+	if !s.Running {
+		return "container status: not running"
+	}
+	return "container status"
+}
+
+func (c *container) lastMessage() string {
+	switch {
+	case c.attempts == 0:
+		return "not run yet"
+	case c.last.Result == probe.Error:
+		return "errored: " + c.last.Message
+	case c.last.Message != "":
+		return c.last.Result.String() + ": " + c.last.Message
+	}
+	return c.last.Result.String()
+}
+
+// fast reports whether the worker probes as fast as it can: an aggressive
+// probe that is not ready yet, or a container marked down at once.
+func (c *container) fast() bool {
+	return c.suspect != "" || (c.timing.aggressive && c.probe != nil && !c.verdict)
+}
+
+// aggregatorOptions configure an Aggregator.
+type aggregatorOptions struct {
+	Clock  clock.Clock
+	Runner *probe.Runner
+	// Target is where probes without a host go (the pod IP locally,
+	// 127.0.0.1 on Kubernetes), and every gRPC probe.
+	Target probe.Target
+	// UserPort is the serving container's port, checked by TCP when that
+	// container has no readiness probe of its own and was marked down.
+	UserPort int
+	// HaveStatusSource says whether statuses will come; without one,
+	// delegated containers never count as ready.
+	HaveStatusSource bool
+	Logger           *slog.Logger
+	// OnChange is called (with the Aggregator's lock held: it must not call
+	// back) whenever a container's readiness or the aggregate changes.
+	OnChange func(container string, ready bool, reason string, all bool)
+	// OnAttempt is called after every probe attempt (lock not held).
+	OnAttempt func(container string, out probe.Outcome)
+}
+
+// Aggregator keeps the readiness of every container of the pod current.
+type Aggregator struct {
+	opts    aggregatorOptions
+	clock   clock.Clock
+	log     *slog.Logger
+	serving *container
+
+	mu         sync.Mutex
+	containers []*container
+	byName     map[string]*container
+	// back is closed (and replaced) when the serving container passes a
+	// probe after being marked down: held requests retry at once.
+	back chan struct{}
+
+	ready          atomic.Bool
+	readyState     map[string]bool // last reported per container, for OnChange
+	aggregateKnown bool
+}
+
+func newAggregator(specs []containerSpec, opts aggregatorOptions) *Aggregator {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Runner == nil {
+		opts.Runner = probe.NewRunner()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Aggregator{
+		opts:       opts,
+		clock:      opts.Clock,
+		log:        opts.Logger,
+		byName:     map[string]*container{},
+		back:       make(chan struct{}),
+		readyState: map[string]bool{},
+	}
+	for _, s := range specs {
+		c := &container{containerSpec: s, kick: make(chan struct{}, 1), verdict: s.probe == nil}
+		c.fastProbe = s.probe
+		if s.probe != nil {
+			c.timing = timingOf(s.probe)
+		} else if s.serving && opts.UserPort > 0 {
+			c.fastProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(opts.UserPort)},
+			}}
+		}
+		if c.timing.aggressive {
+			c.fastSince = a.clock.Now()
+		}
+		if s.serving {
+			a.serving = c
+		}
+		a.containers = append(a.containers, c)
+		a.byName[s.name] = c
+	}
+	a.mu.Lock()
+	a.recomputeLocked()
+	a.mu.Unlock()
+	return a
+}
+
+// Ready is the aggregate: every container ready.
+func (a *Aggregator) Ready() bool { return a.ready.Load() }
+
+// Serving is the name of the serving container.
+func (a *Aggregator) Serving() string { return a.serving.name }
+
+// start runs one probe worker per container that has something to probe,
+// until ctx ends; wait blocks until they all returned.
+func (a *Aggregator) start(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	for _, c := range a.containers {
+		if c.fastProbe == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.work(ctx, c)
+		}()
+	}
+	return wg.Wait
+}
+
+// Suspect marks a container not ready at once, for a reason seen outside
+// its probe (the proxy's connection was refused, a status source saw it
+// restart), and makes its worker probe fast until a probe passes again.
+// It reports whether the mark is new.
+func (a *Aggregator) Suspect(name, reason string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.byName[name]
+	if c == nil || c.suspect != "" || c.fastProbe == nil {
+		return false
+	}
+	c.suspect = reason
+	c.fastSince = a.clock.Now()
+	a.log.Info("container marked not ready", "container", name, "reason", reason)
+	a.recomputeLocked()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// ServingBack returns a channel closed when the serving container next
+// passes a probe after being marked down.
+func (a *Aggregator) ServingBack() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.back
+}
+
+// LivenessResult records one run of a container's routed liveness probe.
+// failureThreshold is that probe's (the kubelet kills at it): readiness is
+// dropped once the failures are one short of it, so traffic leaves before
+// the kill instead of after the restart (FACTS §3, seed 004).
+func (a *Aggregator) LivenessResult(name string, out probe.Outcome, failureThreshold int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.byName[name]
+	if c == nil {
+		return
+	}
+	switch {
+	case out.Result == probe.Error:
+		return // the kubelet drops it too
+	case out.Result.Passed():
+		c.liveFails = 0
+		if c.liveHold != "" {
+			a.log.Info("liveness passes again", "container", name)
+		}
+		c.liveHold, c.liveDown = "", false
+	default:
+		c.liveFails++
+		if c.liveFails >= max(1, failureThreshold-1) && c.liveHold == "" {
+			c.liveHold = fmt.Sprintf("liveness probe failed %d time(s), threshold %d: %s", c.liveFails, failureThreshold, out.Message)
+			c.liveDown = false
+			a.log.Warn("liveness failing: readiness dropped before the kill", "container", name,
+				"failures", c.liveFails, "failureThreshold", failureThreshold, "message", out.Message)
+		}
+	}
+	a.recomputeLocked()
+}
+
+// StartupResult records one run of a container's routed startup probe: a
+// container whose startup probe fails has not started, so is not ready.
+func (a *Aggregator) StartupResult(name string, out probe.Outcome) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.byName[name]
+	if c == nil || out.Result == probe.Error {
+		return
+	}
+	if out.Result.Passed() {
+		c.startupErr = ""
+	} else {
+		c.startupErr = "startup probe failed: " + out.Message
+	}
+	a.recomputeLocked()
+}
+
+// SetStatuses records what the status source says of every container. A
+// container seen replaced (new ID or restart count) is marked down until
+// one of its probes passes, and loses a liveness hold (that was the old
+// container's).
+func (a *Aggregator) SetStatuses(statuses []ContainerStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[string]bool{}
+	for _, s := range statuses {
+		c := a.byName[s.Name]
+		if c == nil {
+			continue
+		}
+		seen[s.Name] = true
+		prev := c.status
+		st := s
+		c.status = &st
+		if prev != nil && (prev.RestartCount != s.RestartCount ||
+			(prev.ContainerID != "" && s.ContainerID != "" && prev.ContainerID != s.ContainerID)) {
+			c.liveHold, c.liveFails, c.liveDown, c.startupErr = "", 0, false, ""
+			if c.fastProbe != nil && c.suspect == "" {
+				c.suspect = fmt.Sprintf("container restarted (restart count %d)", s.RestartCount)
+				c.fastSince = a.clock.Now()
+				select {
+				case c.kick <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	for _, c := range a.containers {
+		if !seen[c.name] {
+			c.status = nil
+		}
+	}
+	a.recomputeLocked()
+}
+
+// recomputeLocked recomputes every container's readiness and the
+// aggregate, and reports changes.
+func (a *Aggregator) recomputeLocked() {
+	all := true
+	var why []string
+	for _, c := range a.containers {
+		ok, reason := c.ready(a.opts.HaveStatusSource)
+		all = all && ok
+		if !ok {
+			why = append(why, c.name+": "+reason)
+		}
+		if prev, known := a.readyState[c.name]; !known || prev != ok {
+			a.readyState[c.name] = ok
+			if a.opts.OnChange != nil {
+				a.opts.OnChange(c.name, ok, reason, false)
+			}
+		}
+	}
+	if prev := a.ready.Swap(all); prev != all || !a.aggregateKnown {
+		a.aggregateKnown = true
+		if a.opts.OnChange != nil {
+			a.opts.OnChange("", all, strings.Join(why, "; "), true)
+		}
+	}
+}
+
+// ContainerReport is one container's line in /readyz?verbose.
+type ContainerReport struct {
+	Name      string
+	Ready     bool
+	Reason    string // why not ready
+	Probe     string // the gate's own probe: handler and schedule, or ""
+	Delegated bool
+	Serving   bool
+	// Last probe attempt.
+	LastResult  string
+	LastMessage string
+	LastAt      time.Time
+	Attempts    int
+}
+
+// Report describes every container, in order.
+func (a *Aggregator) Report() []ContainerReport {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]ContainerReport, 0, len(a.containers))
+	for _, c := range a.containers {
+		ok, reason := c.ready(a.opts.HaveStatusSource)
+		r := ContainerReport{
+			Name: c.name, Ready: ok, Reason: reason, Delegated: c.delegated, Serving: c.serving,
+			Attempts: c.attempts, LastAt: c.lastAt,
+		}
+		if c.probe != nil {
+			r.Probe = describeProbe(c.probe, c.timing)
+		}
+		if c.attempts > 0 {
+			r.LastResult, r.LastMessage = c.last.Result.String(), c.last.Message
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func describeProbe(p *corev1.Probe, t timing) string {
+	var b strings.Builder
+	b.WriteString(probe.HandlerKind(p))
+	if t.aggressive {
+		b.WriteString(", aggressive until ready")
+	} else {
+		fmt.Fprintf(&b, ", every %s", t.period)
+	}
+	fmt.Fprintf(&b, ", success %d, failure %d", t.successThreshold, t.failureThreshold)
+	return b.String()
+}

@@ -1,0 +1,238 @@
+package gate
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/probe"
+)
+
+// Fast probing: a periodSeconds: 0 probe that is not ready yet, or a
+// container the proxy found refusing connections. Knative retries every
+// 50 ms; the gate starts at 1 ms and backs off to 5 ms, so a container is
+// seen accepting within a few milliseconds, and after 10 s of a container
+// not coming back slows to 100 ms, so a crash-looping container does not
+// cost a core. Only changes are logged, never the attempts.
+const (
+	fastMinInterval  = time.Millisecond
+	fastMaxInterval  = 5 * time.Millisecond
+	fastEpisode      = 10 * time.Second
+	fastSlowInterval = 100 * time.Millisecond
+	// aggressiveSteadyPeriod re-checks an aggressive probe once it passed:
+	// the kubelet's shortest period.
+	aggressiveSteadyPeriod = time.Second
+)
+
+// timing is a readiness probe's schedule with Kubernetes' defaults
+// applied (FACTS §2), except that periodSeconds 0 is Knative's aggressive
+// mode rather than the default of 10 s.
+type timing struct {
+	aggressive       bool
+	period           time.Duration
+	timeout          time.Duration
+	initialDelay     time.Duration
+	successThreshold int
+	failureThreshold int
+}
+
+func timingOf(p *corev1.Probe) timing {
+	orDefault := func(v, def int32) int32 {
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	t := timing{
+		aggressive:       p.PeriodSeconds <= 0,
+		period:           time.Duration(p.PeriodSeconds) * time.Second,
+		timeout:          time.Duration(orDefault(p.TimeoutSeconds, probe.DefaultTimeoutSeconds)) * time.Second,
+		initialDelay:     time.Duration(max(0, p.InitialDelaySeconds)) * time.Second,
+		successThreshold: int(orDefault(p.SuccessThreshold, probe.DefaultSuccessThreshold)),
+		failureThreshold: int(orDefault(p.FailureThreshold, probe.DefaultFailureThreshold)),
+	}
+	if t.aggressive {
+		t.period = aggressiveSteadyPeriod
+	}
+	return t
+}
+
+// work is one container's probe loop. Regular ticks follow the kubelet: the
+// first at once (after initialDelaySeconds, counted from the gate's start,
+// the closest it knows to the container's), then on a fixed-rate grid of
+// periodSeconds; a slow attempt drops the ticks it overran. Fast mode
+// probes back to back with a short backoff.
+func (a *Aggregator) work(ctx context.Context, c *container) {
+	if d := c.timing.initialDelay; d > 0 {
+		if !a.sleep(ctx, d, nil) {
+			return
+		}
+	}
+	anchor := a.clock.Now()
+	backoff := fastMinInterval
+	for {
+		a.mu.Lock()
+		fast := c.fast()
+		a.mu.Unlock()
+		if fast || c.probe != nil {
+			var out probe.Outcome
+			if fast {
+				out = a.attemptFast(ctx, c)
+			} else {
+				out = a.opts.Runner.Run(ctx, c.probe, a.opts.Target)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			a.record(c, out, fast)
+		}
+
+		now := a.clock.Now()
+		a.mu.Lock()
+		fast, fastSince := c.fast(), c.fastSince
+		a.mu.Unlock()
+		var wait time.Duration
+		switch {
+		case fast:
+			limit := fastMaxInterval
+			if now.Sub(fastSince) > fastEpisode {
+				limit = fastSlowInterval
+			}
+			wait, backoff = min(backoff, limit), min(backoff*2, limit)
+			anchor = now
+		case c.probe == nil:
+			wait, backoff = -1, fastMinInterval // nothing to do until kicked
+		default:
+			backoff = fastMinInterval
+			period := c.timing.period
+			next := anchor.Add(period)
+			if !next.After(now) {
+				next = anchor.Add((now.Sub(anchor)/period + 1) * period)
+			}
+			anchor, wait = next, next.Sub(now)
+		}
+		if !a.sleep(ctx, wait, c.kick) {
+			return
+		}
+	}
+}
+
+// sleep waits d (forever if d < 0), or until kick; false when ctx ended.
+func (a *Aggregator) sleep(ctx context.Context, d time.Duration, kick <-chan struct{}) bool {
+	var timeout <-chan time.Time
+	if d >= 0 {
+		t := a.clock.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timeout:
+	case <-kick:
+	}
+	return true
+}
+
+// attemptFast makes one attempt, without the retries of a kubelet tick
+// (the next attempt comes in milliseconds anyway).
+func (a *Aggregator) attemptFast(ctx context.Context, c *container) probe.Outcome {
+	p := c.fastProbe
+	timeout := c.timing.timeout
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	switch {
+	case p.TCPSocket != nil:
+		// A plain dial: same verdict and message as the kubelet's, without
+		// its SO_LINGER, whose close waits for the FIN's ACK (milliseconds
+		// on loopback), which would delay every container seen coming up.
+		host := p.TCPSocket.Host
+		if host == "" {
+			host = a.opts.Target.PodIP
+		}
+		return a.dial(ctx, net.JoinHostPort(host, strconv.Itoa(p.TCPSocket.Port.IntValue())), timeout)
+	case p.GRPC != nil:
+		// The kubelet's gRPC probe dials blocking: a closed port holds the
+		// attempt for the whole timeout. A plain dial first sees a closed
+		// port in microseconds.
+		addr := net.JoinHostPort(a.opts.Target.PodIP, strconv.Itoa(int(p.GRPC.Port)))
+		if out := a.dial(ctx, addr, timeout); out.Result != probe.Success {
+			return out
+		}
+	}
+	return a.opts.Runner.Attempt(ctx, p, a.opts.Target, timeout)
+}
+
+// dial is a TCP check: Success when something accepts.
+func (a *Aggregator) dial(ctx context.Context, addr string, timeout time.Duration) probe.Outcome {
+	start := a.clock.Now()
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return probe.Outcome{Result: probe.Failure, Message: err.Error(), Attempts: 1, Duration: a.clock.Since(start)}
+	}
+	_ = conn.Close()
+	return probe.Outcome{Result: probe.Success, Attempts: 1, Duration: a.clock.Since(start)}
+}
+
+// record applies one attempt. Regular ticks and the attempts of an
+// aggressive probe that is not ready yet count toward the thresholds; the
+// extra attempts of a container marked down do not (they only clear the
+// mark), or a 10 s probe would fail its threshold in milliseconds.
+func (a *Aggregator) record(c *container, out probe.Outcome, fast bool) {
+	a.mu.Lock()
+	now := a.clock.Now()
+	counted := c.probe != nil && (!fast || (c.timing.aggressive && !c.verdict))
+	c.attempts++
+	c.last, c.lastAt = out, now
+	switch {
+	case out.Result == probe.Error:
+		// Dropped, as the kubelet drops it: nothing changes.
+	case out.Result.Passed():
+		if c.suspect != "" {
+			a.log.Info("container passes its probe again", "container", c.name, "after", now.Sub(c.fastSince).String())
+			c.suspect = ""
+			if c == a.serving {
+				close(a.back)
+				a.back = make(chan struct{})
+			}
+		}
+		if c.liveHold != "" && c.liveDown {
+			// It failed and passes again: the container that failed its
+			// liveness probe was replaced.
+			// Its failure count stays: if it was not replaced after all,
+			// the next failure drops readiness again at once.
+			c.liveHold, c.liveDown = "", false
+		}
+		if counted {
+			c.failures = 0
+			c.successes++
+			if !c.verdict && c.successes >= c.timing.successThreshold {
+				c.verdict = true
+				a.log.Info("container ready", "container", c.name, "attempts", c.attempts)
+			}
+		}
+	default:
+		if c.liveHold != "" {
+			c.liveDown = true
+		}
+		if counted {
+			c.successes = 0
+			c.failures++
+			if c.verdict && c.failures >= c.timing.failureThreshold {
+				c.verdict = false
+				c.fastSince = now
+				a.log.Info("container not ready", "container", c.name, "failures", c.failures, "message", out.Message)
+			}
+		}
+	}
+	a.recomputeLocked()
+	a.mu.Unlock()
+	if a.opts.OnAttempt != nil {
+		a.opts.OnAttempt(c.name, out)
+	}
+}

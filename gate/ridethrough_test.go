@@ -1,0 +1,429 @@
+package gate
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/podgate/podgate/testapp"
+)
+
+func h2cClient() *http.Client {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{Protocols: &p}}
+}
+
+// TestRideThroughHoldsUntilTheContainerIsBack: the serving container is
+// down (its port refuses); a request is held, the gate turns unready at
+// once, and the request is answered by the restarted container.
+func TestRideThroughHoldsUntilTheContainerIsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func() *http.Client
+	}{
+		{"HTTP/1.1", func() *http.Client { return &http.Client{Transport: &http.Transport{}} }},
+		// An HTTP/2 request goes to the container as h2c, as queue-proxy
+		// sends it: such a container speaks h2c.
+		{"h2c", h2cClient},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := startNamedUpstream(t, "127.0.0.1:0", "first")
+			addr := first.addr
+			cfg := gateConfig(t, addr)
+			tg := startGate(t, cfg, Options{})
+			tg.waitReady(t, true)
+			client := tc.client()
+			defer client.Transport.(*http.Transport).CloseIdleConnections()
+
+			first.stop(t)
+			type result struct {
+				code int
+				body string
+				err  error
+			}
+			res := make(chan result, 1)
+			go func() {
+				resp, err := client.Get(tg.url("/held"))
+				if err != nil {
+					res <- result{err: err}
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				res <- result{code: resp.StatusCode, body: string(b)}
+			}()
+			eventually(t, "the request is held", func() bool {
+				return strings.Contains(tg.metricsText(t), "podgate_ridethrough_held 1")
+			})
+			tg.waitReady(t, false)
+			contains(t, "verbose readyz", tg.verbose(t), "[-]user-container failed: refused the proxy's connection: dial tcp "+addr)
+			startNamedUpstream(t, addr, "second")
+			r := <-res
+			if r.err != nil || r.code != http.StatusOK || r.body != "second "+strings.Split(tc.name, "/")[0]+"/"+protoVersion(tc.name) {
+				t.Fatalf("held request: %d %q %v, want 200 from the restarted container", r.code, r.body, r.err)
+			}
+			tg.waitReady(t, true)
+			m := tg.metricsText(t)
+			contains(t, "metrics", m, "podgate_ridethrough_holds_total 1")
+			contains(t, "metrics", m, `podgate_requests_total{code="200"} 1`)
+		})
+	}
+}
+
+func protoVersion(name string) string {
+	if name == "h2c" {
+		return "2.0"
+	}
+	return "1.1"
+}
+
+// namedUpstream is a container that answers "<name> <proto>", speaking
+// HTTP/1.1 and h2c.
+type namedUpstream struct {
+	addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+func startNamedUpstream(t testing.TB, addr, name string) *namedUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	u := &namedUpstream{addr: ln.Addr().String(), done: make(chan struct{}), srv: &http.Server{
+		Protocols: &protos,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			proto := r.Proto
+			if proto == "HTTP/2.0" {
+				proto = "h2c/2.0"
+			}
+			fmt.Fprintf(w, "%s %s", name, proto)
+		}),
+	}}
+	go func() {
+		defer close(u.done)
+		_ = u.srv.Serve(ln)
+	}()
+	t.Cleanup(func() { u.stop(t) })
+	return u
+}
+
+// stop shuts the container down gracefully, as on SIGTERM.
+func (u *namedUpstream) stop(t testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	_ = u.srv.Shutdown(ctx)
+	<-u.done
+}
+
+func TestRideThroughHeldRequestTimesOut(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.RevisionTimeout = 10 * time.Second
+	tg := startGate(t, cfg, Options{Clock: clk})
+	stopApp(t, app)
+	res := make(chan string, 1)
+	go func() {
+		resp, err := tg.client.Get(tg.url("/held"))
+		if err != nil {
+			res <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		res <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	eventually(t, "the request is held", func() bool {
+		return strings.Contains(tg.metricsText(t), "podgate_ridethrough_held 1")
+	})
+	clk.Step(10 * time.Second)
+	if got := <-res; got != "504 request timeout" {
+		t.Errorf("held request after the timeout: %q, want 504 request timeout", got)
+	}
+}
+
+// oneShotUpstream accepts one connection on addr, reads one whole request
+// from it and closes it without answering: a container that died with the
+// request inside. It returns the request it read.
+func oneShotUpstream(t *testing.T, ln net.Listener) <-chan string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		ln.Close()
+		if err != nil {
+			got <- "accept: " + err.Error()
+			return
+		}
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			c.Close()
+			got <- "read: " + err.Error()
+			return
+		}
+		body, _ := io.ReadAll(req.Body)
+		c.Close() // dies with the request inside, before answering
+		got <- req.Method + " " + req.URL.Path + " " + string(body)
+	}()
+	return got
+}
+
+// TestRequestThatReachedTheContainerIsNotReplayed: the container read the
+// request, then died; it restarts on the same port. The client gets a 502,
+// and the restarted container never sees the request.
+func TestRequestThatReachedTheContainerIsNotReplayed(t *testing.T) {
+	for _, tc := range []struct {
+		method, body string
+	}{
+		{http.MethodPost, "pay 100 EUR"},
+		{http.MethodGet, ""},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			first := oneShotUpstream(t, ln)
+			tg := startGate(t, gateConfig(t, addr), Options{})
+
+			var bodyReader io.Reader
+			if tc.body != "" {
+				bodyReader = strings.NewReader(tc.body)
+			}
+			res := make(chan string, 1)
+			go func() {
+				req, _ := http.NewRequest(tc.method, tg.url("/charge"), bodyReader)
+				resp, err := tg.client.Do(req)
+				if err != nil {
+					res <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				res <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+			}()
+			if got, want := <-first, strings.TrimSpace(tc.method+" /charge "+tc.body); strings.TrimSpace(got) != want {
+				t.Fatalf("the first container read %q, want %q", got, want)
+			}
+			// The container restarts on the same port, counting what it gets.
+			var seen atomic.Int64
+			startUpstreamAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen.Add(1)
+				fmt.Fprint(w, "second")
+			}))
+			got := <-res
+			if !strings.HasPrefix(got, "502 ") {
+				t.Errorf("client got %q, want a 502", got)
+			}
+			// A later request does reach the restarted container.
+			if code, body, _ := tg.do(t, http.MethodGet, tg.url("/later"), nil, nil); code != 200 || body != "second" {
+				t.Errorf("later request: %d %q", code, body)
+			}
+			if n := seen.Load(); n != 1 {
+				t.Errorf("the restarted container got %d requests, want 1 (only the later one)", n)
+			}
+			contains(t, "metrics", tg.metricsText(t), "podgate_upstream_errors_total 1")
+		})
+	}
+}
+
+// startUpstreamAt serves h on addr until the test ends.
+func startUpstreamAt(t testing.TB, addr string, h http.Handler) *http.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return srv
+}
+
+// load sends GETs from n goroutines until stop is closed and counts
+// the outcomes.
+type load struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	failures   []string
+	wg         sync.WaitGroup
+	stop       chan struct{}
+}
+
+func startLoad(n int, client *http.Client, url string) *load {
+	l := &load{stop: make(chan struct{})}
+	for i := 0; i < n; i++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				resp, err := client.Get(url)
+				if err != nil {
+					l.fail(err.Error())
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					l.fail(fmt.Sprintf("%d %s", resp.StatusCode, b))
+					continue
+				}
+				l.ok.Add(1)
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) fail(msg string) {
+	l.failed.Add(1)
+	l.mu.Lock()
+	if len(l.failures) < 10 {
+		l.failures = append(l.failures, msg)
+	}
+	l.mu.Unlock()
+}
+
+func (l *load) finish(t testing.TB) {
+	t.Helper()
+	close(l.stop)
+	l.wg.Wait()
+	if n := l.failed.Load(); n > 0 {
+		t.Errorf("%d of %d requests failed, e.g. %q", n, n+l.ok.Load(), l.failures)
+	}
+}
+
+// waitOK waits until the load has n more successes than now.
+func (l *load) waitOK(t testing.TB, n int64) {
+	t.Helper()
+	target := l.ok.Load() + n
+	eventually(t, fmt.Sprintf("%d more successful requests", n), func() bool { return l.ok.Load() >= target })
+}
+
+// TestRestartUnderLoadLosesNothing restarts the serving container while 16
+// clients keep sending: not one of them sees an error.
+func TestRestartUnderLoadLosesNothing(t *testing.T) {
+	app := startApp(t, testapp.Config{Name: "first"})
+	addr := app.Addr()
+	tg := startGate(t, gateConfig(t, addr), Options{})
+	tg.waitReady(t, true)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer client.Transport.(*http.Transport).CloseIdleConnections()
+
+	l := startLoad(16, client, tg.url("/"))
+	l.waitOK(t, 200)
+	for round := 0; round < 3; round++ {
+		stopApp(t, app)
+		eventually(t, "requests are held", func() bool {
+			return !strings.Contains(tg.metricsText(t), "podgate_ridethrough_held 0")
+		})
+		app = startApp(t, testapp.Config{Name: fmt.Sprintf("restart-%d", round), Addr: addr})
+		l.waitOK(t, 200)
+	}
+	l.finish(t)
+	m := tg.metricsText(t)
+	contains(t, "metrics", m, "podgate_upstream_errors_total 0")
+	if strings.Contains(m, "podgate_ridethrough_holds_total 0\n") {
+		t.Error("no request was held: the restarts did not happen under load")
+	}
+	t.Logf("%d requests, %s", l.ok.Load(), strings.TrimSpace(grepLine(m, "podgate_ridethrough_holds_total ")))
+}
+
+func grepLine(text, prefix string) string {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
+}
+
+func TestReplayBody(t *testing.T) {
+	t.Run("a body read partly starts over after a rewind", func(t *testing.T) {
+		b := newReplayBody(io.NopCloser(strings.NewReader("hello world")))
+		head := make([]byte, 5)
+		io.ReadFull(b, head)
+		if !b.touched() {
+			t.Fatal("not touched after a read")
+		}
+		rc, err := b.rewind()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _ := io.ReadAll(rc)
+		if string(all) != "hello world" {
+			t.Errorf("after rewind: %q", all)
+		}
+	})
+	t.Run("a body beyond the limit cannot be replayed", func(t *testing.T) {
+		b := newReplayBody(io.NopCloser(strings.NewReader(strings.Repeat("x", replayLimit+1))))
+		io.Copy(io.Discard, b)
+		if _, err := b.rewind(); err != errCannotReplay {
+			t.Errorf("rewind: %v, want errCannotReplay", err)
+		}
+	})
+	t.Run("Close leaves the inbound body open", func(t *testing.T) {
+		pr, pw := io.Pipe()
+		b := newReplayBody(pr)
+		b.Close()
+		go pw.Write([]byte("x"))
+		buf := make([]byte, 1)
+		if _, err := b.Read(buf); err != nil {
+			t.Errorf("read after Close: %v", err)
+		}
+		pw.Close()
+	})
+}
+
+func TestNeverSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, dialErr := (&http.Transport{}).RoundTrip(mustRequest(t, "http://"+addr+"/"))
+	if !neverSent(dialErr) {
+		t.Errorf("a refused connection (%v) counts as sent", dialErr)
+	}
+	if neverSent(io.ErrUnexpectedEOF) {
+		t.Error("an EOF after sending counts as never sent")
+	}
+}
+
+func mustRequest(t *testing.T, url string) *http.Request {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}

@@ -1,0 +1,241 @@
+package gate
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/testapp"
+)
+
+// kubeletCall runs the probe the kubelet has after injection: httpGet on
+// the admin port's /probe/<container>/<kind>, with the kubelet's semantics.
+func kubeletCall(t *testing.T, tg *testGate, container string, kind gateenv.ProbeKind) probe.Outcome {
+	t.Helper()
+	host, port := splitHostPort(t, tg.admin)
+	p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path: gateenv.ProbePath(container, kind), Port: intstr.FromInt(port),
+	}}}
+	return probe.NewRunner().Run(context.Background(), p, probe.Target{PodIP: host})
+}
+
+func TestRoutedLivenessDropsReadinessBeforeTheKill(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		threshold int32
+		// dropAfter is the failure after which readiness drops: one short
+		// of the threshold, or the threshold itself when it is 1.
+		dropAfter int
+	}{
+		{"threshold 3 drops readiness after the second failure", 3, 2},
+		{"threshold 1 drops readiness after the first failure", 1, 1},
+		{"unset threshold means 3", 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := startApp(t, testapp.Config{})
+			cfg := gateConfig(t, app.Addr())
+			cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, app.Addr()), 0)}
+			cfg.ReadinessContainers = []string{"app"}
+			live := httpProbe(portOf(t, app.Addr()), "/healthz", 10)
+			live.FailureThreshold = tc.threshold
+			cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: live}}
+			tg := startGate(t, cfg, Options{})
+			tg.waitReady(t, true)
+
+			if out := kubeletCall(t, tg, "app", gateenv.Liveness); out.Result != probe.Success {
+				t.Fatalf("liveness of a live app: %v %q", out.Result, out.Message)
+			}
+			app.SetLive(false)
+			for i := 1; i <= tc.dropAfter; i++ {
+				out := kubeletCall(t, tg, "app", gateenv.Liveness)
+				if out.Result != probe.Failure || out.Message != "HTTP probe failed with statuscode: 500" {
+					t.Fatalf("failure %d: kubelet saw %v %q, want failure with statuscode 500", i, out.Result, out.Message)
+				}
+				if want := i < tc.dropAfter; tg.Ready() != want {
+					t.Fatalf("after %d liveness failure(s): ready %v, want %v", i, tg.Ready(), want)
+				}
+			}
+			contains(t, "verbose readyz", tg.verbose(t), "[-]app failed: liveness probe failed")
+			app.SetLive(true)
+			if out := kubeletCall(t, tg, "app", gateenv.Liveness); out.Result != probe.Success {
+				t.Fatalf("liveness after recovery: %v %q", out.Result, out.Message)
+			}
+			if !tg.Ready() {
+				t.Error("not ready after liveness passed again")
+			}
+			contains(t, "metrics", tg.metricsText(t), `podgate_probe_results_total{container="app",kind="liveness",result="failure"} `+strconv.Itoa(tc.dropAfter))
+		})
+	}
+}
+
+// TestHungContainerLivenessCounts: a container that hangs makes the
+// kubelet's call time out; the gate still counts that failure, and
+// answers before the caller gives up.
+func TestHungContainerLivenessCounts(t *testing.T) {
+	release := make(chan struct{})
+	upstream := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer close(release)
+	cfg := gateConfig(t, upstream)
+	live := httpProbe(portOf(t, upstream), "/healthz", 10)
+	live.TimeoutSeconds = 1
+	live.FailureThreshold = 2
+	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{gateenvServing: {Liveness: live}}
+	tg := startGate(t, cfg, Options{})
+	tg.waitReady(t, true)
+	host, port := splitHostPort(t, tg.admin)
+	kubelet := &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: gateenv.ProbePath(gateenvServing, gateenv.Liveness), Port: intstr.FromInt(port),
+		}},
+		TimeoutSeconds: 1,
+	}
+	out := probe.NewRunner().Run(context.Background(), kubelet, probe.Target{PodIP: host})
+	// Normally the gate's 500 arrives first; on a stalled machine the
+	// caller's own timeout may win. A failure either way.
+	if out.Result != probe.Failure {
+		t.Errorf("kubelet saw %v %q, want a failure", out.Result, out.Message)
+	}
+	tg.waitReady(t, false)
+	contains(t, "verbose readyz", tg.verbose(t), "liveness probe failed 1 time(s), threshold 2")
+}
+
+// gateenvServing is the serving container's name without configured names.
+const gateenvServing = DefaultServingContainer
+
+// TestLivenessHoldEndsWithTheReplacedContainer: the kubelet kills the
+// container after its liveness failures; the new one answers its readiness
+// probe, so the hold of the old one ends without waiting for the next
+// liveness call.
+func TestLivenessHoldEndsWithTheReplacedContainer(t *testing.T) {
+	app := startApp(t, testapp.Config{})
+	addr := app.Addr()
+	cfg := gateConfig(t, addr)
+	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, addr), 0)}
+	cfg.ReadinessContainers = []string{"app"}
+	live := httpProbe(portOf(t, addr), "/healthz", 10)
+	live.FailureThreshold = 1
+	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: live}}
+	tg := startGate(t, cfg, Options{})
+	tg.waitReady(t, true)
+	app.SetLive(false)
+	kubeletCall(t, tg, "app", gateenv.Liveness)
+	if tg.Ready() {
+		t.Fatal("ready after the liveness failure")
+	}
+	stopApp(t, app) // the kill
+	before := tg.agg.Report()[0].Attempts
+	eventually(t, "the readiness probe saw the container gone", func() bool {
+		r := tg.agg.Report()[0]
+		return r.Attempts > before && r.LastResult == "failure"
+	})
+	startApp(t, testapp.Config{Addr: addr}) // the restart, live again
+	tg.waitReady(t, true)
+}
+
+func TestRoutedStartupProbe(t *testing.T) {
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.ReadinessContainers = []string{"app"}
+	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, app.Addr()), 0)}
+	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Startup: httpProbe(portOf(t, app.Addr()), "/readyz", 1)}}
+	tg := startGate(t, cfg, Options{})
+	tg.waitReady(t, true)
+	app.SetReady(false)
+	if out := kubeletCall(t, tg, "app", gateenv.Startup); out.Result != probe.Failure {
+		t.Fatalf("startup of an unready app: %v %q", out.Result, out.Message)
+	}
+	if tg.Ready() {
+		t.Error("ready while the startup probe fails")
+	}
+	app.SetReady(true)
+	if out := kubeletCall(t, tg, "app", gateenv.Startup); out.Result != probe.Success {
+		t.Fatalf("startup of a ready app: %v %q", out.Result, out.Message)
+	}
+	if !tg.Ready() {
+		t.Error("not ready once the startup probe passed")
+	}
+}
+
+// shortBodyServer answers every request with a body shorter than its
+// Content-Length: an HTTP probe of it is a probe error, not a failure.
+func shortBodyServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = http.ReadRequest(bufio.NewReader(c))
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// TestRoutedProbeErrorStaysAnError: the kubelet drops an errored probe
+// rather than counting a failure; through the gate it must see an error too.
+func TestRoutedProbeErrorStaysAnError(t *testing.T) {
+	app := startApp(t, testapp.Config{})
+	broken := shortBodyServer(t)
+	cfg := gateConfig(t, app.Addr())
+	live := httpProbe(portOf(t, broken), "/", 10)
+	live.FailureThreshold = 1
+	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: live}}
+	tg := startGate(t, cfg, Options{})
+	tg.waitReady(t, true)
+	for i := 0; i < 3; i++ {
+		out := kubeletCall(t, tg, "app", gateenv.Liveness)
+		if out.Result != probe.Error {
+			t.Fatalf("call %d: kubelet saw %v %q, want a probe error", i, out.Result, out.Message)
+		}
+	}
+	if !tg.Ready() {
+		t.Error("errored liveness probes dropped readiness; the kubelet ignores them")
+	}
+}
+
+func TestRoutedProbeUnknown(t *testing.T) {
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: httpProbe(portOf(t, app.Addr()), "/healthz", 1)}}
+	tg := startGate(t, cfg, Options{})
+	for _, tc := range []struct{ path, want string }{
+		{"/probe/app/startup", `no startup probe of container "app" is routed through the gate`},
+		{"/probe/other/liveness", `no liveness probe of container "other" is routed through the gate`},
+		{"/probe/app/readiness", `kind "readiness" is neither`},
+	} {
+		code, body, _ := tg.do(t, http.MethodGet, "http://"+tg.admin+tc.path, nil, nil)
+		if code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", tc.path, code)
+		}
+		contains(t, tc.path, body, tc.want)
+	}
+}

@@ -1,0 +1,36 @@
+package gate
+
+import "context"
+
+// ContainerStatus is what a status source (the node agent locally, the API
+// server on Kubernetes) says about one container of the gate's pod.
+type ContainerStatus struct {
+	Name string
+	// Ready is the kubelet's (or node agent's) verdict: running, started,
+	// and its readiness probe (if it kept one, i.e. an exec probe) passing.
+	Ready bool
+	// Running is false while the container is waiting or terminated.
+	Running bool
+	// RestartCount and ContainerID change when the container is replaced.
+	RestartCount int32
+	ContainerID  string
+	// Message says why it is not ready (waiting reason, last termination),
+	// for /readyz?verbose.
+	Message string
+}
+
+// StatusSource tells the gate the state of its pod's containers: the only
+// way it learns about containers whose readiness probe it cannot run (exec
+// probes), and a second view of the others.
+//
+// The interface lives here, with its consumer; implementations live with
+// what they read (package gate/agentstatus for the local node agent).
+type StatusSource interface {
+	// Watch calls update with the status of every container of the pod:
+	// once when first known and again on every change, one call at a time,
+	// until ctx ends (it then returns ctx.Err()) or the source fails (it
+	// returns the error; the gate keeps the last statuses it got and calls
+	// Watch again after a pause). A pod that does not exist (yet) is
+	// reported as an empty slice.
+	Watch(ctx context.Context, update func([]ContainerStatus)) error
+}
