@@ -39,11 +39,15 @@ func (g *Gate) AdminHandler() http.Handler {
 // container is about to go.
 func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 	g.log.Info("preStop hook waiting for the drain", "remote", r.RemoteAddr, "userAgent", r.UserAgent())
+	g.preStops.Add(1)
+	defer g.preStops.Add(-1)
 	select {
 	case <-g.terminating:
 	default:
-		g.stopping.Add(1)
+		// The timer exists before the gate reports not ready, so whoever
+		// sees the gate unready knows the one-second rule is running.
 		t := g.clock.NewTimer(preStopRelease)
+		g.stopping.Add(1)
 		var released bool
 		select {
 		case <-g.terminating:

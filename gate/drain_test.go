@@ -176,6 +176,9 @@ func TestWaitForDrainHoldsUntilDrained(t *testing.T) {
 				eventually(t, "the gate drains", tg.Drainer().Draining)
 			}
 			res := preStop(tg)
+			// The hook must be inside the gate before the clock moves, or
+			// the drain can complete before its request is even read.
+			eventually(t, "the preStop hook waits", func() bool { return tg.PreStopsWaiting() == 1 })
 			tg.waitReady(t, false)
 			if !tc.sigtermBefore {
 				tg.terminate()

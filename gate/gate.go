@@ -56,6 +56,8 @@ type Gate struct {
 	// stopping counts preStop hooks waiting without a SIGTERM: a container
 	// is about to be stopped, so the pod is not ready meanwhile.
 	stopping atomic.Int32
+	// preStops counts preStop hooks inside /wait-for-drain, SIGTERM or not.
+	preStops atomic.Int32
 }
 
 // New builds a Gate from its configuration. Nothing runs until Serve.
@@ -295,6 +297,9 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// PreStopsWaiting is how many preStop hooks are held in /wait-for-drain.
+func (g *Gate) PreStopsWaiting() int { return int(g.preStops.Load()) }
 
 // terminate is SIGTERM: readiness fails from now on and the drain starts.
 func (g *Gate) terminate() {
