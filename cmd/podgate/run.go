@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/runtime"
+)
+
+func init() { register(newRunCmd) }
+
+type runOptions struct {
+	files    []string
+	podCIDR  string
+	apiAddr  string
+	images   []string
+	replicas int32
+	nodeName string
+}
+
+func newRunCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -f FILE...",
+		Short: "Run the pods of Pod, Deployment and Knative Service manifests on this machine",
+		Long: `Run the pods of the manifests as local processes, with the kubelet's probes,
+restarts and termination, and serve their state on the control API
+(podgate get pods|events|endpoints, podgate logs, podgate delete pod).
+
+Every pod gets its own loopback address from --pod-cidr as $POD_IP and
+status.podIP; the serving container gets $PORT. A container runs its
+command; without one, its image must be known: ghcr.io/podgate/testapp is
+this binary's test app, others are mapped with --image NAME=PATH.
+Container output is printed prefixed "pod/container | ".
+
+Ctrl-C (or SIGTERM) stops every pod gracefully — preStop, SIGTERM, SIGKILL
+at the grace period — a second Ctrl-C kills them at once. See
+docs/running.md.
+
+Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
+2 usage error.`,
+		Example: `  podgate run -f examples/hello.yaml
+  podgate run -f app.yaml --image registry.example.com/api=./bin/api --replicas 2`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.files = append(o.files, args...)
+			if len(o.files) == 0 {
+				return usageErrorf("at least one -f FILE is required")
+			}
+			if !cmd.Flags().Changed("replicas") {
+				o.replicas = -1
+			} else if o.replicas < 0 {
+				return usageErrorf("--replicas %d: must not be negative", o.replicas)
+			}
+			parent := cmd.Context()
+			if parent == nil {
+				parent = context.Background()
+			}
+			return runPods(parent, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file (YAML or JSON); repeat for more")
+	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "loopback range pod IPs come from (inside 127.0.0.0/8)")
+	f.StringVar(&o.apiAddr, "api", api.DefaultAddr, "control API address (loopback only; port 0 picks a free one)")
+	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
+	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
+	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
+	return cmd
+}
+
+// parseImages turns --image NAME=PATH flags into entrypoints.
+func parseImages(flags []string) (runtime.Images, error) {
+	im, err := runtime.DefaultImages()
+	if err != nil {
+		return im, err
+	}
+	for _, f := range flags {
+		name, path, ok := strings.Cut(f, "=")
+		if !ok || name == "" || path == "" {
+			return im, usageErrorf("--image %q: want NAME=PATH, e.g. --image ghcr.io/acme/api=./bin/api", f)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return im, invalidf("--image %s: %v", f, err)
+		}
+		if st, err := os.Stat(abs); err != nil {
+			return im, invalidf("--image %s: %v", f, err)
+		} else if st.IsDir() || st.Mode()&0o111 == 0 {
+			return im, invalidf("--image %s: %s is not an executable file", f, abs)
+		}
+		im.Set(name, abs)
+	}
+	return im, nil
+}
+
+func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) error {
+	images, err := parseImages(o.images)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return invalidf("%v", err)
+	}
+	m, problems, err := loadAndValidate(o.files)
+	if err != nil {
+		return invalidf("%v", err)
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p.Error())
+		}
+		return invalidf("%d problem(s) in the manifests; nothing was started (see podgate validate)", len(problems))
+	}
+	if len(m.Workloads) == 0 {
+		return invalidf("no Pod, Deployment or Knative Service in %s", strings.Join(o.files, ", "))
+	}
+	for _, s := range m.Skipped {
+		fmt.Fprintf(stderr, "note: %s: %s %s/%s: skipped, podgate runs Pods, Deployments and Knative Services\n",
+			s.Source, s.APIVersion, s.Kind, s.Name)
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	store := objstore.New(objstore.Options{})
+	opts := runtime.Options{
+		Store:    store,
+		PodCIDR:  o.podCIDR,
+		Images:   images,
+		Output:   stdout,
+		Logger:   logger,
+		NodeName: o.nodeName,
+	}
+	if o.replicas >= 0 {
+		r := o.replicas
+		opts.Replicas = &r
+	}
+	agent, err := runtime.New(opts)
+	if err != nil {
+		return invalidf("%v", err)
+	}
+	shutdownAgent := func(ctx context.Context) error { return agent.Shutdown(ctx) }
+	if err := agent.Check(m.Workloads); err != nil {
+		_ = shutdownAgent(context.Background())
+		return invalidf("%v", err)
+	}
+	ln, err := api.Listen(o.apiAddr)
+	if err != nil {
+		_ = shutdownAgent(context.Background())
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return invalidf("%v: is another 'podgate run' using it? Choose another address with --api (port 0 picks a free one)", err)
+		}
+		return invalidf("%v", err)
+	}
+
+	// First SIGINT/SIGTERM: graceful stop. Second: kill at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(parent))
+	defer stopAPI()
+	srv := api.NewServer(api.Config{Store: store, Pods: agent, Logs: agent, Logger: logger})
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- srv.Serve(apiCtx, ln) }()
+	fmt.Fprintf(stderr, "podgate: control API on http://%s (podgate get pods --api %s)\n", ln.Addr(), ln.Addr())
+
+	var runErr error
+	if err := agent.Start(m.Workloads); err != nil {
+		runErr = invalidf("%v", err)
+	} else {
+		for _, w := range m.Workloads {
+			fmt.Fprintf(stderr, "podgate: running %s (namespace %s, serving container %s on port %d)\n",
+				w.ID(), w.Namespace, w.ServingContainer, w.ServingPort)
+		}
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "podgate: %s: stopping pods gracefully (again to kill them now)\n", sig)
+		case <-parent.Done():
+		case err := <-apiDone:
+			apiDone <- err
+			runErr = invalidf("%v", err)
+		}
+	}
+
+	shutdownCtx, force := context.WithCancel(context.Background())
+	defer force()
+	go func() {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "podgate: %s: killing pods now\n", sig)
+			force()
+		case <-shutdownCtx.Done():
+		}
+	}()
+	start := time.Now()
+	if err := shutdownAgent(shutdownCtx); err != nil {
+		fmt.Fprintf(stderr, "podgate: %v\n", err)
+	}
+	fmt.Fprintf(stderr, "podgate: all pods stopped in %s\n", time.Since(start).Round(time.Millisecond))
+	force()
+	stopAPI()
+	if err := <-apiDone; err != nil && runErr == nil {
+		fmt.Fprintf(stderr, "podgate: %v\n", err)
+	}
+	return runErr
+}

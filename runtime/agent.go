@@ -1,0 +1,270 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"k8s.io/utils/clock"
+
+	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/runtime/proc"
+)
+
+// HostIP is every local pod's status.hostIP.
+const HostIP = "127.0.0.1"
+
+// Options configure an Agent.
+type Options struct {
+	// Store receives pods, events and EndpointSlices. Required.
+	Store *objstore.Store
+	// PodCIDR is the loopback range pod IPs come from (default
+	// DefaultPodCIDR).
+	PodCIDR string
+	// Images resolves images of containers without a command. The zero
+	// value means DefaultImages (the test app).
+	Images Images
+	// Replicas, when set, overrides the replica count of every Deployment
+	// and Knative Service (a Pod is always one pod).
+	Replicas *int32
+	// Clock times backoff, grace periods, probes and timestamps; nil is
+	// the real clock.
+	Clock clock.WithDelayedExecution
+	// Output receives every container's output, each line prefixed
+	// "pod/container | "; nil discards it (it is still kept for Logs).
+	Output io.Writer
+	// Logger reports events and the agent's own problems; nil discards.
+	Logger *slog.Logger
+	// NodeName is spec.nodeName and the events' source host (default: this
+	// machine's host name).
+	NodeName string
+	// LogBytes is how much output is kept per container instance
+	// (default DefaultLogBytes).
+	LogBytes int
+	// EventLimit bounds the events kept (default DefaultEventLimit).
+	EventLimit int
+	// WorkDir is where containers without workingDir run (default:
+	// podgate's working directory).
+	WorkDir string
+	// Getenv is where the containers' base environment (PATH, HOME, …)
+	// comes from; nil is os.Getenv.
+	Getenv func(string) string
+	// Runner runs every probe; nil is probe.NewRunner().
+	Runner *probe.Runner
+	// NoGuardian skips the guardian process (see runtime/proc).
+	NoGuardian bool
+}
+
+// Agent is the local node agent. Create it with New, give it workloads with
+// Start, and end it with Shutdown.
+type Agent struct {
+	opts    Options
+	store   *objstore.Store
+	clock   clock.WithDelayedExecution
+	log     *slog.Logger
+	ipam    *ipam
+	sup     *proc.Supervisor
+	runner  *probe.Runner
+	events  *recorder
+	out     *sharedOutput
+	owners  portOwners
+	base    []envVar
+	workDir string
+
+	podsWG sync.WaitGroup // one per pod worker
+
+	mu        sync.Mutex
+	workloads []*workload
+	pods      map[nsName]*pod
+	stopping  bool
+	shutdown  sync.Once
+}
+
+// New prepares an Agent: the pod IP range and the process supervisor.
+func New(opts Options) (*Agent, error) {
+	if opts.Store == nil {
+		return nil, errors.New("runtime: Options.Store is required")
+	}
+	if opts.PodCIDR == "" {
+		opts.PodCIDR = DefaultPodCIDR
+	}
+	pool, err := newIPAM(opts.PodCIDR)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Images.Entrypoints == nil {
+		im, err := DefaultImages()
+		if err != nil {
+			return nil, err
+		}
+		opts.Images = im
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.NodeName == "" {
+		opts.NodeName = defaultNodeName()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.WorkDir == "" {
+		if wd, err := os.Getwd(); err == nil {
+			opts.WorkDir = wd
+		}
+	}
+	if opts.Runner == nil {
+		opts.Runner = probe.NewRunner()
+	}
+	sup, err := proc.NewSupervisor(proc.Options{NoGuardian: opts.NoGuardian})
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{
+		opts:    opts,
+		store:   opts.Store,
+		clock:   opts.Clock,
+		log:     opts.Logger,
+		ipam:    pool,
+		sup:     sup,
+		runner:  opts.Runner,
+		events:  newRecorder(opts.Store, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
+		out:     &sharedOutput{w: opts.Output},
+		base:    baseEnv(opts.Getenv),
+		workDir: opts.WorkDir,
+		pods:    map[nsName]*pod{},
+	}, nil
+}
+
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	// A node name is a DNS subdomain: lower case, no trailing dot.
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// Check reports what would stop the workloads from running here: a
+// container without a command whose image has no local entrypoint, an
+// environment source that exists only in a cluster. Every problem is named
+// with the workload and its field path. Start runs it first.
+func (a *Agent) Check(ws []*podspec.Workload) error {
+	var msgs []string
+	for _, w := range ws {
+		for _, err := range a.checkWorkload(w) {
+			msgs = append(msgs, w.ID()+": "+err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("cannot run locally:\n  %s", strings.Join(msgs, "\n  "))
+	}
+	return nil
+}
+
+// Start checks the workloads and starts their pods. It may be called once.
+func (a *Agent) Start(ws []*podspec.Workload) error {
+	if err := a.Check(ws); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		return errors.New("runtime: agent is shut down")
+	}
+	var started []*workload
+	for _, w := range ws {
+		wl := newWorkload(a, w.DeepCopy())
+		a.workloads = append(a.workloads, wl)
+		started = append(started, wl)
+	}
+	a.mu.Unlock()
+	var errs []error
+	for _, wl := range started {
+		if err := wl.start(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown stops every pod gracefully, as a node drain would: preStop
+// hooks, SIGTERM, SIGKILL at each pod's grace period, sidecars last. When
+// ctx ends first, whatever still runs is killed at once. It returns once
+// every process has exited; the agent cannot be started again.
+func (a *Agent) Shutdown(ctx context.Context) error {
+	var err error
+	a.shutdown.Do(func() {
+		a.mu.Lock()
+		a.stopping = true
+		wls := append([]*workload(nil), a.workloads...)
+		a.mu.Unlock()
+		for _, wl := range wls {
+			wl.stop()
+		}
+		done := make(chan struct{})
+		go func() { a.podsWG.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = fmt.Errorf("graceful shutdown: %w; killing what is left", ctx.Err())
+			for _, p := range a.allPods() {
+				p.post(evForce{})
+			}
+			<-done
+		}
+		a.sup.Close()
+	})
+	return err
+}
+
+func (a *Agent) allPods() []*pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*pod, 0, len(a.pods))
+	for _, p := range a.pods {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (a *Agent) addPod(p *pod) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping {
+		return false
+	}
+	a.pods[nsName{p.namespace, p.name}] = p
+	a.podsWG.Add(1)
+	return true
+}
+
+func (a *Agent) removePod(p *pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pods[nsName{p.namespace, p.name}] == p {
+		delete(a.pods, nsName{p.namespace, p.name})
+	}
+}
+
+func (a *Agent) pod(namespace, name string) *pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pods[nsName{namespace, name}]
+}
+
+func (a *Agent) isStopping() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopping
+}

@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var podsResource = schema.GroupResource{Resource: "pods"}
+
+// DeletePod implements api.PodDeleter: it starts the pod's graceful
+// termination and returns once the pod carries its deletionTimestamp in
+// the store. A Deployment's or Knative Service's pod is replaced at once.
+func (a *Agent) DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	p := a.pod(namespace, name)
+	if p == nil {
+		return apierrors.NewNotFound(podsResource, name)
+	}
+	if pre := opts.Preconditions; pre != nil && pre.UID != nil && *pre.UID != p.uid {
+		return apierrors.NewConflict(podsResource, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", *pre.UID, p.uid))
+	}
+	done := make(chan struct{})
+	p.post(evDelete{grace: opts.GracePeriodSeconds, done: done})
+	select {
+	case <-done:
+		return nil
+	case <-p.exited:
+		return nil // it finished on its own meanwhile: gone is deleted
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// defaultContainerAnnotation names the container `kubectl logs` picks.
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
+
+// Logs implements api.LogSource from the output the agent keeps: the
+// current and the previous instance of each container.
+func (a *Agent) Logs(ctx context.Context, namespace, name string, opts corev1.PodLogOptions) (io.ReadCloser, error) {
+	p := a.pod(namespace, name)
+	if p == nil {
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	c, err := p.logContainer(opts.Container)
+	if err != nil {
+		return nil, err
+	}
+	p.logMu.Lock()
+	buf := c.logs
+	if opts.Previous {
+		buf = c.prev
+	}
+	p.logMu.Unlock()
+	if buf == nil {
+		if opts.Previous {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("previous terminated container %q in pod %q not found", c.name, name))
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", c.name, name, "ContainerCreating"))
+	}
+	r := &logReader{ctx: ctx, buf: buf, follow: opts.Follow && !opts.Previous, timestamps: opts.Timestamps, closed: make(chan struct{})}
+	if opts.SinceSeconds != nil {
+		r.since = a.clock.Now().Add(-time.Duration(*opts.SinceSeconds) * time.Second)
+	}
+	if opts.SinceTime != nil {
+		r.since = opts.SinceTime.Time
+	}
+	if opts.TailLines != nil {
+		_, next, _, _ := buf.since(0)
+		if t := uint64(*opts.TailLines); t < next {
+			r.next = next - t
+		}
+	}
+	return r, nil
+}
+
+// logContainer picks the container: the one named, else the pod's
+// default-container annotation, else its only container; otherwise a 400
+// naming the choices, as the API server answers.
+func (p *pod) logContainer(name string) (*container, error) {
+	if name == "" {
+		name = p.obj.Annotations[defaultContainerAnnotation]
+	}
+	if name == "" {
+		if len(p.mains) == 1 && len(p.inits) == 0 {
+			return p.mains[0], nil
+		}
+		msg := fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", p.name, strings.Join(containerNames(p.mains), " "))
+		if len(p.inits) > 0 {
+			msg += fmt.Sprintf(" or one of the init containers: [%s]", strings.Join(containerNames(p.inits), " "))
+		}
+		return nil, apierrors.NewBadRequest(msg)
+	}
+	if c, ok := p.byName[name]; ok {
+		return c, nil
+	}
+	return nil, apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, p.name))
+}

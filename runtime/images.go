@@ -1,0 +1,98 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/gateenv"
+)
+
+// TestappImage is the test app's image; podgate runs it as its own
+// `testapp` subcommand.
+const TestappImage = "ghcr.io/podgate/testapp"
+
+// Images resolves container images to local entrypoints. There are no
+// images locally: a container runs its command, and an image only matters
+// when the container gives no command — then its entrypoint comes from
+// here.
+type Images struct {
+	// Entrypoints maps an image (as written, or without its tag or digest)
+	// to the argv that stands for its ENTRYPOINT.
+	Entrypoints map[string][]string
+	// Self, when set, is the program a command "podgate" runs: the gate
+	// container the injector adds says `command: [podgate]`, which locally
+	// is this binary wherever it lives.
+	Self string
+}
+
+// DefaultImages maps the test app's image to this binary's `testapp`
+// subcommand and the gate's image, and the command "podgate", to this
+// binary.
+func DefaultImages() (Images, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return Images{}, fmt.Errorf("find own executable for %s: %w", TestappImage, err)
+	}
+	return Images{
+		Entrypoints: map[string][]string{
+			TestappImage:         {exe, "testapp"},
+			gateenv.DefaultImage: {exe},
+		},
+		Self: exe,
+	}, nil
+}
+
+// Set adds an --image NAME=PATH mapping.
+func (im *Images) Set(image string, entrypoint ...string) {
+	if im.Entrypoints == nil {
+		im.Entrypoints = map[string][]string{}
+	}
+	im.Entrypoints[image] = entrypoint
+}
+
+// entrypoint finds image's entrypoint: the exact name first, then the name
+// without a digest or tag (ghcr.io/podgate/testapp:latest is the test app).
+func (im Images) entrypoint(image string) ([]string, bool) {
+	if ep, ok := im.Entrypoints[image]; ok {
+		return ep, true
+	}
+	if ep, ok := im.Entrypoints[imageRepository(image)]; ok {
+		return ep, true
+	}
+	return nil, false
+}
+
+// imageRepository strips a digest (@sha256:…) and a tag (:v1; a colon after
+// the last slash, so a registry port stays).
+func imageRepository(image string) string {
+	if i := strings.IndexByte(image, '@'); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndexByte(image, ':'); i > strings.LastIndexByte(image, '/') {
+		image = image[:i]
+	}
+	return image
+}
+
+// argv is the container's command line before $(VAR) expansion, as a
+// container runtime builds it: command replaces the image's entrypoint;
+// args replace its default arguments (locally an image has none).
+func (im Images) argv(image string, command, args []string, path *field.Path) ([]string, *field.Error) {
+	if len(command) > 0 {
+		argv := append(append([]string{}, command...), args...)
+		if argv[0] == "podgate" && im.Self != "" {
+			argv[0] = im.Self
+		}
+		return argv, nil
+	}
+	ep, ok := im.entrypoint(image)
+	if !ok {
+		return nil, field.Required(path.Child("command"), fmt.Sprintf(
+			"image %q has no local entrypoint: podgate runs containers as local processes, so give the container a command, or map the image with --image %s=/path/to/program",
+			image, imageRepository(image)))
+	}
+	return append(append([]string{}, ep...), args...), nil
+}

@@ -1,0 +1,71 @@
+package runtime
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/podgate/podgate/testapp"
+)
+
+// The test binary doubles as the containers' programs: the default image
+// resolution runs os.Executable() with "testapp" (as podgate runs its own
+// subcommand), and "term-reporter" is a helper for the ordering test.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "testapp":
+			os.Exit(runTestapp(os.Args[2:]))
+		case "term-reporter":
+			os.Exit(runTermReporter())
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runTestapp is `podgate testapp` for this test binary.
+func runTestapp(args []string) int {
+	fs := flag.NewFlagSet("testapp", flag.ContinueOnError)
+	var flags testapp.Flags
+	flags.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := flags.Config(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	if err := testapp.Run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return 1
+	}
+	return 0
+}
+
+// runTermReporter waits for SIGTERM, then connects to $REPORT_ADDR (the
+// test's listener, which looks at the store at that moment) and exits.
+func runTermReporter() int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	fmt.Println("term-reporter running")
+	<-term
+	if c, err := net.DialTimeout("tcp", os.Getenv("REPORT_ADDR"), 10*time.Second); err == nil {
+		buf := make([]byte, 1)
+		_, _ = c.Read(buf) // the test answers once it has looked
+		c.Close()
+	}
+	return 0
+}

@@ -1,0 +1,282 @@
+package runtime
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/runtime/proc"
+)
+
+// podEvent is what reaches a pod worker through its queue.
+type podEvent interface{}
+
+type (
+	// evExited: a container instance's process group is gone.
+	evExited struct {
+		c    *container
+		id   string
+		exit proc.Exit
+	}
+	// evProbe: an Update from the pod's prober.Manager.
+	evProbe struct{ u prober.Update }
+	// evSync: look again (a backoff expired, a restart is due).
+	evSync struct{}
+	// evDelete: terminate the pod gracefully; done is closed once the
+	// terminating status is in the store.
+	evDelete struct {
+		grace *int64
+		done  chan struct{}
+	}
+	// evStop: the agent is shutting down: terminate without replacement.
+	evStop struct{}
+	// evForce: kill every process at once.
+	evForce struct{}
+	// evBarrier: closed once everything queued before it was handled and
+	// the result published (tests step a fake clock, then wait on it).
+	evBarrier struct{ done chan struct{} }
+)
+
+// pod is the kubelet's pod worker for one pod. Its goroutine (run) owns
+// every field not marked otherwise.
+type pod struct {
+	a  *Agent
+	wl *workload
+
+	namespace, name string
+	uid             types.UID
+	ip              netip.Addr
+	obj             *corev1.Pod // metadata and spec as created; status is built
+	inits, mains    []*container
+	byName          map[string]*container
+	mgr             *prober.Manager
+	q               *queue[podEvent]
+	tasks           sync.WaitGroup // process waiters and killers
+	exited          chan struct{}  // closed when the worker has ended
+	timers          []interface{ Stop() bool }
+
+	startTime   metav1.Time
+	initialized bool
+	conditions  map[corev1.PodConditionType]corev1.PodCondition
+
+	terminating   bool // deletion or agent shutdown
+	removeAtEnd   bool // delete from the store once everything stopped
+	deletionTime  time.Time
+	deletionGrace int64
+	graceDeadline time.Time
+	forced        bool
+	completing    bool // every main container finished for good (or an init container failed)
+	failedInit    bool
+	finished      bool
+	acks          []chan struct{}
+
+	// logMu guards the containers' log buffer pointers, which Logs reads
+	// from other goroutines.
+	logMu sync.Mutex
+}
+
+func (p *pod) post(ev podEvent) { p.q.push(ev) }
+
+func (p *pod) ref() objectRef { return objectRef{p.namespace, p.name, p.uid} }
+
+func (p *pod) record(c *container, eventType, reason, message string) {
+	fp := ""
+	if c != nil {
+		fp = c.fieldPath()
+	}
+	p.a.events.record(p.ref(), fp, eventType, reason, message, componentKubelet)
+}
+
+// podGrace is the pod's terminationGracePeriodSeconds (default 30).
+func (p *pod) podGrace() time.Duration {
+	if g := p.obj.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// run is the pod worker's loop: take what happened, decide, publish.
+func (p *pod) run() {
+	defer p.a.podsWG.Done()
+	defer close(p.exited)
+	for {
+		<-p.q.wake
+		for _, ev := range p.q.take() {
+			p.handle(ev)
+		}
+		if !p.finished {
+			p.sync()
+		}
+		p.publish()
+		for _, ack := range p.acks {
+			close(ack)
+		}
+		p.acks = nil
+		if p.finished {
+			p.finish()
+			return
+		}
+	}
+}
+
+func (p *pod) handle(ev podEvent) {
+	switch ev := ev.(type) {
+	case evExited:
+		p.onExit(ev.c, ev.id, ev.exit)
+	case evProbe:
+		p.onProbe(ev.u)
+	case evSync:
+	case evDelete:
+		p.beginTermination(ev.grace, true)
+		p.acks = append(p.acks, ev.done)
+	case evStop:
+		p.beginTermination(nil, true)
+	case evForce:
+		zero := int64(0)
+		p.beginTermination(&zero, true)
+	case evBarrier:
+		p.acks = append(p.acks, ev.done)
+	}
+}
+
+// sync is the kubelet's SyncPod: start what should run, stop what should
+// not. It never blocks: kills and process waits run on their own
+// goroutines and report back through the queue.
+func (p *pod) sync() {
+	switch {
+	case p.terminating:
+		p.syncTermination()
+		return
+	case p.completing:
+		p.syncSidecarShutdown()
+		return
+	}
+	now := p.a.clock.Now()
+	if !p.initialized {
+		if !p.syncInit(now) {
+			return
+		}
+		p.initialized = true
+	}
+	for _, c := range p.mains {
+		if !c.running && !c.done {
+			p.maybeStart(c, now)
+		}
+	}
+	for _, c := range p.inits {
+		if c.sidecar && !c.running && !c.done {
+			p.maybeStart(c, now)
+		}
+	}
+	if p.allMainsDone() {
+		// Every main container finished and none restarts (restartPolicy
+		// Never or OnFailure): the pod is complete; its sidecars go.
+		p.completing = true
+		p.graceDeadline = now.Add(p.podGrace())
+		p.syncSidecarShutdown()
+	}
+}
+
+// syncInit runs the init containers in order. A regular one must exit 0
+// before the next starts; a native sidecar must be Started (its startup
+// probe passed, or running when it has none). It reports whether all are
+// done.
+func (p *pod) syncInit(now time.Time) bool {
+	for _, c := range p.inits {
+		switch {
+		case c.sidecar && c.running:
+			if !c.started {
+				return false
+			}
+			continue
+		case c.succeeded:
+			continue
+		case c.running:
+			return false
+		case c.done:
+			// A regular init container failed with restartPolicy Never:
+			// the pod has failed.
+			p.failedInit = true
+			p.completing = true
+			p.graceDeadline = now.Add(p.podGrace())
+			p.syncSidecarShutdown()
+			return false
+		default:
+			p.maybeStart(c, now)
+			return false
+		}
+	}
+	return true
+}
+
+func (p *pod) allMainsDone() bool {
+	for _, c := range p.mains {
+		if c.running || !c.done {
+			return false
+		}
+	}
+	return len(p.mains) > 0
+}
+
+// maybeStart starts c unless it is backing off; the timer set when it
+// died brings the worker back in time.
+func (p *pod) maybeStart(c *container, now time.Time) {
+	if c.blocked() || now.Before(c.notBefore) {
+		return
+	}
+	p.startContainer(c)
+}
+
+// restartDue makes the worker look again at t.
+func (p *pod) restartDue(t time.Time) {
+	d := t.Sub(p.a.clock.Now())
+	if d <= 0 {
+		p.post(evSync{})
+		return
+	}
+	p.timers = append(p.timers, p.a.clock.AfterFunc(d, func() { p.post(evSync{}) }))
+}
+
+// finish releases what the pod held once nothing of it runs any more.
+func (p *pod) finish() {
+	for _, t := range p.timers {
+		t.Stop()
+	}
+	p.mgr.Stop()
+	p.tasks.Wait()
+	if p.removeAtEnd {
+		if _, err := p.a.store.Pods.Delete(p.namespace, p.name); err != nil {
+			p.a.log.Warn("delete pod from the store", "pod", p.namespace+"/"+p.name, "err", err)
+		}
+	}
+	p.a.ipam.release(p.ip)
+	p.wl.podGone(p)
+	p.a.removePod(p)
+}
+
+// containerNames lists the containers' names for messages.
+func containerNames(cs []*container) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.name
+	}
+	return out
+}
+
+// blocked reports a container that cannot be started at all (its
+// environment could not be resolved); it waits as CreateContainerConfigError.
+func (c *container) blocked() bool { return len(c.setup) > 0 }
+
+func setupMessage(errs field.ErrorList) string {
+	if len(errs) == 1 {
+		return errs[0].Error()
+	}
+	return fmt.Sprint(errs.ToAggregate())
+}

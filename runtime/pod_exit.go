@@ -1,0 +1,114 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/runtime/proc"
+)
+
+// onExit handles the end of a container instance.
+func (p *pod) onExit(c *container, id string, exit proc.Exit) {
+	if c.id != id || !c.running {
+		return // an instance the worker already gave up on
+	}
+	now := metav1.NewTime(p.a.clock.Now())
+	p.a.owners.remove(c.proc.Pid)
+	c.logs.end()
+	probeKill := c.kill != nil && c.kill.probe
+	c.running, c.proc, c.kill, c.ready, c.started = false, nil, nil, false, false
+	p.mgr.ContainerStopped(c.name, id)
+	reason := "Completed"
+	if exit.Code != 0 {
+		reason = "Error"
+	}
+	p.afterTermination(c, corev1.ContainerStateTerminated{
+		ExitCode:    int32(exit.Code),
+		Reason:      reason,
+		StartedAt:   metav1.NewTime(c.startedAt),
+		FinishedAt:  now,
+		ContainerID: c.containerID(),
+	}, probeKill)
+}
+
+// afterTermination decides what follows an instance's end: a restart (at
+// once, or after the CrashLoopBackOff delay) or nothing more.
+func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminated, probeKill bool) {
+	if p.terminating || p.completing || !p.shouldRestart(c, term.ExitCode, probeKill) {
+		c.terminated = &term
+		c.done = true
+		c.succeeded = c.init && !c.sidecar && term.ExitCode == 0
+		return
+	}
+	c.lastState = corev1.ContainerState{Terminated: &term}
+	c.terminated = nil
+	delay := c.backoff.next(term.StartedAt.Time, term.FinishedAt.Time)
+	c.notBefore = term.FinishedAt.Add(delay)
+	if delay > 0 {
+		podName := fmt.Sprintf("%s_%s(%s)", p.name, p.namespace, p.uid)
+		c.waiting = &corev1.ContainerStateWaiting{
+			Reason:  "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.name, podName),
+		}
+		p.record(c, corev1.EventTypeWarning, ReasonBackOff,
+			fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.name, podName))
+	}
+	p.restartDue(c.notBefore)
+}
+
+// shouldRestart applies the restart policy: native sidecars always
+// restart; a regular init container only after a failure, unless Never;
+// a main container per restartPolicy, where a liveness or startup kill
+// counts as a failure whatever the exit code.
+func (p *pod) shouldRestart(c *container, exitCode int32, probeKill bool) bool {
+	policy := p.obj.Spec.RestartPolicy
+	switch {
+	case c.sidecar:
+		return true
+	case c.init:
+		return exitCode != 0 && policy != corev1.RestartPolicyNever
+	}
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0 || probeKill
+	default:
+		return true
+	}
+}
+
+// onProbe applies a prober Update: events, Ready and Started, and the
+// kill a liveness or startup failure asks for.
+func (p *pod) onProbe(u prober.Update) {
+	c := p.byName[u.Container]
+	if c == nil || !c.running || u.ContainerID != c.id {
+		return // about an instance that is gone
+	}
+	if eventType, reason, message, ok := u.Event(); ok {
+		p.record(c, eventType, reason, message)
+	}
+	c.ready, c.started = u.Ready, u.Started
+	if !u.Restart || p.terminating || c.kill != nil {
+		return
+	}
+	// podgate's order (FACTS §3, seed 004): the container is already not
+	// Ready in this update; publish that — pod status and endpoint — before
+	// the Killing event and before the process hears of it. The kubelet
+	// kills first and only updates the endpoint after the restart.
+	p.publish()
+	grace := p.podGrace()
+	if g := u.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	msg := fmt.Sprintf("Container %s failed %s probe", c.name, strings.ToLower(u.Kind.String()))
+	if p.obj.Spec.RestartPolicy != corev1.RestartPolicyNever || c.sidecar {
+		msg += ", will be restarted"
+	}
+	p.startKill(c, grace, msg, true)
+}

@@ -1,0 +1,209 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/runtime/proc"
+)
+
+// minGrace is the kubelet's minimumGracePeriodInSeconds: whatever the
+// preStop hook used up, a container gets this long after SIGTERM.
+const minGrace = 2 * time.Second
+
+// killing is a kill under way.
+type killing struct {
+	probe     bool // a liveness or startup failure asked for it
+	force     chan struct{}
+	forceOnce sync.Once
+}
+
+func (k *killing) forceNow() { k.forceOnce.Do(func() { close(k.force) }) }
+
+// beginTermination starts the pod's graceful termination (deletion or
+// agent shutdown). grace nil means the pod's terminationGracePeriodSeconds;
+// 0 kills at once. A second call may only shorten the grace period, as a
+// second `kubectl delete --grace-period` can.
+func (p *pod) beginTermination(grace *int64, remove bool) {
+	now := p.a.clock.Now()
+	g := p.podGrace()
+	if grace != nil {
+		g = time.Duration(*grace) * time.Second
+	}
+	p.removeAtEnd = p.removeAtEnd || remove
+	deadline := now.Add(g)
+	if p.terminating {
+		if deadline.Before(p.graceDeadline) {
+			p.graceDeadline, p.deletionTime = deadline, deadline
+			p.deletionGrace = int64(g / time.Second)
+		}
+		if g == 0 {
+			p.forced = true
+		}
+		return
+	}
+	p.terminating = true
+	p.forced = g == 0
+	// The API server sets deletionTimestamp to when the grace period ends.
+	p.deletionTime, p.graceDeadline = deadline, deadline
+	p.deletionGrace = int64(g / time.Second)
+	// Liveness and startup stop; readiness keeps probing (FACTS §2).
+	p.mgr.PodTerminating()
+	p.wl.podTerminating(p)
+}
+
+// syncTermination stops the main containers (and a running regular init
+// container) together, then the native sidecars one by one in reverse
+// order, then ends the worker.
+func (p *pod) syncTermination() {
+	if p.forced {
+		p.forceAll()
+	}
+	mainsRunning := false
+	for _, c := range p.regularContainers() {
+		if !c.running {
+			continue
+		}
+		mainsRunning = true
+		if c.kill == nil {
+			p.startKill(c, p.remainingGrace(), "Stopping container "+c.name, false)
+		}
+	}
+	if mainsRunning || p.stopNextSidecar() {
+		return
+	}
+	if p.removeAtEnd {
+		p.finished = true
+	}
+}
+
+// syncSidecarShutdown stops the sidecars of a pod whose main containers
+// have all finished.
+func (p *pod) syncSidecarShutdown() {
+	p.stopNextSidecar()
+}
+
+// stopNextSidecar kills the last running sidecar, if its turn has come;
+// it reports whether any sidecar still runs.
+func (p *pod) stopNextSidecar() bool {
+	for i := len(p.inits) - 1; i >= 0; i-- {
+		c := p.inits[i]
+		if !c.sidecar || !c.running {
+			continue
+		}
+		if c.kill == nil {
+			p.startKill(c, p.remainingGrace(), "Stopping container "+c.name, false)
+		}
+		return true
+	}
+	return false
+}
+
+func (p *pod) regularContainers() []*container {
+	out := append([]*container{}, p.mains...)
+	for _, c := range p.inits {
+		if !c.sidecar {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (p *pod) remainingGrace() time.Duration {
+	if d := p.graceDeadline.Sub(p.a.clock.Now()); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// forceAll kills every process of the pod at once.
+func (p *pod) forceAll() {
+	for _, c := range p.byName {
+		if !c.running {
+			continue
+		}
+		if c.kill == nil {
+			p.startKillNow(c)
+		} else {
+			c.kill.forceNow()
+		}
+	}
+}
+
+// startKill records Killing and stops c on a goroutine of its own: preStop
+// (which eats into grace), SIGTERM to the container's main process, then
+// SIGKILL to its whole group once the grace period is over (at least
+// minGrace after SIGTERM). The exit reaches the worker as evExited.
+func (p *pod) startKill(c *container, grace time.Duration, message string, probeKill bool) {
+	if p.forced {
+		p.startKillNow(c)
+		return
+	}
+	k := &killing{probe: probeKill, force: make(chan struct{})}
+	c.kill = k
+	p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+	pr := c.proc
+	var hook *corev1.LifecycleHandler
+	if lc := c.spec.Lifecycle; lc != nil {
+		hook = lc.PreStop
+	}
+	p.tasks.Add(1)
+	go func() {
+		defer p.tasks.Done()
+		p.killProcess(k, pr, c, hook, grace)
+	}()
+}
+
+func (p *pod) startKillNow(c *container) {
+	k := &killing{force: make(chan struct{})}
+	k.forceNow()
+	c.kill = k
+	p.record(c, corev1.EventTypeNormal, ReasonKilling, "Stopping container "+c.name)
+	c.proc.Kill()
+}
+
+// killProcess runs on its own goroutine; c's fields it reads (spec, env,
+// dir) never change.
+func (p *pod) killProcess(k *killing, pr *proc.Process, c *container, hook *corev1.LifecycleHandler, grace time.Duration) {
+	clk := p.a.clock
+	start := clk.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		// The hook has no business once the process is gone or the kill
+		// is forced.
+		select {
+		case <-pr.Done():
+		case <-k.force:
+		case <-watchDone:
+		}
+		cancel()
+	}()
+	if hook != nil && grace > 0 {
+		t := clk.AfterFunc(grace, cancel)
+		p.runPreStop(ctx, c, hook)
+		t.Stop()
+	}
+	remaining := grace - clk.Since(start)
+	if remaining < minGrace {
+		remaining = minGrace
+	}
+	if err := pr.Signal(syscall.SIGTERM); err != nil {
+		p.a.log.Warn("SIGTERM", "pod", p.namespace+"/"+p.name, "container", c.name, "err", err)
+	}
+	t := clk.NewTimer(remaining)
+	defer t.Stop()
+	select {
+	case <-pr.Done():
+	case <-t.C():
+		pr.Kill()
+	case <-k.force:
+		pr.Kill()
+	}
+}

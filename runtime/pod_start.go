@@ -1,0 +1,90 @@
+package runtime
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/runtime/proc"
+)
+
+// startContainer starts a new instance of c, with the kubelet's events:
+// Pulled, Created, Started (or Failed).
+func (p *pod) startContainer(c *container) {
+	a := p.a
+	now := a.clock.Now()
+	if c.created {
+		c.restartCount++
+	}
+	c.created = true
+	c.id = newContainerID()
+	c.waiting = nil
+	if c.terminated != nil {
+		// A finished instance is being replaced: it becomes lastState.
+		c.lastState = corev1.ContainerState{Terminated: c.terminated}
+		c.terminated = nil
+	}
+	p.record(c, corev1.EventTypeNormal, ReasonPulled,
+		fmt.Sprintf("Container image %q already present on machine", c.spec.Image))
+
+	if err := a.owners.checkPorts(p.namespace+"/"+p.name, c.name, p.ip, c.spec.Ports); err != nil {
+		p.startFailed(c, err)
+		return
+	}
+	path, err := resolveExecutable(c.argv[0], c.dir, c.env)
+	if err != nil {
+		p.startFailed(c, fmt.Errorf("exec: %w", err))
+		return
+	}
+
+	logs := newLogBuffer(a.opts.LogBytes)
+	p.logMu.Lock()
+	if c.logs != nil {
+		c.prev = c.logs
+	}
+	c.logs = logs
+	p.logMu.Unlock()
+	prefix := p.name + "/" + c.name + " | "
+	c.stdout = &lineWriter{prefix: prefix, out: a.out, buf: logs, now: a.clock.Now}
+	c.stderr = &lineWriter{prefix: prefix, out: a.out, buf: logs, now: a.clock.Now}
+
+	p.record(c, corev1.EventTypeNormal, ReasonCreated, "Created container: "+c.name)
+	pr, err := a.sup.Start(proc.Spec{
+		Path: path, Args: c.argv, Env: c.env.strings(), Dir: c.dir,
+		Stdout: c.stdout, Stderr: c.stderr,
+	})
+	if err != nil {
+		logs.end()
+		p.startFailed(c, err)
+		return
+	}
+	a.owners.add(pr.Pid, fmt.Sprintf("pod %s/%s container %s", p.namespace, p.name, c.name))
+	c.proc, c.running, c.startedAt = pr, true, now
+	p.record(c, corev1.EventTypeNormal, ReasonStarted, "Started container "+c.name)
+	p.mgr.ContainerStarted(c.name, c.id, now)
+	c.started, c.ready = p.mgr.Started(c.name), p.mgr.Ready(c.name)
+
+	id, stdout, stderr := c.id, c.stdout, c.stderr
+	p.tasks.Add(1)
+	go func() {
+		defer p.tasks.Done()
+		<-pr.Done()
+		stdout.flush()
+		stderr.flush()
+		p.post(evExited{c: c, id: id, exit: pr.Exit()})
+	}()
+}
+
+// startFailed records an instance that could not be started. Like a
+// container runtime's, it counts as an instance that exited at once with
+// code 128 and reason StartError, and restarts with the usual backoff.
+func (p *pod) startFailed(c *container, err error) {
+	now := metav1.NewTime(p.a.clock.Now())
+	p.record(c, corev1.EventTypeWarning, ReasonFailed, "Error: "+err.Error())
+	p.a.log.Error("container failed to start", "pod", p.namespace+"/"+p.name, "container", c.name, "err", err)
+	p.afterTermination(c, corev1.ContainerStateTerminated{
+		ExitCode: 128, Reason: "StartError", Message: err.Error(),
+		StartedAt: now, FinishedAt: now, ContainerID: c.containerID(),
+	}, false)
+}
