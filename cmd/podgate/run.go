@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime"
 )
 
@@ -29,6 +31,7 @@ type runOptions struct {
 	images   []string
 	replicas int32
 	nodeName string
+	noGate   bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -79,7 +82,22 @@ Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
 	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
 	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
+	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
 	return cmd
+}
+
+// injectGates puts the gate sidecar into every workload's pods, pointing
+// its status source at the control API on apiAddr.
+func injectGates(ws []*podspec.Workload, apiAddr string) ([]*podspec.Workload, error) {
+	out := make([]*podspec.Workload, 0, len(ws))
+	for _, w := range ws {
+		injected, err := podspec.Inject(w, podspec.Options{Local: true, APIAddr: apiAddr})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, injected)
+	}
+	return out, nil
 }
 
 // parseImages turns --image NAME=PATH flags into entrypoints.
@@ -153,16 +171,29 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 		return invalidf("%v", err)
 	}
 	shutdownAgent := func(ctx context.Context) error { return agent.Shutdown(ctx) }
-	if err := agent.Check(m.Workloads); err != nil {
-		_ = shutdownAgent(context.Background())
-		return invalidf("%v", err)
-	}
 	ln, err := api.Listen(o.apiAddr)
 	if err != nil {
 		_ = shutdownAgent(context.Background())
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return invalidf("%v: is another 'podgate run' using it? Choose another address with --api (port 0 picks a free one)", err)
 		}
+		return invalidf("%v", err)
+	}
+	workloads := m.Workloads
+	if !o.noGate {
+		// Every pod gets the gate in front of its serving container, the
+		// same rewrite the Kubernetes webhook applies; its status source is
+		// this agent's control API (for exec readiness it cannot run).
+		workloads, err = injectGates(m.Workloads, ln.Addr().String())
+		if err != nil {
+			_ = ln.Close()
+			_ = shutdownAgent(context.Background())
+			return invalidf("%v", err)
+		}
+	}
+	if err := agent.Check(workloads); err != nil {
+		_ = ln.Close()
+		_ = shutdownAgent(context.Background())
 		return invalidf("%v", err)
 	}
 
@@ -179,12 +210,16 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 	fmt.Fprintf(stderr, "podgate: control API on http://%s (podgate get pods --api %s)\n", ln.Addr(), ln.Addr())
 
 	var runErr error
-	if err := agent.Start(m.Workloads); err != nil {
+	if err := agent.Start(workloads); err != nil {
 		runErr = invalidf("%v", err)
 	} else {
-		for _, w := range m.Workloads {
-			fmt.Fprintf(stderr, "podgate: running %s (namespace %s, serving container %s on port %d)\n",
-				w.ID(), w.Namespace, w.ServingContainer, w.ServingPort)
+		for _, w := range workloads {
+			via := "no gate"
+			if w.IsInjected() {
+				via = fmt.Sprintf("through the gate on port %d", gateenv.DefaultServingPort)
+			}
+			fmt.Fprintf(stderr, "podgate: running %s (namespace %s, serving container %s on port %d, %s)\n",
+				w.ID(), w.Namespace, w.ServingContainer, w.ServingPort, via)
 		}
 		select {
 		case sig := <-sigs:

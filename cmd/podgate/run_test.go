@@ -277,6 +277,29 @@ func TestRunHelloEndToEnd(t *testing.T) {
 		t.Errorf("container output is not prefixed pod/container:\n%s", r.out())
 	}
 
+	// The gate is injected and traffic reaches the app through it: the
+	// pod's endpoint is the gate's port, which answers with the app.
+	if len(p.Spec.Containers) != 2 || p.Spec.Containers[0].Name != "podgate" {
+		t.Errorf("containers %v: want the gate injected first", containerNames(p))
+	}
+	viaGate, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + p.Status.PodIP + ":8012/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateBody, _ := io.ReadAll(viaGate.Body)
+	viaGate.Body.Close()
+	if viaGate.StatusCode != 200 || !strings.Contains(string(gateBody), p.Name) {
+		t.Errorf("GET / through the gate = %d %q, want 200 from the app", viaGate.StatusCode, gateBody)
+	}
+	slices, err := r.client.ListEndpointSlices(context.Background(), api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slices.Items) != 1 || len(slices.Items[0].Ports) != 1 || slices.Items[0].Ports[0].Port == nil ||
+		*slices.Items[0].Ports[0].Port != 8012 {
+		t.Errorf("endpoint slices %+v: want one slice on the gate's port 8012", slices.Items)
+	}
+
 	// Deleting the pod starts a replacement at once.
 	if _, err := r.client.DeletePod(context.Background(), "default", p.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -292,6 +315,14 @@ func TestRunHelloEndToEnd(t *testing.T) {
 	if !strings.Contains(r.errOut(), "all pods stopped") {
 		t.Errorf("stderr lacks the shutdown report:\n%s", r.errOut())
 	}
+}
+
+func containerNames(p *corev1.Pod) []string {
+	var names []string
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 // runManifest writes a manifest into a temporary directory.
