@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/gateenv"
@@ -86,9 +87,13 @@ func New(opts Options) (*Gate, error) {
 		runner:      opts.Runner,
 		target:      probe.Target{PodIP: cfg.UpstreamHost},
 		status:      opts.Status,
-		metrics:     newMetrics(),
 		terminating: make(chan struct{}),
 	}
+	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
+	lim := newLimiter(cfg.ContainerConcurrency)
+	// Before the aggregator, which reports its first verdicts as it is built.
+	g.metrics = newMetrics(gaugeSources{inFlight: g.drainer.InFlight, queueDepth: lim.depth, ready: g.Ready},
+		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = newAggregator(specs, aggregatorOptions{
 		Clock:            opts.Clock,
 		Runner:           opts.Runner,
@@ -101,13 +106,8 @@ func New(opts Options) (*Gate, error) {
 			g.metrics.probeResult(c, "readiness", out.Result)
 		},
 	})
-	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
-	lim := newLimiter(cfg.ContainerConcurrency)
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
 	g.proxy = newProxy(upstream, opts.Clock, cfg.RevisionTimeout, lim, opts.Logger, g.metrics, g.refused, g.agg.ServingBack)
-	g.metrics.inFlight = g.drainer.InFlight
-	g.metrics.queueDepth = lim.depth
-	g.metrics.ready = g.Ready
 	if opts.RequestLog != nil {
 		g.reqlog = &requestLog{w: opts.RequestLog, serverIP: cfg.PodIP}
 	}
@@ -125,6 +125,9 @@ func (g *Gate) Aggregator() *Aggregator { return g.agg }
 
 // Metrics serves /metrics.
 func (g *Gate) Metrics() http.Handler { return g.metrics }
+
+// Registry is the gate's Prometheus registry, which /metrics serves.
+func (g *Gate) Registry() *prometheus.Registry { return g.metrics.Registry() }
 
 // Drainer decides when the gate has drained.
 func (g *Gate) Drainer() *Drainer { return g.drainer }

@@ -226,7 +226,7 @@ func (p *proxy) fail(rw http.ResponseWriter, r *http.Request, err error) {
 	default:
 		// The request may have reached the container: it is not sent
 		// again. queue-proxy answers the same, with the error as body.
-		p.m.upstream.Add(1)
+		p.m.upstreamError()
 		p.log.Warn("request failed after reaching the serving container", "method", r.Method, "path", r.URL.Path, "error", err)
 		rw.WriteHeader(http.StatusBadGateway)
 		_, _ = io.WriteString(rw, err.Error())

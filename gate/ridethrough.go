@@ -52,9 +52,8 @@ func (rt *rideThrough) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (rt *rideThrough) hold(req *http.Request, err error) (*http.Response, error) {
 	ctx := req.Context()
-	rt.m.holds.Add(1)
-	rt.m.held.Add(1)
-	defer rt.m.held.Add(-1)
+	rt.m.holdStarted()
+	defer rt.m.holdEnded()
 	backoff := holdMinBackoff
 	for {
 		rt.refused(err)
@@ -73,7 +72,7 @@ func (rt *rideThrough) hold(req *http.Request, err error) (*http.Response, error
 				return nil, fmt.Errorf("%w: %w", rerr, err)
 			}
 		}
-		rt.m.retries.Add(1)
+		rt.m.retried()
 		var resp *http.Response
 		resp, err = rt.next.RoundTrip(req)
 		if err == nil || !neverSent(err) {
