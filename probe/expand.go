@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/expansion"
 )
 
 // expandCommand expands $(VAR) in an exec probe's argv from the container's
@@ -39,36 +41,5 @@ func expandCommand(argv []string, env []corev1.EnvVar) []string {
 }
 
 func expandVars(s string, vars map[string]string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch next := s[i+1]; next {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString("$(")
-				i++
-				continue
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vars[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-			b.WriteByte(next)
-			i++
-		}
-	}
-	return b.String()
+	return expansion.Expand(s, expansion.MapLookup(vars))
 }

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/expansion"
 )
 
 // podInfo is what the downward API can expose about a pod.
@@ -284,43 +286,7 @@ func nodeMemory() int64 {
 	return 0
 }
 
-// expandVars expands $(NAME) with the kubelet's rules: a defined name
-// becomes its value, an undefined one stays as written; $$ is an escaped $;
-// any other $ stays.
+// expandVars expands $(NAME) with the kubelet's rules (package expansion).
 func expandVars(s string, lookup func(string) (string, bool)) string {
-	if strings.IndexByte(s, '$') < 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch next := s[i+1]; next {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString("$(")
-				i++
-				continue
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := lookup(name); ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-			b.WriteByte(next)
-			i++
-		}
-	}
-	return b.String()
+	return expansion.Expand(s, lookup)
 }
