@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -100,7 +101,7 @@ func (o *portOwners) checkPorts(pod, container string, ip netip.Addr, ports []co
 		}
 		return &PortConflictError{
 			Pod: pod, Container: container, Port: p.ContainerPort, Protocol: proto, Addr: addr,
-			Owner: o.ownerOf(int(p.ContainerPort), proto),
+			Owner: o.ownerOf(ip, int(p.ContainerPort), proto),
 		}
 	}
 	return nil
@@ -110,8 +111,8 @@ func (o *portOwners) checkPorts(pod, container string, ip netip.Addr, ports []co
 // inode from /proc/net, the process from its fd table, and the pod from
 // the process's group. Where /proc says nothing (other OS, other user),
 // the owner is "another process".
-func (o *portOwners) ownerOf(port int, proto corev1.Protocol) string {
-	inodes := socketInodes(port, proto)
+func (o *portOwners) ownerOf(ip netip.Addr, port int, proto corev1.Protocol) string {
+	inodes := socketInodes(ip, port, proto)
 	if len(inodes) == 0 {
 		return "another process"
 	}
@@ -129,9 +130,11 @@ func (o *portOwners) ownerOf(port int, proto corev1.Protocol) string {
 	return fmt.Sprintf("another process (pid %d)", pid)
 }
 
-// socketInodes lists the inodes of sockets bound to port: listening TCP
-// sockets, or any UDP socket.
-func socketInodes(port int, proto corev1.Protocol) map[string]bool {
+// socketInodes lists the inodes of sockets that keep ip:port from being
+// bound: listening TCP sockets, or any UDP socket, on that port and on ip
+// itself or a wildcard address. Another pod's or process's socket on the
+// same port but another loopback address is not in the way.
+func socketInodes(ip netip.Addr, port int, proto corev1.Protocol) map[string]bool {
 	files := []string{"/proc/net/tcp", "/proc/net/tcp6"}
 	if proto == corev1.ProtocolUDP {
 		files = []string{"/proc/net/udp", "/proc/net/udp6"}
@@ -145,7 +148,7 @@ func socketInodes(port int, proto corev1.Protocol) map[string]bool {
 		}
 		for _, line := range strings.Split(string(data), "\n")[1:] {
 			fs := strings.Fields(line)
-			if len(fs) < 10 || !strings.HasSuffix(fs[1], want) {
+			if len(fs) < 10 || !strings.HasSuffix(fs[1], want) || !blocks(strings.TrimSuffix(fs[1], want), ip) {
 				continue
 			}
 			if proto == corev1.ProtocolTCP && fs[3] != "0A" { // TCP_LISTEN
@@ -157,6 +160,29 @@ func socketInodes(port int, proto corev1.Protocol) map[string]bool {
 		}
 	}
 	return out
+}
+
+// blocks reports whether a socket bound to the local address hexIP (as
+// /proc/net writes it: each 32-bit word in host byte order) keeps ip from
+// being bound on the same port: the same address, or a wildcard.
+func blocks(hexIP string, ip netip.Addr) bool {
+	if strings.Trim(hexIP, "0") == "" {
+		return true // 0.0.0.0 or ::
+	}
+	if !ip.Is4() {
+		return false
+	}
+	// IPv4 sockets in /proc/net/tcp, and IPv4-mapped ones in tcp6.
+	return hexIP == procHex(ip.AsSlice()) || hexIP == procHex(netip.AddrFrom16(ip.As16()).AsSlice())
+}
+
+// procHex writes an address the way /proc/net/{tcp,udp}[6] does.
+func procHex(b []byte) string {
+	var sb strings.Builder
+	for i := 0; i+4 <= len(b); i += 4 {
+		fmt.Fprintf(&sb, "%08X", binary.NativeEndian.Uint32(b[i:i+4]))
+	}
+	return sb.String()
 }
 
 func pidWithSocket(inodes map[string]bool) int {

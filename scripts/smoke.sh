@@ -11,8 +11,9 @@ bin=$dir/podgate
 go build -o "$bin" ./cmd/podgate
 api=127.0.0.1:${SMOKE_API_PORT:-19790}
 cidr=${SMOKE_POD_CIDR:-127.0.90.0/24}
+listen=127.0.0.1:${SMOKE_LISTEN_PORT:-18090}
 
-"$bin" run -f examples/hello.yaml --api "$api" --pod-cidr "$cidr" >"$dir/run.out" 2>"$dir/run.err" &
+"$bin" run -f examples/hello.yaml --api "$api" --pod-cidr "$cidr" --listen "$listen" >"$dir/run.out" 2>"$dir/run.err" &
 run=$!
 cleanup() { kill -9 "$run" 2>/dev/null || true; }
 trap cleanup EXIT
@@ -31,6 +32,9 @@ echo "--- podgate get pods -o wide"
 "$bin" get pods --api "$api" -o wide
 echo "--- curl http://$ip:8012/ (through the gate)"
 curl -fsS "http://$ip:8012/"
+echo "--- front door: curl -H 'Host: hello.default.example.com' http://$listen/"
+grep "podgate: curl" "$dir/run.err"
+curl -fsS -H 'Host: hello.default.example.com' "http://$listen/"
 echo "--- gate's view: http://$ip:8022/readyz?verbose"
 curl -fsS "http://$ip:8022/readyz?verbose"
 echo "--- podgate probe: the app's readiness the kubelet's way"

@@ -15,6 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/objstore"
@@ -32,6 +35,8 @@ type runOptions struct {
 	replicas int32
 	nodeName string
 	noGate   bool
+	listen   string
+	domain   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -48,6 +53,11 @@ status.podIP; the serving container gets $PORT. A container runs its
 command; without one, its image must be known: ghcr.io/podgate/testapp is
 this binary's test app, others are mapped with --image NAME=PATH.
 Container output is printed prefixed "pod/container | ".
+
+The front door on --listen routes each request by its Host header,
+NAME.NAMESPACE.DOMAIN, through the activator to the workload's pods: only
+to pods whose every container is ready, holding requests while none is.
+The curl lines to reach each workload are printed at start.
 
 Ctrl-C (or SIGTERM) stops every pod gracefully — preStop, SIGTERM, SIGKILL
 at the grace period — a second Ctrl-C kills them at once. See
@@ -68,6 +78,9 @@ Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
 			} else if o.replicas < 0 {
 				return usageErrorf("--replicas %d: must not be negative", o.replicas)
 			}
+			if errs := validation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
+				return usageErrorf("--domain %q: %s", o.domain, strings.Join(errs, "; "))
+			}
 			parent := cmd.Context()
 			if parent == nil {
 				parent = context.Background()
@@ -83,6 +96,8 @@ Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
 	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
 	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
 	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
+	f.StringVar(&o.listen, "listen", defaultListen, "front door address, routing by Host NAME.NAMESPACE.DOMAIN (loopback only; port 0 picks a free one)")
+	f.StringVar(&o.domain, "domain", activator.DefaultDomain, "domain of the front door's hosts")
 	return cmd
 }
 
@@ -196,6 +211,22 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 		_ = shutdownAgent(context.Background())
 		return invalidf("%v", err)
 	}
+	doorLn, err := listenFrontDoor(o.listen)
+	if err != nil {
+		_ = ln.Close()
+		_ = shutdownAgent(context.Background())
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return invalidf("%v: is another 'podgate run' using it? Choose another address with --listen (port 0 picks a free one)", err)
+		}
+		return invalidf("%v", err)
+	}
+	door, err := newFrontDoor(doorLn, store, workloads, o.domain, logger, stderr)
+	if err != nil {
+		_ = doorLn.Close()
+		_ = ln.Close()
+		_ = shutdownAgent(context.Background())
+		return invalidf("%v", err)
+	}
 
 	// First SIGINT/SIGTERM: graceful stop. Second: kill at once.
 	sigs := make(chan os.Signal, 2)
@@ -208,6 +239,8 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- srv.Serve(apiCtx, ln) }()
 	fmt.Fprintf(stderr, "podgate: control API on http://%s (podgate get pods --api %s)\n", ln.Addr(), ln.Addr())
+	// Serving before the pods start: early requests wait for a ready pod.
+	door.start()
 
 	var runErr error
 	if err := agent.Start(workloads); err != nil {
@@ -221,6 +254,7 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 			fmt.Fprintf(stderr, "podgate: running %s (namespace %s, serving container %s on port %d, %s)\n",
 				w.ID(), w.Namespace, w.ServingContainer, w.ServingPort, via)
 		}
+		door.printCurls(stderr)
 		select {
 		case sig := <-sigs:
 			fmt.Fprintf(stderr, "podgate: %s: stopping pods gracefully (again to kill them now)\n", sig)
@@ -228,8 +262,11 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 		case err := <-apiDone:
 			apiDone <- err
 			runErr = invalidf("%v", err)
+		case err := <-door.served:
+			runErr = invalidf("front door: %v", err)
 		}
 	}
+	door.beginShutdown()
 
 	shutdownCtx, force := context.WithCancel(context.Background())
 	defer force()
@@ -246,6 +283,9 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "podgate: %v\n", err)
 	}
 	fmt.Fprintf(stderr, "podgate: all pods stopped in %s\n", time.Since(start).Round(time.Millisecond))
+	if err := door.finish(); err != nil {
+		fmt.Fprintf(stderr, "podgate: front door: %v\n", err)
+	}
 	force()
 	stopAPI()
 	if err := <-apiDone; err != nil && runErr == nil {

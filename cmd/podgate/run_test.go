@@ -134,7 +134,7 @@ var runAPIAddr = regexp.MustCompile(`control API on http://(127\.0\.0\.1:\d+)`)
 func runStart(t *testing.T, bin string, args ...string) *runProcess {
 	t.Helper()
 	r := &runProcess{t: t, done: make(chan struct{})}
-	r.cmd = exec.Command(bin, append([]string{"run", "--api", "127.0.0.1:0"}, args...)...)
+	r.cmd = exec.Command(bin, append([]string{"run", "--api", "127.0.0.1:0", "--listen", "127.0.0.1:0"}, args...)...)
 	outPipe, err := r.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
