@@ -55,7 +55,7 @@ spec:
 var frontDoorCurl = regexp.MustCompile(`podgate: curl -H 'Host: ([^']+)' http://(127\.0\.0\.1:\d+)/`)
 
 func TestFrontDoorRoutesByHost(t *testing.T) {
-	bin := runBinary(t)
+	bin := podgateBinary(t)
 	// One workload of each kind: their EndpointSlices are named
 	// differently (a Knative Service's after its revision).
 	others := runManifest(t, `apiVersion: apps/v1

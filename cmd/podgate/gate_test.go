@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -138,14 +137,7 @@ var gateListening = regexp.MustCompile(`msg=listening serving=(\S+) admin=(\S+) 
 // test app: it proxies, fails health checks at once on SIGTERM while still
 // serving, and exits 0 after the quiet period.
 func TestGateBinaryDrainsOnSigterm(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go tool is needed to build podgate: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "podgate")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/podgate/podgate/cmd/podgate").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := podgateBinary(t)
 	app, err := testapp.Start(testapp.Config{Name: "app", Addr: "127.0.0.1:0"}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,58 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	buildErr  error
+)
+
+// podgateBinary builds the podgate binary once per test run: the tests
+// that need real signals, real children and a real process run it.
+func podgateBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			buildErr = fmt.Errorf("the go tool is needed to build podgate: %w", err)
+			return
+		}
+		if binDir, err = os.MkdirTemp("", "podgate-test-"); err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(binDir, "podgate")
+		if out, err := exec.Command(goTool, "build", "-o", binPath, "github.com/podgate/podgate/cmd/podgate").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}

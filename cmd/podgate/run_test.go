@@ -103,21 +103,6 @@ metadata: {name: cfg}
 	}
 }
 
-// runBinary builds podgate: the end-to-end tests run the real binary, so
-// its signals and its children are real.
-func runBinary(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go tool is needed to build podgate: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "podgate")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/podgate/podgate/cmd/podgate").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // runProcess is a running `podgate run`.
 type runProcess struct {
 	t      *testing.T
@@ -258,7 +243,7 @@ func runPodReady(p *corev1.Pod) bool {
 }
 
 func TestRunHelloEndToEnd(t *testing.T) {
-	bin := runBinary(t)
+	bin := podgateBinary(t)
 	r := runStart(t, bin, "-f", "../../examples/hello.yaml", "--pod-cidr", "127.0.61.0/24")
 	p := r.waitPod("ready", runPodReady)
 	if !strings.HasPrefix(p.Name, "hello-00001-deployment-") || p.Labels["serving.knative.dev/service"] != "hello" {
@@ -348,7 +333,7 @@ func runAlive(pid int) bool {
 }
 
 func TestRunLeavesNothingBehind(t *testing.T) {
-	bin := runBinary(t)
+	bin := podgateBinary(t)
 	// A shell with a child of its own, in each of two pods, that ignore
 	// SIGTERM: only podgate's killing (or its guards) can end them.
 	manifest := runManifest(t, `apiVersion: apps/v1
@@ -426,7 +411,7 @@ spec:
 }
 
 func TestRunReportsPortOwners(t *testing.T) {
-	bin := runBinary(t)
+	bin := podgateBinary(t)
 	// The sidecar binds the port; the main container of the same pod
 	// declares it too.
 	manifest := runManifest(t, `apiVersion: v1

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -65,14 +64,7 @@ func TestTestappHelpListsEndpoints(t *testing.T) {
 
 // TestTestappBinary runs the real `podgate testapp` and terminates it.
 func TestTestappBinary(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go tool is needed to build podgate: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "podgate")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/podgate/podgate/cmd/podgate").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := podgateBinary(t)
 
 	t.Run("serves its name and exits 0 on SIGTERM", func(t *testing.T) {
 		addr, logs, wait := testappStart(t, bin, "testapp", "--port", "0", "--name", "web")
