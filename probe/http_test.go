@@ -352,3 +352,13 @@ func TestHTTPBodyIsReadUpTo10KiB(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTPTransportHasNoProxy pins, on every machine, what
+// TestHTTPProxyEnvIsIgnored shows end to end where a hostname resolves to
+// loopback: the probes' transport never consults the proxy environment.
+func TestHTTPTransportHasNoProxy(t *testing.T) {
+	r := NewRunner()
+	if r.transport.Proxy != nil {
+		t.Fatal("the probe transport has a Proxy function; the kubelet's probes ignore proxy env vars")
+	}
+}
