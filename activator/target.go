@@ -24,6 +24,8 @@ type Target struct {
 	byName map[string]*backend
 	ready  int
 	closed bool
+	// changed gets a signal whenever ready changes; see Changed.
+	changed chan struct{}
 }
 
 // Errors a request can meet before it reaches a backend.
@@ -42,17 +44,23 @@ func NewTarget(name string, cfg Config) (*Target, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Target{
-		name:   name,
-		cfg:    cfg,
-		ctx:    ctx,
-		cancel: cancel,
-		bal:    balancer{capacity: cfg.ContainerConcurrency, depth: cfg.QueueDepth},
-		byName: map[string]*backend{},
+		name:    name,
+		cfg:     cfg,
+		ctx:     ctx,
+		cancel:  cancel,
+		bal:     balancer{capacity: cfg.ContainerConcurrency, depth: cfg.QueueDepth},
+		byName:  map[string]*backend{},
+		changed: make(chan struct{}, 1),
 	}
 	t.cfg.Metrics.Backends(name, 0, 0)
 	t.cfg.Metrics.QueueDepth(name, 0)
 	return t, nil
 }
+
+// Changed signals, coalesced, that the number of backends taking traffic
+// changed; read Status for the new state. Service status follows it, so
+// that what `podgate get services` says is what traffic does.
+func (t *Target) Changed() <-chan struct{} { return t.changed }
 
 // Name is the target's name.
 func (t *Target) Name() string { return t.name }
@@ -156,6 +164,14 @@ func (t *Target) refreshLocked() {
 	for _, b := range t.bal.backends {
 		if b.usable() {
 			ready++
+		}
+	}
+	if ready != t.ready {
+		// Coalesced: a reader that falls behind sees one signal and reads
+		// the newest Status.
+		select {
+		case t.changed <- struct{}{}:
+		default:
 		}
 	}
 	t.ready = ready

@@ -40,6 +40,8 @@ func (p *pod) publish() {
 	p.wl.setEndpoint(p, endpointState{
 		ip: p.ip.String(), ready: ready, terminating: p.terminating,
 		terminal: obj.Status.Phase == corev1.PodSucceeded || obj.Status.Phase == corev1.PodFailed,
+		notReady: notReadyContainers(obj.Status.ContainerStatuses),
+		failure:  containerFailed(obj.Status.ContainerStatuses),
 	})
 }
 

@@ -3,10 +3,13 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 )
@@ -15,14 +18,123 @@ import (
 // http://NAME.NAMESPACE.example.com.
 const DefaultDomain = "example.com"
 
-// syncServiceLocked writes a Knative Service's object with a basic status: its
-// URL and revision, Ready while at least one pod's endpoint is ready.
-// Callers hold wl.mu. (The front door refines these conditions with what
-// traffic does.)
+// Knative Service condition types and the reasons podgate writes.
+const (
+	condReady               = "Ready"
+	condConfigurationsReady = "ConfigurationsReady"
+	condRoutesReady         = "RoutesReady"
+	// condContainerHealthy is a Revision's condition in Knative; podgate
+	// has no Revision object, so it is shown on the Service.
+	condContainerHealthy = "ContainerHealthy"
+
+	reasonRevisionMissing   = "RevisionMissing"
+	reasonNoHealthyBackends = "NoHealthyBackends"
+	reasonRevisionFailed    = "RevisionFailed"
+	severityWarning         = "Warning"
+)
+
+// containerFailure is a container that exited with an error and is not
+// running now: waiting to restart (CrashLoopBackOff) or terminated for good.
+type containerFailure struct {
+	container string
+	exitCode  int32
+	reason    string // the termination's reason: Error, OOMKilled, …
+	waiting   string // the waiting reason, e.g. CrashLoopBackOff
+}
+
+// conditionReason is Knative's reason for a terminated container:
+// ExitCode<N> (FACTS §5).
+func (f *containerFailure) conditionReason() string {
+	return fmt.Sprintf("ExitCode%d", f.exitCode)
+}
+
+// message is Knative's "Container failed with: …", naming the container.
+func (f *containerFailure) message() string {
+	m := fmt.Sprintf("Container failed with: container %q exited with code %d", f.container, f.exitCode)
+	if f.reason != "" {
+		m += " (" + f.reason + ")"
+	}
+	if f.waiting != "" {
+		m += "; " + f.waiting
+	}
+	return m
+}
+
+// containerFailed finds the first container that failed and is not
+// running: its last run ended with a non-zero exit code and it waits to
+// restart, or it terminated with one and will not restart.
+func containerFailed(statuses []corev1.ContainerStatus) *containerFailure {
+	for _, cs := range statuses {
+		switch {
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0:
+			t := cs.LastTerminationState.Terminated
+			return &containerFailure{container: cs.Name, exitCode: t.ExitCode, reason: t.Reason, waiting: cs.State.Waiting.Reason}
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+			t := cs.State.Terminated
+			return &containerFailure{container: cs.Name, exitCode: t.ExitCode, reason: t.Reason}
+		}
+	}
+	return nil
+}
+
+// notReadyContainers names the containers whose Ready is false.
+func notReadyContainers(statuses []corev1.ContainerStatus) []string {
+	var out []string
+	for _, cs := range statuses {
+		if !cs.Ready {
+			out = append(out, cs.Name)
+		}
+	}
+	return out
+}
+
+// ResyncService recomputes the status of the Knative Service
+// namespace/name: call it when the Options.Serving view changed.
+func (a *Agent) ResyncService(namespace, name string) {
+	a.mu.Lock()
+	var wl *workload
+	for _, w := range a.workloads {
+		if w.w.Knative != nil && w.w.Namespace == namespace && w.w.Name == name {
+			wl = w
+		}
+	}
+	a.mu.Unlock()
+	if wl == nil {
+		return
+	}
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	wl.syncServiceLocked(wl.readyEndpointsLocked())
+}
+
+// readyEndpointsLocked counts the endpoints the slice shows ready.
+func (wl *workload) readyEndpointsLocked() int {
+	n := 0
+	for _, st := range wl.endpoints {
+		if st.ready && !st.terminating && !st.terminal && st.ip != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// syncServiceLocked writes a Knative Service's object: its URL, revision,
+// and conditions that say what traffic does. Ready is True exactly when at
+// least one pod takes traffic — in the front door's view when there is
+// one (endpoint ready and gate ready), else by ready endpoints — so that
+// the status can never claim a service works while every request is held,
+// which is what Knative's does in seed 001's exec-readiness experiment.
+// Callers hold wl.mu.
 func (wl *workload) syncServiceLocked(readyEndpoints int) {
 	k := wl.w.Knative
 	if k == nil {
 		return
+	}
+	serving := readyEndpoints
+	if v := wl.a.opts.Serving; v != nil {
+		if n, ok := v.ServingPods(wl.w.Namespace, wl.w.Name); ok {
+			serving = n
+		}
 	}
 	svc := &objstore.KnativeService{
 		ObjectMeta: metav1.ObjectMeta{Name: wl.w.Name, Namespace: wl.w.Namespace, Labels: copyMap(wl.w.Labels), Generation: 1},
@@ -32,36 +144,127 @@ func (wl *workload) syncServiceLocked(readyEndpoints int) {
 			svc.Spec = spec
 		}
 	}
-	url := fmt.Sprintf("http://%s.%s.%s", wl.w.Name, wl.w.Namespace, DefaultDomain)
 	st := &svc.Status
 	st.ObservedGeneration = 1
-	st.URL = url
+	st.URL = fmt.Sprintf("http://%s.%s.%s", wl.w.Name, wl.w.Namespace, wl.a.opts.Domain)
 	st.Address = &objstore.KnativeAddressable{URL: fmt.Sprintf("http://%s.%s.svc.cluster.local", wl.w.Name, wl.w.Namespace)}
 	st.LatestCreatedRevisionName = k.RevisionName
-	status, reason, message := corev1.ConditionTrue, "", ""
-	if readyEndpoints == 0 {
-		status = corev1.ConditionUnknown
-		if wl.everReady {
-			reason, message = "NoHealthyBackends", fmt.Sprintf("Revision %q has no ready pod.", k.RevisionName)
-		} else {
-			reason, message = "RevisionMissing", fmt.Sprintf("Configuration %q is waiting for a Revision to become ready.", wl.w.Name)
-		}
-	} else {
+	if serving > 0 {
 		wl.everReady = true
+	}
+	if wl.everReady {
+		// As Knative: once the revision was ready it stays the latest
+		// ready one, and traffic keeps pointing at it.
 		st.LatestReadyRevisionName = k.RevisionName
 		pct, latest := int64(100), true
 		st.Traffic = []objstore.KnativeTraffic{{RevisionName: k.RevisionName, LatestRevision: &latest, Percent: &pct}}
 	}
-	now := metav1.NewTime(wl.a.clock.Now())
-	for _, t := range []string{"ConfigurationsReady", "Ready", "RoutesReady"} {
-		c := objstore.KnativeCondition{Type: t, Status: status, Reason: reason, Message: message, LastTransitionTime: now}
-		if prev := wl.serviceConds[t]; prev.Status == status {
+	for _, c := range wl.serviceConditionsLocked(serving) {
+		if prev, ok := wl.serviceConds[c.Type]; ok && prev.Status == c.Status {
 			c.LastTransitionTime = prev.LastTransitionTime
 		}
-		wl.serviceConds[t] = c
+		wl.serviceConds[c.Type] = c
 		st.Conditions = append(st.Conditions, c)
 	}
 	if _, err := wl.a.store.Services.Put(svc); err != nil {
 		wl.a.log.Warn("publish service", "workload", wl.w.ID(), "err", err)
 	}
+}
+
+// serviceConditionsLocked derives the conditions, sorted by type as
+// Knative sorts them, from the pods' states and the serving count.
+//
+//   - Some pod takes traffic: all True. A failing container in another
+//     pod shows as ContainerHealthy False with severity Warning, which
+//     does not make the service unready (traffic flows).
+//   - No pod takes traffic and a container failed: ContainerHealthy False
+//     ExitCode<N>, ConfigurationsReady and Ready False RevisionFailed.
+//   - No pod ever took traffic: Unknown RevisionMissing.
+//   - No pod takes traffic any more: RoutesReady and Ready Unknown
+//     NoHealthyBackends, naming the containers that are not ready.
+func (wl *workload) serviceConditionsLocked(serving int) []objstore.KnativeCondition {
+	now := metav1.NewTime(wl.a.clock.Now())
+	rev := wl.w.Knative.RevisionName
+	cond := func(t string, s corev1.ConditionStatus, reason, msg string) objstore.KnativeCondition {
+		return objstore.KnativeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now}
+	}
+	var failure *containerFailure
+	for _, name := range wl.endpointNamesLocked() {
+		if f := wl.endpoints[name].failure; f != nil && !wl.endpoints[name].terminating {
+			failure = f
+			break
+		}
+	}
+	var health objstore.KnativeCondition
+	switch {
+	case failure != nil:
+		health = cond(condContainerHealthy, corev1.ConditionFalse, failure.conditionReason(), failure.message())
+	case wl.everReady || serving > 0:
+		health = cond(condContainerHealthy, corev1.ConditionTrue, "", "")
+	default:
+		health = cond(condContainerHealthy, corev1.ConditionUnknown, "Deploying", "")
+	}
+	if serving > 0 {
+		if failure != nil {
+			health.Severity = severityWarning
+		}
+		return []objstore.KnativeCondition{
+			cond(condConfigurationsReady, corev1.ConditionTrue, "", ""),
+			health,
+			cond(condReady, corev1.ConditionTrue, "", ""),
+			cond(condRoutesReady, corev1.ConditionTrue, "", ""),
+		}
+	}
+	routes := cond(condRoutesReady, corev1.ConditionUnknown, reasonRevisionMissing,
+		fmt.Sprintf("Configuration %q does not have any ready Revision: %s.", wl.w.Name, wl.notServingLocked()))
+	if wl.everReady {
+		routes = cond(condRoutesReady, corev1.ConditionUnknown, reasonNoHealthyBackends,
+			fmt.Sprintf("Revision %q has no pod that takes traffic: %s.", rev, wl.notServingLocked()))
+	}
+	config := cond(condConfigurationsReady, corev1.ConditionUnknown, reasonRevisionMissing,
+		fmt.Sprintf("Configuration %q is waiting for a Revision to become ready.", wl.w.Name))
+	if wl.everReady {
+		config = cond(condConfigurationsReady, corev1.ConditionTrue, "", "")
+	}
+	ready := routes
+	if failure != nil {
+		msg := fmt.Sprintf("Revision %q failed with message: %s.", rev, failure.message())
+		config = cond(condConfigurationsReady, corev1.ConditionFalse, reasonRevisionFailed, msg)
+		ready = config
+	}
+	ready.Type = condReady
+	return []objstore.KnativeCondition{config, health, ready, routes}
+}
+
+// notServingLocked explains, pod by pod, why none takes traffic.
+func (wl *workload) notServingLocked() string {
+	var parts []string
+	for _, name := range wl.endpointNamesLocked() {
+		st := wl.endpoints[name]
+		switch {
+		case st.terminal:
+			continue
+		case st.terminating:
+			parts = append(parts, fmt.Sprintf("pod %s is terminating", name))
+		case len(st.notReady) == 1 && st.notReady[0] == gateenv.ContainerName:
+			// The gate is first to know: it probes the containers itself
+			// (aggressively while starting) before the kubelet-paced
+			// probes mark them.
+			parts = append(parts, fmt.Sprintf("pod %s: its gate reports a container not ready", name))
+		case len(st.notReady) > 0:
+			// The gate is unready because of the others: name those.
+			others := slices.DeleteFunc(slices.Clone(st.notReady), func(c string) bool { return c == gateenv.ContainerName })
+			parts = append(parts, fmt.Sprintf("pod %s has containers not ready: [%s]", name, strings.Join(others, " ")))
+		case st.ready:
+			// Ready endpoint, yet not in the front door's view: its gate
+			// has not answered ready (yet).
+			parts = append(parts, fmt.Sprintf("pod %s is ready but its gate does not answer ready", name))
+		default:
+			parts = append(parts, fmt.Sprintf("pod %s is not ready", name))
+		}
+	}
+	if len(parts) == 0 {
+		return "no pod is running"
+	}
+	return strings.Join(parts, "; ")
 }

@@ -39,6 +39,9 @@ type endpointState struct {
 	ready       bool // the pod's Ready condition
 	terminating bool
 	terminal    bool // Succeeded or Failed: not an endpoint any more
+	// For a Knative Service's status: what keeps the pod out of service.
+	notReady []string          // containers not ready
+	failure  *containerFailure // a container that failed and is not running
 }
 
 func newWorkload(a *Agent, w *podspec.Workload) *workload {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/podgate/podgate/activator"
@@ -29,11 +30,16 @@ const frontDoorDrain = 5 * time.Second
 // frontDoor is `podgate run`'s single listener: it routes each request by
 // its Host to the activator target of one workload.
 type frontDoor struct {
-	ln      net.Listener
-	router  *activator.Router
-	srv     *http.Server
-	targets []*activator.Target
-	routes  []frontDoorRoute
+	ln     net.Listener
+	router *activator.Router
+	srv    *http.Server
+	// listeners are every server the front door runs: the router on ln
+	// first, then one per --service-port.
+	listeners []frontDoorListener
+	targets   []*activator.Target
+	routes    []frontDoorRoute
+	// byWorkload finds a workload's target: NAMESPACE/NAME.
+	byWorkload map[string]*activator.Target
 
 	stopFeeds context.CancelFunc
 	feeds     sync.WaitGroup
@@ -43,9 +49,26 @@ type frontDoor struct {
 	shutdownDone chan error
 }
 
+type frontDoorListener struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
 type frontDoorRoute struct {
 	workload string // Kind/name, for messages
 	host     string
+	// port, when set, is the workload's own listener (--service-port).
+	port net.Listener
+}
+
+// ServingPods is the runtime's ServingView: the pods of a workload the
+// activator sends requests to, so that service status follows traffic.
+func (f *frontDoor) ServingPods(namespace, name string) (int, bool) {
+	t, ok := f.byWorkload[namespace+"/"+name]
+	if !ok {
+		return 0, false
+	}
+	return t.Status().Ready, true
 }
 
 // listenFrontDoor opens addr, which must be on loopback: the front door
@@ -89,22 +112,40 @@ func gatePort(w *podspec.Workload) int32 {
 	return gateenv.DefaultServingPort
 }
 
+// frontDoorConfig is what newFrontDoor builds from.
+type frontDoorConfig struct {
+	store     *objstore.Store
+	workloads []*podspec.Workload
+	domain    string
+	// servicePorts are the --service-port flags, not yet checked against
+	// the workloads.
+	servicePorts []servicePortFlag
+	// onChange is told when the number of pods taking traffic of a
+	// workload changed (the runtime then updates its service status).
+	onChange func(namespace, name string)
+	logger   *slog.Logger
+	stderr   io.Writer
+}
+
 // newFrontDoor makes one activator target per workload, fed from the
-// store's EndpointSlices and Pods, and routes NAME.NAMESPACE.DOMAIN to it.
-// Workloads without the gate get no route: the activator talks only to
-// gates (it health-checks them the way Knative's activator checks
-// queue-proxy). It does not serve until start.
-func newFrontDoor(ln net.Listener, store *objstore.Store, ws []*podspec.Workload, domain string, logger *slog.Logger, stderr io.Writer) (*frontDoor, error) {
+// store's EndpointSlices and Pods, and routes NAME.NAMESPACE.DOMAIN to it,
+// plus a listener of its own per --service-port. Workloads without the
+// gate get no route: the activator talks only to gates (it health-checks
+// them the way Knative's activator checks queue-proxy). It does not serve
+// until start.
+func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 	f := &frontDoor{
 		ln:           ln,
-		router:       activator.NewRouter(domain),
+		router:       activator.NewRouter(c.domain),
 		served:       make(chan error, 1),
 		shutdownDone: make(chan error, 1),
+		byWorkload:   map[string]*activator.Target{},
 	}
 	hosts := map[string]string{}
-	for _, w := range ws {
+	var routed []*podspec.Workload
+	for _, w := range c.workloads {
 		if !w.IsInjected() {
-			fmt.Fprintf(stderr, "podgate: no front door route for %s: it runs without the gate (--no-gate)\n", w.ID())
+			fmt.Fprintf(c.stderr, "podgate: no front door route for %s: it runs without the gate (--no-gate)\n", w.ID())
 			continue
 		}
 		host := f.router.Host(w.Namespace, w.Name)
@@ -113,7 +154,7 @@ func newFrontDoor(ln net.Listener, store *objstore.Store, ws []*podspec.Workload
 			return nil, fmt.Errorf("%s and %s in namespace %s would share the front door host %s: rename one", other, w.ID(), w.Namespace, host)
 		}
 		hosts[host] = w.ID()
-		cfg := activator.Config{Logger: logger}
+		cfg := activator.Config{Logger: c.logger}
 		if k := w.Knative; k != nil {
 			cfg.ContainerConcurrency = int(k.ContainerConcurrency)
 			if k.TimeoutSeconds > 0 {
@@ -126,58 +167,85 @@ func newFrontDoor(ln net.Listener, store *objstore.Store, ws []*podspec.Workload
 			return nil, fmt.Errorf("%s: %w", w.ID(), err)
 		}
 		f.targets = append(f.targets, t)
+		f.byWorkload[w.Namespace+"/"+w.Name] = t
 		f.router.Set(w.Namespace, w.Name, t)
 		f.routes = append(f.routes, frontDoorRoute{workload: w.ID(), host: host})
+		routed = append(routed, w)
 	}
+	errorLog := slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)
+	f.srv = &http.Server{Handler: f.router, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
+	f.listeners = []frontDoorListener{{ln: ln, srv: f.srv}}
+	if err := f.listenServicePorts(c.servicePorts, routed, errorLog); err != nil {
+		f.closeTargets()
+		f.closeServicePorts()
+		return nil, err
+	}
+
 	// Feeds start here, before the pods: a target then sees every pod from
 	// its first endpoint on.
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopFeeds = cancel
-	i := 0
-	for _, w := range ws {
-		if !w.IsInjected() {
-			continue
-		}
+	for i, w := range routed {
 		src := &objstoresource.Source{
-			Store:     store,
+			Store:     c.store,
 			Namespace: w.Namespace,
 			Service:   frontDoorService(w),
 			Port:      gatePort(w),
-			Logger:    logger,
+			Logger:    c.logger,
 		}
 		t := f.targets[i]
-		i++
-		f.feeds.Add(1)
+		f.feeds.Add(2)
 		go func() {
 			defer f.feeds.Done()
 			t.Run(ctx, src)
 		}()
-	}
-	f.srv = &http.Server{
-		Handler:           f.router,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		go func() {
+			defer f.feeds.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.Changed():
+					if c.onChange != nil {
+						c.onChange(w.Namespace, w.Name)
+					}
+				}
+			}
+		}()
 	}
 	return f, nil
 }
 
-// start serves the router on the listener.
+// start serves the router and the service ports.
 func (f *frontDoor) start() {
-	go func() {
-		err := f.srv.Serve(f.ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		f.served <- err
-	}()
+	for _, l := range f.listeners {
+		go func() {
+			err := l.srv.Serve(l.ln)
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			if err != nil {
+				select {
+				case f.served <- err:
+				default:
+				}
+			}
+		}()
+	}
 }
 
-// printCurls prints one ready-to-paste request per route.
+// printCurls prints one ready-to-paste request per route and per service
+// port.
 func (f *frontDoor) printCurls(w io.Writer) {
 	addr := f.ln.Addr().String()
 	fmt.Fprintf(w, "podgate: front door on http://%s (routes by Host: NAME.NAMESPACE.%s)\n", addr, f.domain())
 	for _, r := range f.routes {
 		fmt.Fprintf(w, "podgate: curl -H 'Host: %s' http://%s/\n", r.host, addr)
+	}
+	for _, r := range f.routes {
+		if r.port != nil {
+			fmt.Fprintf(w, "podgate: curl http://%s/    # %s on its own port (--service-port)\n", r.port.Addr(), r.workload)
+		}
 	}
 }
 
@@ -195,7 +263,17 @@ func (f *frontDoor) beginShutdown() {
 		go func() {
 			// No deadline here: finish bounds the wait once the pods,
 			// which the requests in flight are talking to, have stopped.
-			f.shutdownDone <- f.srv.Shutdown(context.Background())
+			errs := make(chan error, len(f.listeners))
+			for _, l := range f.listeners {
+				go func() { errs <- l.srv.Shutdown(context.Background()) }()
+			}
+			var first error
+			for range f.listeners {
+				if err := <-errs; err != nil && first == nil {
+					first = err
+				}
+			}
+			f.shutdownDone <- first
 		}()
 	})
 }
@@ -208,12 +286,19 @@ func (f *frontDoor) finish() error {
 	select {
 	case err = <-f.shutdownDone:
 	case <-time.After(frontDoorDrain):
-		err = f.srv.Close()
+		for _, l := range f.listeners {
+			if e := l.srv.Close(); err == nil {
+				err = e
+			}
+		}
 		if e := <-f.shutdownDone; err == nil && !errors.Is(e, http.ErrServerClosed) {
 			err = e
 		}
 	}
-	_ = f.ln.Close() // Shutdown closes only a listener that Serve took
+	// Shutdown closes only a listener that Serve took.
+	for _, l := range f.listeners {
+		_ = l.ln.Close()
+	}
 	f.stopFeeds()
 	f.feeds.Wait()
 	return err
@@ -223,4 +308,18 @@ func (f *frontDoor) closeTargets() {
 	for _, t := range f.targets {
 		t.Close()
 	}
+}
+
+// lateServingView is the runtime's ServingView before the front door
+// exists: nothing known, so the ready endpoints count until then.
+type lateServingView struct {
+	door atomic.Pointer[frontDoor]
+}
+
+func (v *lateServingView) ServingPods(namespace, name string) (int, bool) {
+	f := v.door.Load()
+	if f == nil {
+		return 0, false
+	}
+	return f.ServingPods(namespace, name)
 }

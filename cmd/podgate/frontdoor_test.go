@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/objstore"
 )
 
 func TestFrontDoorFlagErrors(t *testing.T) {
@@ -37,6 +39,11 @@ spec:
 		{"a front door address without a port is invalid", []string{"--listen", "127.0.0.1"}, exitInvalid, `--listen "127.0.0.1"`},
 		{"a front door address in use names the flag", []string{"--listen", taken.Addr().String()}, exitInvalid, "Choose another address with --listen"},
 		{"a domain that is no DNS name is a usage error", []string{"--domain", "Not A Domain"}, exitUsage, `--domain "Not A Domain"`},
+		{"a service port without a port is a usage error", []string{"--service-port", "sleeper"}, exitUsage, `--service-port "sleeper": want [NAMESPACE/]NAME=PORT`},
+		{"a service port out of range is a usage error", []string{"--service-port", "sleeper=70000"}, exitUsage, `port "70000": must be a number from 0`},
+		{"a service port for no workload is invalid", []string{"--service-port", "nope=0"}, exitInvalid, "--service-port nope=0: no workload named nope"},
+		{"a service port in another namespace is invalid", []string{"--service-port", "shop/sleeper=0"}, exitInvalid, "--service-port shop/sleeper=0: no workload named sleeper"},
+		{"a service port in use names the flag", []string{"--service-port", "sleeper=" + portOf(taken)}, exitInvalid, "--service-port sleeper=" + portOf(taken) + ": listen tcp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -51,6 +58,13 @@ spec:
 		})
 	}
 }
+
+func portOf(ln net.Listener) string {
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	return p
+}
+
+var servicePortCurl = regexp.MustCompile(`podgate: curl http://(127\.0\.0\.1:\d+)/ +# (\S+) on its own port`)
 
 var frontDoorCurl = regexp.MustCompile(`podgate: curl -H 'Host: ([^']+)' http://(127\.0\.0\.1:\d+)/`)
 
@@ -82,7 +96,8 @@ spec:
     ports: [{containerPort: 8080}]
 `)
 	r := runStart(t, bin, "-f", "../../examples/hello.yaml", "-f", others,
-		"--pod-cidr", "127.0.65.0/24", "--listen", "127.0.0.1:0", "--domain", "podgate.test")
+		"--pod-cidr", "127.0.65.0/24", "--listen", "127.0.0.1:0", "--domain", "podgate.test",
+		"--service-port", "shop/web=0", "--service-port", "hello=0")
 
 	// The curl lines are printed once the pods are started.
 	r.waitFor(r.errOut, regexp.MustCompile(`podgate: curl -H 'Host: solo\.default\.podgate\.test'`))
@@ -141,6 +156,33 @@ spec:
 			}
 		})
 	}
+	t.Run("a service port reaches its workload whatever the Host", func(t *testing.T) {
+		ports := map[string]string{}
+		for _, m := range servicePortCurl.FindAllStringSubmatch(r.errOut(), -1) {
+			ports[m[2]] = m[1]
+		}
+		for workload, wantPod := range map[string]string{"Deployment/web": web.Name, "Service/hello": hello.Name} {
+			addr := ports[workload]
+			if addr == "" {
+				t.Fatalf("no service-port curl line for %s in:\n%s", workload, r.errOut())
+			}
+			resp, err := client.Get("http://" + addr + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), wantPod) {
+				t.Errorf("GET %s (%s) = %d %q, want 200 from %s", addr, workload, resp.StatusCode, body, wantPod)
+			}
+		}
+	})
+	t.Run("the Knative Service's status has the front door's URL and is Ready", func(t *testing.T) {
+		r.waitService("hello", "Ready with the domain's URL", func(s *objstore.KnativeService) bool {
+			c := s.Status.Condition("Ready")
+			return s.Status.URL == "http://hello.default.podgate.test" && c != nil && c.Status == corev1.ConditionTrue
+		})
+	})
 	client.CloseIdleConnections()
 
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {

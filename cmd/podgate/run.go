@@ -37,10 +37,12 @@ type runOptions struct {
 	noGate   bool
 	listen   string
 	domain   string
+	ports    []servicePortFlag
 }
 
 func newRunCmd() *cobra.Command {
 	var o runOptions
+	var servicePorts []string
 	cmd := &cobra.Command{
 		Use:   "run -f FILE...",
 		Short: "Run the pods of Pod, Deployment and Knative Service manifests on this machine",
@@ -81,6 +83,11 @@ Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
 			if errs := validation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
 				return usageErrorf("--domain %q: %s", o.domain, strings.Join(errs, "; "))
 			}
+			ports, err := parseServicePorts(servicePorts)
+			if err != nil {
+				return err
+			}
+			o.ports = ports
 			parent := cmd.Context()
 			if parent == nil {
 				parent = context.Background()
@@ -97,7 +104,8 @@ Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
 	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
 	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
 	f.StringVar(&o.listen, "listen", defaultListen, "front door address, routing by Host NAME.NAMESPACE.DOMAIN (loopback only; port 0 picks a free one)")
-	f.StringVar(&o.domain, "domain", activator.DefaultDomain, "domain of the front door's hosts")
+	f.StringVar(&o.domain, "domain", activator.DefaultDomain, "domain of the front door's hosts and of Knative Services' status.url")
+	f.StringArrayVar(&servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
 	return cmd
 }
 
@@ -169,6 +177,9 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	store := objstore.New(objstore.Options{})
+	// The front door is made after the agent (it needs the injected
+	// workloads); service status reads its counts once it exists.
+	serving := &lateServingView{}
 	opts := runtime.Options{
 		Store:    store,
 		PodCIDR:  o.podCIDR,
@@ -176,6 +187,8 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 		Output:   stdout,
 		Logger:   logger,
 		NodeName: o.nodeName,
+		Domain:   o.domain,
+		Serving:  serving,
 	}
 	if o.replicas >= 0 {
 		r := o.replicas
@@ -220,13 +233,17 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 		}
 		return invalidf("%v", err)
 	}
-	door, err := newFrontDoor(doorLn, store, workloads, o.domain, logger, stderr)
+	door, err := newFrontDoor(doorLn, frontDoorConfig{
+		store: store, workloads: workloads, domain: o.domain, servicePorts: o.ports,
+		onChange: agent.ResyncService, logger: logger, stderr: stderr,
+	})
 	if err != nil {
 		_ = doorLn.Close()
 		_ = ln.Close()
 		_ = shutdownAgent(context.Background())
 		return invalidf("%v", err)
 	}
+	serving.door.Store(door)
 
 	// First SIGINT/SIGTERM: graceful stop. Second: kill at once.
 	sigs := make(chan os.Signal, 2)

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/objstore"
 )
 
 // Helpers here carry a run prefix: the package's other test files belong
@@ -218,6 +219,31 @@ func (r *runProcess) waitPod(what string, cond func(*corev1.Pod) bool) *corev1.P
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.t.Fatalf("no pod %s within %s", what, runWait)
+	return nil
+}
+
+// waitService polls the Knative Service name (namespace default) until
+// cond holds.
+func (r *runProcess) waitService(name, what string, cond func(*objstore.KnativeService) bool) *objstore.KnativeService {
+	r.t.Helper()
+	deadline := time.Now().Add(runWait)
+	var last any
+	for time.Now().Before(deadline) {
+		list, err := r.client.ListServices(context.Background(), api.ListOptions{})
+		last = err
+		if err == nil {
+			for i := range list.Items {
+				if s := &list.Items[i]; s.Name == name && s.Namespace == "default" {
+					last = s.Status
+					if cond(s) {
+						return s
+					}
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.t.Fatalf("service %s not %s within %s; last: %+v", name, what, runWait, last)
 	return nil
 }
 
