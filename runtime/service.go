@@ -3,7 +3,9 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -236,6 +238,23 @@ func (wl *workload) serviceConditionsLocked(serving int) []objstore.KnativeCondi
 	return []objstore.KnativeCondition{config, health, ready, routes}
 }
 
+// gateReadyzURL is where the gate of the pod at ip says which container
+// is not ready: the readiness probes the gate runs itself are not the node
+// agent's, so the pod status cannot name that container.
+func (wl *workload) gateReadyzURL(ip string) string {
+	port := gateenv.DefaultAdminPort
+	if g := wl.w.Container(gateenv.ContainerName); g != nil {
+		env := map[string]string{}
+		for _, e := range g.Env {
+			env[e.Name] = e.Value
+		}
+		if cfg, err := gateenv.Decode(func(k string) string { return env[k] }); err == nil {
+			port = cfg.AdminPort
+		}
+	}
+	return fmt.Sprintf("http://%s/readyz?verbose", net.JoinHostPort(ip, strconv.Itoa(port)))
+}
+
 // notServingLocked explains, pod by pod, why none takes traffic.
 func (wl *workload) notServingLocked() string {
 	var parts []string
@@ -250,7 +269,7 @@ func (wl *workload) notServingLocked() string {
 			// The gate is first to know: it probes the containers itself
 			// (aggressively while starting) before the kubelet-paced
 			// probes mark them.
-			parts = append(parts, fmt.Sprintf("pod %s: its gate reports a container not ready", name))
+			parts = append(parts, fmt.Sprintf("pod %s: its gate reports a container not ready (%s names it)", name, wl.gateReadyzURL(st.ip)))
 		case len(st.notReady) > 0:
 			// The gate is unready because of the others: name those.
 			others := slices.DeleteFunc(slices.Clone(st.notReady), func(c string) bool { return c == gateenv.ContainerName })

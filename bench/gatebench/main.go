@@ -30,6 +30,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/podgate/podgate/bench/internal/benchenv"
 )
 
 type options struct {
@@ -67,11 +69,10 @@ func run(ctx context.Context, o options) error {
 	if o.rounds < 1 || o.trials < 1 || o.rideRuns < 1 || o.duration <= 0 || o.memLoad <= 0 {
 		return errors.New("-rounds, -trials and -ride-runs must be at least 1, -duration and -mem-load positive")
 	}
-	m := readMachine()
+	m := benchenv.ReadMachine()
 	fmt.Printf("gatebench  %s\n", time.Now().Format("2006-01-02 15:04:05 MST"))
-	fmt.Printf("machine    %d vCPU (%s), %s, GOMAXPROCS %d, %s, kernel %s\n",
-		m.cpus, m.model, m.memory, m.gomaxprocs, m.goVersion, m.kernel)
-	fmt.Printf("load avg   %s (at start)\n", m.loadavg)
+	fmt.Printf("machine    %s\n", m)
+	fmt.Printf("load avg   %s (at start)\n", m.Loadavg)
 
 	p, err := newPod(ctx, o)
 	if err != nil {
@@ -102,6 +103,6 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("readiness: %w", err)
 	}
 	fmt.Println()
-	r.print(readLoadavg())
+	r.print(benchenv.ReadLoadavg())
 	return nil
 }

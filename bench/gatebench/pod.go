@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/bench/internal/benchenv"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
 )
@@ -71,7 +72,7 @@ func newPod(ctx context.Context, o options) (p *pod, err error) {
 		}
 	}()
 	if p.bin = o.podgate; p.bin == "" {
-		if p.bin, err = buildPodgate(ctx, dir); err != nil {
+		if p.bin, err = benchenv.BuildPodgate(ctx, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -209,22 +210,6 @@ func portsFree(ip string, ports []int) bool {
 		ln.Close()
 	}
 	return true
-}
-
-// buildPodgate builds the podgate command of this module into dir.
-func buildPodgate(ctx context.Context, dir string) (string, error) {
-	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	bin := filepath.Join(dir, "podgate")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/podgate")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/podgate: %w", err)
-	}
-	return bin, nil
 }
 
 func (p *pod) appAddr() string { return net.JoinHostPort(p.ip, strconv.Itoa(p.userPort)) }

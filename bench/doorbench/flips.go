@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/lab"
+)
+
+var apiAll = api.ListOptions{}
+
+// sidecarPort is where the sidecar's test app takes its toggles.
+const sidecarPort = 8090
+
+type flipResult struct {
+	replicas, flips int
+	rate            float64
+	length          time.Duration
+	counts          map[string]int
+	failures        []lab.Request
+	origin          time.Time
+	lat             []time.Duration // every completed request, sorted
+}
+
+// measureFlips loads the service while the sidecar of one pod turns
+// unready and ready again every o.flip.
+func measureFlips(ctx context.Context, bin, manifest string, replicas int, o options) (*flipResult, error) {
+	cidr := "127.0.89.0/24"
+	if replicas == 1 {
+		cidr = "127.0.87.0/24"
+	}
+	p, pod, err := startPodgate(ctx, bin, manifest, cidr, replicas)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Stop(30 * time.Second)
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := waitReadyPods(waitCtx, p.Client(), replicas); err != nil {
+		return nil, err
+	}
+
+	load, err := lab.StartLoad(lab.LoadConfig{URL: p.FrontDoorURL(), Host: host, Workers: 8, Rate: o.flipRate})
+	if err != nil {
+		return nil, err
+	}
+	res := &flipResult{replicas: replicas, rate: o.flipRate, origin: time.Now()}
+	tick := time.NewTicker(o.flip)
+	end := time.After(o.flipFor)
+	ready := true
+loop:
+	for {
+		select {
+		case <-tick.C:
+			ready = !ready
+			if err := lab.Toggle(ctx, pod.Status.PodIP, sidecarPort, lab.ToggleReady, ready); err != nil {
+				tick.Stop()
+				load.Stop(context.Background())
+				return nil, err
+			}
+			res.flips++
+		case <-end:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	tick.Stop()
+	if !ready {
+		if err := lab.Toggle(ctx, pod.Status.PodIP, sidecarPort, lab.ToggleReady, true); err != nil {
+			load.Stop(context.Background())
+			return nil, err
+		}
+	}
+	res.length = time.Since(res.origin)
+	// Held requests are answered once the pod is ready again: wait for
+	// them, then stop.
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelStop()
+	rec := load.Stop(stopCtx)
+	res.counts = rec.Counts()
+	res.failures = rec.Failures()
+	for _, q := range rec.Requests {
+		res.lat = append(res.lat, q.Duration)
+	}
+	slices.Sort(res.lat)
+	return res, ctx.Err()
+}
+
+func waitReadyPods(ctx context.Context, c *api.Client, n int) error {
+	return lab.Poll(ctx, lab.PollInterval, fmt.Sprintf("%d ready pods", n), func(ctx context.Context) (bool, error) {
+		pods, err := c.ListPods(ctx, apiAll)
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range pods.Items {
+			if lab.PodReady(&pods.Items[i]) == nil && pods.Items[i].DeletionTimestamp == nil {
+				ready++
+			}
+		}
+		return ready >= n, fmt.Errorf("%d of %d pods ready", ready, len(pods.Items))
+	})
+}
+
+func (r *flipResult) print() {
+	total := 0
+	for _, n := range r.counts {
+		total += n
+	}
+	var codes []string
+	for k, n := range r.counts {
+		codes = append(codes, fmt.Sprintf("%s×%d", k, n))
+	}
+	sort.Strings(codes)
+	who := "one of two pods flips, the other serves"
+	if r.replicas == 1 {
+		who = "the only pod flips: no pod ready half the time"
+	}
+	fmt.Printf("sidecar readiness flipping, %d replica(s) (%s)\n", r.replicas, who)
+	fmt.Printf("  %d flips in %s at %.0f req/s offered: %d requests (%s), %d failed\n",
+		r.flips, r.length.Round(time.Second), r.rate, total, strings.Join(codes, " "), len(r.failures))
+	if len(r.lat) > 0 {
+		fmt.Printf("  latency p50 %s, p99 %s, max %s (held while no pod was ready)\n",
+			ms(r.lat[len(r.lat)/2]), ms(r.lat[int(0.99*float64(len(r.lat)-1))]), ms(r.lat[len(r.lat)-1]))
+	}
+	for i, f := range r.failures {
+		if i == 5 {
+			fmt.Printf("  … %d more\n", len(r.failures)-5)
+			break
+		}
+		fmt.Printf("  failed: %s\n", f.Format(r.origin))
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/lab"
+)
+
+// host routes the front door to the benchmark's service.
+const host = "bench.default.example.com"
+
+// pathResult is one path's figures over all rounds.
+type pathResult struct {
+	name     string
+	ok, fail int
+	window   time.Duration
+	lat      []time.Duration // of the 2xx responses, sorted
+}
+
+func (r *pathResult) add(rec *lab.Recording, window time.Duration) {
+	r.window += window
+	for _, q := range rec.Requests {
+		if q.OK() {
+			r.ok++
+			r.lat = append(r.lat, q.Duration)
+		} else {
+			r.fail++
+		}
+	}
+}
+
+func (r *pathResult) rate() float64 { return float64(r.ok+r.fail) / r.window.Seconds() }
+
+func (r *pathResult) pct(q float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(r.lat)-1))
+	return r.lat[i]
+}
+
+type throughput struct {
+	conns int
+	paths []*pathResult // front door, gate alone
+}
+
+// measureThroughput runs one pod and loads it in turns through the front
+// door and straight at its gate.
+func measureThroughput(ctx context.Context, bin, manifest string, o options) (*throughput, error) {
+	p, pod, err := startPodgate(ctx, bin, manifest, "127.0.88.0/24", 1)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Stop(30 * time.Second)
+
+	door := &pathResult{name: "front door (activator + gate)"}
+	gate := &pathResult{name: "gate alone"}
+	paths := []struct {
+		res       *pathResult
+		url, host string
+	}{
+		{door, p.FrontDoorURL(), host},
+		{gate, fmt.Sprintf("http://%s:8012/", pod.Status.PodIP), ""},
+	}
+	for round := 0; round <= o.rounds; round++ {
+		for _, path := range paths {
+			// Round 0 warms both paths up and is not counted.
+			rec, window, err := closedLoop(ctx, path.url, path.host, o.conns, o.duration)
+			if err != nil {
+				return nil, err
+			}
+			if round > 0 {
+				path.res.add(rec, window)
+			}
+		}
+	}
+	for _, r := range []*pathResult{door, gate} {
+		slices.Sort(r.lat)
+	}
+	return &throughput{conns: o.conns, paths: []*pathResult{door, gate}}, nil
+}
+
+// closedLoop sends as fast as conns connections allow for d.
+func closedLoop(ctx context.Context, url, host string, conns int, d time.Duration) (*lab.Recording, time.Duration, error) {
+	load, err := lab.StartLoad(lab.LoadConfig{URL: url, Host: host, Workers: conns, Rate: 1e9, Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec := load.Stop(stopCtx)
+	return rec, time.Since(start), ctx.Err()
+}
+
+func (t *throughput) print() {
+	fmt.Printf("throughput, %d keep-alive connections, closed loop\n", t.conns)
+	fmt.Printf("  %-32s %10s %8s %10s %10s %10s\n", "path", "req/s", "failed", "p50", "p90", "p99")
+	for _, r := range t.paths {
+		fmt.Printf("  %-32s %10.0f %8d %10s %10s %10s\n", r.name, r.rate(), r.fail, ms(r.pct(0.5)), ms(r.pct(0.9)), ms(r.pct(0.99)))
+	}
+	if g := t.paths[1]; g.rate() > 0 {
+		fmt.Printf("  front door / gate alone: %.2f of the throughput, p99 %+.2f ms\n",
+			t.paths[0].rate()/g.rate(), float64(t.paths[0].pct(0.99)-g.pct(0.99))/float64(time.Millisecond))
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+// startPodgate runs the manifest with replicas pods and waits until the
+// service is Ready (a pod takes traffic through the front door).
+func startPodgate(ctx context.Context, bin, manifest, cidr string, replicas int) (*lab.Process, *corev1.Pod, error) {
+	p, err := lab.Start(ctx, lab.Config{
+		Binary: bin, PodCIDR: cidr, Files: []string{manifest},
+		Args: []string{"--replicas", fmt.Sprint(replicas)},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := lab.WaitServiceCondition(waitCtx, p.Client(), "default", "bench", lab.ServiceReady(corev1.ConditionTrue, "")); err != nil {
+		p.Stop(30 * time.Second)
+		return nil, nil, fmt.Errorf("%w\n%s", err, p.Stderr())
+	}
+	pods, err := p.Client().ListPods(waitCtx, apiAll)
+	if err != nil || len(pods.Items) == 0 {
+		p.Stop(30 * time.Second)
+		return nil, nil, fmt.Errorf("listing pods: %v", err)
+	}
+	return p, &pods.Items[0], nil
+}
