@@ -120,6 +120,8 @@ type frontDoorConfig struct {
 	// servicePorts are the --service-port flags, not yet checked against
 	// the workloads.
 	servicePorts []servicePortFlag
+	// probeInterval and probeTimeout time the gates' health checks.
+	probeInterval, probeTimeout time.Duration
 	// onChange is told when the number of pods taking traffic of a
 	// workload changed (the runtime then updates its service status).
 	onChange func(namespace, name string)
@@ -154,7 +156,7 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 			return nil, fmt.Errorf("%s and %s in namespace %s would share the front door host %s: rename one", other, w.ID(), w.Namespace, host)
 		}
 		hosts[host] = w.ID()
-		cfg := activator.Config{Logger: c.logger}
+		cfg := activator.Config{Logger: c.logger, ProbeInterval: c.probeInterval, ProbeTimeout: c.probeTimeout}
 		if k := w.Knative; k != nil {
 			cfg.ContainerConcurrency = int(k.ContainerConcurrency)
 			if k.TimeoutSeconds > 0 {

@@ -39,6 +39,7 @@ spec:
 		{"a front door address without a port is invalid", []string{"--listen", "127.0.0.1"}, exitInvalid, `--listen "127.0.0.1"`},
 		{"a front door address in use names the flag", []string{"--listen", taken.Addr().String()}, exitInvalid, "Choose another address with --listen"},
 		{"a domain that is no DNS name is a usage error", []string{"--domain", "Not A Domain"}, exitUsage, `--domain "Not A Domain"`},
+		{"a zero gate probe interval is a usage error", []string{"--gate-probe-interval", "0s"}, exitUsage, "--gate-probe-interval and --gate-probe-timeout must be positive"},
 		{"a service port without a port is a usage error", []string{"--service-port", "sleeper"}, exitUsage, `--service-port "sleeper": want [NAMESPACE/]NAME=PORT`},
 		{"a service port out of range is a usage error", []string{"--service-port", "sleeper=70000"}, exitUsage, `port "70000": must be a number from 0`},
 		{"a service port for no workload is invalid", []string{"--service-port", "nope=0"}, exitInvalid, "--service-port nope=0: no workload named nope"},

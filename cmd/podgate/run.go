@@ -38,6 +38,8 @@ type runOptions struct {
 	listen   string
 	domain   string
 	ports    []servicePortFlag
+	// Health checks of the gates by the front door.
+	probeInterval, probeTimeout time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -83,6 +85,9 @@ Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
 			if errs := validation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
 				return usageErrorf("--domain %q: %s", o.domain, strings.Join(errs, "; "))
 			}
+			if o.probeInterval <= 0 || o.probeTimeout <= 0 {
+				return usageErrorf("--gate-probe-interval and --gate-probe-timeout must be positive (got %s and %s)", o.probeInterval, o.probeTimeout)
+			}
 			ports, err := parseServicePorts(servicePorts)
 			if err != nil {
 				return err
@@ -105,6 +110,8 @@ Exit status: 0 after a clean stop, 1 invalid manifests or a failed start,
 	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
 	f.StringVar(&o.listen, "listen", defaultListen, "front door address, routing by Host NAME.NAMESPACE.DOMAIN (loopback only; port 0 picks a free one)")
 	f.StringVar(&o.domain, "domain", activator.DefaultDomain, "domain of the front door's hosts and of Knative Services' status.url")
+	f.DurationVar(&o.probeInterval, "gate-probe-interval", activator.DefaultProbeInterval, "how often the front door health-checks each pod's gate (Knative's activator: 200ms)")
+	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
 	f.StringArrayVar(&servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
 	return cmd
 }
@@ -235,6 +242,7 @@ func runPods(parent context.Context, o runOptions, stdout, stderr io.Writer) err
 	}
 	door, err := newFrontDoor(doorLn, frontDoorConfig{
 		store: store, workloads: workloads, domain: o.domain, servicePorts: o.ports,
+		probeInterval: o.probeInterval, probeTimeout: o.probeTimeout,
 		onChange: agent.ResyncService, logger: logger, stderr: stderr,
 	})
 	if err != nil {
