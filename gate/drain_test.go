@@ -3,7 +3,9 @@ package gate
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,5 +206,38 @@ func TestWaitForDrainHoldsUntilDrained(t *testing.T) {
 				t.Fatal("preStop not released after the drain")
 			}
 		})
+	}
+}
+
+// TestSpareConnectionDoesNotFailTheDrain pins what a client's unused
+// connection does at the end of a drain: net/http counts it as busy for
+// its first seconds, so Shutdown waits for it to its deadline, but no
+// request was cut and Serve reports a clean stop.
+func TestSpareConnectionDoesNotFailTheDrain(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.DrainQuietPeriod = time.Second
+	tg := startGate(t, cfg, Options{Clock: clk, ShutdownTimeout: 100 * time.Millisecond})
+	tg.waitReady(t, true)
+	spare, err := net.Dial("tcp", tg.serving)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	tg.terminate()
+	eventually(t, "the gate drains", tg.Drainer().Draining)
+	clk.Step(2 * time.Second)
+	select {
+	case err := <-tg.done:
+		if err != nil {
+			t.Errorf("Serve: %v, want a clean stop: the spare connection carried no request", err)
+		}
+		tg.done <- err // for the cleanup
+	case <-time.After(testWait):
+		t.Fatal("Serve did not return after the quiet period")
+	}
+	if !strings.Contains(tg.logs.String(), "closed connections still open after the drain") {
+		t.Errorf("no log line about the connection closed after the drain:\n%s", tg.logs.String())
 	}
 }

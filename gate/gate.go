@@ -36,6 +36,9 @@ type Options struct {
 	Runner *probe.Runner
 	// RequestLog, if set, gets one JSON line per request.
 	RequestLog io.Writer
+	// ShutdownTimeout bounds the wait for open connections once the gate
+	// has drained (default DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
 }
 
 // Gate is the sidecar. Create it with New and run it with Serve.
@@ -59,6 +62,8 @@ type Gate struct {
 	stopping atomic.Int32
 	// preStops counts preStop hooks inside /wait-for-drain, SIGTERM or not.
 	preStops atomic.Int32
+
+	shutdownTimeout time.Duration
 }
 
 // New builds a Gate from its configuration. Nothing runs until Serve.
@@ -80,14 +85,18 @@ func New(opts Options) (*Gate, error) {
 	if cfg.UpstreamHost == "" {
 		cfg.UpstreamHost = gateenv.Defaults().UpstreamHost
 	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	g := &Gate{
-		cfg:         cfg,
-		clock:       opts.Clock,
-		log:         opts.Logger,
-		runner:      opts.Runner,
-		target:      probe.Target{PodIP: cfg.UpstreamHost},
-		status:      opts.Status,
-		terminating: make(chan struct{}),
+		shutdownTimeout: opts.ShutdownTimeout,
+		cfg:             cfg,
+		clock:           opts.Clock,
+		log:             opts.Logger,
+		runner:          opts.Runner,
+		target:          probe.Target{PodIP: cfg.UpstreamHost},
+		status:          opts.Status,
+		terminating:     make(chan struct{}),
 	}
 	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
 	lim := newLimiter(cfg.ContainerConcurrency)
@@ -220,9 +229,9 @@ func Listen(host string, cfg gateenv.Config) (Listeners, error) {
 	return ls, nil
 }
 
-// shutdownTimeout bounds the wait for open responses (the preStop hooks'
-// answers) once the gate has drained.
-const shutdownTimeout = 5 * time.Second
+// DefaultShutdownTimeout bounds the wait for open responses (the preStop
+// hooks' answers) once the gate has drained.
+const DefaultShutdownTimeout = 5 * time.Second
 
 // Serve runs the gate on ls until ctx ends (SIGTERM), then drains: health
 // checks fail at once, traffic is still served, and Serve returns once no
@@ -276,7 +285,7 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 	case failed = <-served:
 	}
 
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), g.shutdownTimeout)
 	defer cancel()
 	var errs []error
 	if failed != nil {
@@ -284,16 +293,29 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 	}
 	var mu sync.Mutex
 	var sw sync.WaitGroup
-	for _, srv := range servers {
+	for i, srv := range servers {
 		sw.Add(1)
 		go func() {
 			defer sw.Done()
-			if err := srv.Shutdown(shutdownCtx); err != nil {
-				_ = srv.Close()
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("shutdown: %w", err))
-				mu.Unlock()
+			err := srv.Shutdown(shutdownCtx)
+			if err == nil {
+				return
 			}
+			_ = srv.Close()
+			// net/http counts a connection that has sent no request yet
+			// as busy for its first 5 s, so a client's spare connection
+			// holds Shutdown to its deadline. With no request in flight
+			// on the traffic port nothing was cut; on the admin and
+			// metrics ports nothing of the pod's traffic can be.
+			if i > 0 || g.drainer.InFlight() == 0 {
+				g.log.Info("closed connections still open after the drain; no request was in flight",
+					"addr", lns[i].Addr().String(), "waited", g.shutdownTimeout.String())
+				return
+			}
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("shutdown on %s: %d request(s) still in flight were cut: %w",
+				lns[i].Addr(), g.drainer.InFlight(), err))
+			mu.Unlock()
 		}()
 	}
 	sw.Wait()

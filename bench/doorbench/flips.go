@@ -25,6 +25,8 @@ type flipResult struct {
 	failures        []lab.Request
 	origin          time.Time
 	lat             []time.Duration // every completed request, sorted
+	flipper         string          // the pod whose sidecar flips
+	byFlipper       int             // requests it answered
 }
 
 // measureFlips loads the service while the sidecar of one pod turns
@@ -49,7 +51,7 @@ func measureFlips(ctx context.Context, bin, manifest string, replicas int, o opt
 	if err != nil {
 		return nil, err
 	}
-	res := &flipResult{replicas: replicas, rate: o.flipRate, origin: time.Now()}
+	res := &flipResult{replicas: replicas, rate: o.flipRate, origin: time.Now(), flipper: pod.Name}
 	tick := time.NewTicker(o.flip)
 	end := time.After(o.flipFor)
 	ready := true
@@ -87,6 +89,10 @@ loop:
 	res.failures = rec.Failures()
 	for _, q := range rec.Requests {
 		res.lat = append(res.lat, q.Duration)
+		// The test app answers with its pod's name.
+		if q.OK() && strings.HasPrefix(q.Body, pod.Name) {
+			res.byFlipper++
+		}
 	}
 	slices.Sort(res.lat)
 	return res, ctx.Err()
@@ -126,8 +132,11 @@ func (r *flipResult) print() {
 	fmt.Printf("  %d flips in %s at %.0f req/s offered: %d requests (%s), %d failed\n",
 		r.flips, r.length.Round(time.Second), r.rate, total, strings.Join(codes, " "), len(r.failures))
 	if len(r.lat) > 0 {
-		fmt.Printf("  latency p50 %s, p99 %s, max %s (held while no pod was ready)\n",
+		fmt.Printf("  latency p50 %s, p99 %s, max %s\n",
 			ms(r.lat[len(r.lat)/2]), ms(r.lat[int(0.99*float64(len(r.lat)-1))]), ms(r.lat[len(r.lat)-1]))
+	}
+	if r.replicas > 1 {
+		fmt.Printf("  the flipping pod answered %d of them (out of service about half the time)\n", r.byFlipper)
 	}
 	for i, f := range r.failures {
 		if i == 5 {

@@ -1,0 +1,276 @@
+package lab_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/lab"
+)
+
+// Seed "12-cross-port-readiness": traffic on 8080, health on 8090.
+// Readiness follows 8090 alone: the app's own /readyz on 8080 turned off
+// changes nothing; 8090 off takes the pod out of service (requests are
+// held, none fails), 8090 on brings it back while 8080 is still off.
+func TestSeedCrossPortReadinessFollowsHealthPort(t *testing.T) {
+	t.Parallel()
+	m := example(t, "cross-port-readiness")
+	if err := m.SetPodSpec("timeoutSeconds", 30); err != nil { // held requests are released, never 504
+		t.Fatal(err)
+	}
+	s := startScenario(t, "127.0.72.0/24", "cross-port.default.example.com", write(t, m, "cross-port.yaml"))
+	pod := s.waitReady("cross-port")
+	s.startLoad()
+	s.waitOK(50)
+
+	trafficOff := s.toggle(pod.Status.PodIP, 8080, lab.ToggleReady, false)
+	s.waitServedAfter(trafficOff, "served with the traffic port's /readyz off")
+	out := s.outAndBack("cross-port", pod.Status.PodIP, 8090, lab.ToggleReady)
+	rec := s.stopLoad()
+	s.stop()
+
+	s.heldNotServed(rec, out)
+	s.noFailures(rec)
+}
+
+// Seed "2-multi-container liveness": each container's liveness toggled
+// off in turn. Knative's queue-proxy never learnt of the restarts and
+// passed 502s on; through podgate each container is restarted and not one
+// request fails.
+func TestSeedMultiContainerLivenessRestartsEachLosesNoRequest(t *testing.T) {
+	t.Parallel()
+	m := example(t, "multi-container-liveness")
+	s := startScenario(t, "127.0.74.0/24", "test-probe.default.example.com", write(t, m, "multi-liveness.yaml"))
+	pod := s.waitReady("test-probe")
+	s.startLoad()
+	s.waitOK(50)
+
+	for _, c := range []struct {
+		name string
+		port int
+	}{{"first-container", 8080}, {"second-container", 8090}} {
+		before := lab.ContainerStatus(pod, c.name).RestartCount
+		s.toggle(pod.Status.PodIP, c.port, lab.ToggleLive, false)
+		s.within(c.name+" restarted", func(ctx context.Context) (err error) {
+			pod, err = lab.WaitRestart(ctx, s.p.Client(), pod.Name, c.name, before)
+			return err
+		})
+		restarted := s.tl.Mark(c.name + " restarted")
+		s.waitServedAfter(restarted, "served after "+c.name+" restarted")
+		s.within("pod ready again", func(ctx context.Context) (err error) {
+			pod, err = lab.WaitPod(ctx, s.p.Client(), "ready again", lab.Named(pod.Name, lab.PodReady))
+			return err
+		})
+	}
+	rec := s.stopLoad()
+	s.stop()
+
+	s.noFailures(rec)
+}
+
+// "Drain holds" (seed: the wait-for-drain preStop did not hold the pod):
+// deleting one pod of two under load loses no request — the activator
+// stops sending to it at once, its gate drains what is in flight before
+// any container stops — and the replacement serves.
+func TestSeedDeletePodUnderLoadLosesNoRequest(t *testing.T) {
+	t.Parallel()
+	m := example(t, "multi-container-liveness")
+	s := startScenario(t, "127.0.75.0/24", "test-probe.default.example.com", write(t, m, "multi-liveness.yaml"), "--replicas", "2")
+	s.waitReady("test-probe")
+	var pods []string
+	s.within("two ready pods", func(ctx context.Context) error {
+		return lab.Poll(ctx, lab.PollInterval, "two ready pods", func(ctx context.Context) (bool, error) {
+			pods = pods[:0]
+			list, err := s.p.Client().ListPods(ctx, apiAll)
+			if err != nil {
+				return false, err
+			}
+			for i := range list.Items {
+				if lab.PodReady(&list.Items[i]) == nil {
+					pods = append(pods, list.Items[i].Name)
+				}
+			}
+			return len(pods) == 2, fmt.Errorf("ready pods %v", pods)
+		})
+	})
+	s.startLoad()
+	s.within("both pods serve", func(ctx context.Context) error {
+		_, err := s.load.Wait(ctx, "requests served by both pods", func(r *lab.Recording) bool {
+			seen := map[string]bool{}
+			for _, q := range r.Requests {
+				if q.OK() {
+					seen[strings.TrimSpace(q.Body)] = true
+				}
+			}
+			return seen[pods[0]] && seen[pods[1]]
+		})
+		return err
+	})
+
+	victim := pods[0]
+	s.within("delete "+victim, func(ctx context.Context) error {
+		_, err := s.p.Client().DeletePod(ctx, "default", victim, metav1.DeleteOptions{})
+		return err
+	})
+	deleted := s.tl.Mark("deleted " + victim)
+	var replacement *corev1.Pod
+	s.within("a replacement ready", func(ctx context.Context) (err error) {
+		replacement, err = lab.WaitPod(ctx, s.p.Client(), "replacement ready", func(p *corev1.Pod) error {
+			if slices.Contains(pods, p.Name) {
+				return fmt.Errorf("an original pod")
+			}
+			return lab.PodReady(p)
+		})
+		return err
+	})
+	s.tl.Mark("replacement " + replacement.Name + " ready")
+	s.within(victim+" gone", func(ctx context.Context) error { return lab.WaitPodGone(ctx, s.p.Client(), victim) })
+	s.tl.Mark(victim + " gone")
+	s.within("the replacement serves", func(ctx context.Context) error {
+		_, err := s.load.Wait(ctx, "a request served by "+replacement.Name, func(r *lab.Recording) bool {
+			for _, q := range r.StartedBetween(deleted, farFuture) {
+				if q.OK() && strings.TrimSpace(q.Body) == replacement.Name {
+					return true
+				}
+			}
+			return false
+		})
+		return err
+	})
+	rec := s.stopLoad()
+	s.stop()
+
+	s.noFailures(rec)
+}
+
+// Seed "5-ksvc-readiness-toggle", sidecar never ready: the revision never
+// becomes ready (RevisionMissing, as Knative) and no request reaches the
+// pod — held requests end with the activator's 504, the gate proxied none.
+func TestSeedSidecarNeverReadyGetsNoTraffic(t *testing.T) {
+	t.Parallel()
+	m := example(t, "multi-container-readiness")
+	if err := m.AppendArgs("second-container", "--ready-after", "1h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetPodSpec("timeoutSeconds", 3); err != nil {
+		t.Fatal(err)
+	}
+	s := startScenario(t, "127.0.76.0/24", "test-probe.default.example.com", write(t, m, "sidecar-never-ready.yaml"))
+	s.startLoad()
+
+	// The pod status shows both containers ready as soon as they run:
+	// their readiness probes moved into the gate, as Knative moves them
+	// into queue-proxy. The gate says which one it waits for.
+	var pod *corev1.Pod
+	s.within("a running pod", func(ctx context.Context) (err error) {
+		pod, err = lab.WaitPod(ctx, s.p.Client(), "running", func(p *corev1.Pod) error {
+			if p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("phase %s, IP %q", p.Status.Phase, p.Status.PodIP)
+			}
+			return nil
+		})
+		return err
+	})
+	s.within("the gate: first-container ready, second-container not", func(ctx context.Context) error {
+		return lab.Poll(ctx, lab.PollInterval, "first-container ready per the gate", func(ctx context.Context) (bool, error) {
+			g, err := lab.ReadGateReadiness(ctx, pod.Status.PodIP)
+			if err != nil {
+				return false, err
+			}
+			if g.Ready || !g.Containers["first-container"] || g.Containers["second-container"] {
+				return false, fmt.Errorf("gate readiness:\n%s", g.Text)
+			}
+			return true, nil
+		})
+	})
+	since := s.tl.Mark("first-container ready")
+	s.waitService("test-probe", corev1.ConditionUnknown, "RevisionMissing")
+	s.within("a held request timed out", func(ctx context.Context) error {
+		_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
+			for _, q := range r.WithStatus(504, "activator request timeout") {
+				if !q.Start.Before(since) {
+					return true
+				}
+			}
+			return false
+		})
+		return err
+	})
+	rec := s.stopLoad()
+	s.within("gate metrics", func(ctx context.Context) error {
+		n, err := lab.GateRequests(ctx, pod.Status.PodIP)
+		if err == nil && n != 0 {
+			t.Errorf("the pod's gate proxied %v requests, want 0", n)
+		}
+		return err
+	})
+	s.waitService("test-probe", corev1.ConditionUnknown, "RevisionMissing") // never was ready
+	s.stop()
+
+	if ok := len(rec.Requests) - len(rec.Failures()); ok != 0 {
+		t.Errorf("%d requests were served, want none", ok)
+	}
+	for _, q := range rec.Failures() {
+		if q.Status != 504 || !strings.HasPrefix(q.Body, "activator request timeout") {
+			t.Errorf("want only held requests timing out, got %s", q.Format(s.tl.Origin()))
+		}
+	}
+	if len(rec.Requests) == 0 {
+		t.Error("no request completed")
+	}
+}
+
+// Seed "5-ksvc-readiness-toggle", sidecar turns unready later: with
+// Knative traffic kept flowing through the activator; with podgate it
+// stops until the sidecar is ready again (held, none fails), then resumes.
+func TestSeedSidecarTurnsUnreadyStopsTraffic(t *testing.T) {
+	t.Parallel()
+	m := example(t, "multi-container-readiness")
+	if err := m.SetPodSpec("timeoutSeconds", 30); err != nil {
+		t.Fatal(err)
+	}
+	s := startScenario(t, "127.0.77.0/24", "test-probe.default.example.com", write(t, m, "multi-readiness.yaml"))
+	pod := s.waitReady("test-probe")
+	s.startLoad()
+	s.waitOK(50)
+
+	out := s.outAndBack("test-probe", pod.Status.PodIP, 8090, lab.ToggleReady)
+	rec := s.stopLoad()
+	s.stop()
+
+	s.heldNotServed(rec, out)
+	s.noFailures(rec)
+}
+
+// Seed "sidecar exec readiness without a port": Knative rejected it, later
+// skipped it. podgate accepts it (validate exits 0, run starts) and
+// enforces it: the sidecar's exec file removed stops traffic, restored
+// resumes it.
+func TestSeedSidecarExecReadinessAcceptedAndEnforced(t *testing.T) {
+	t.Parallel()
+	validate(t, filepath.Join("..", "examples", "sidecar-exec-readiness.yaml"))
+	execFile := filepath.Join(t.TempDir(), "sidecar-ready")
+	m := example(t, "sidecar-exec-readiness", "/tmp/podgate-example-sidecar-ready", execFile)
+	if err := m.SetPodSpec("timeoutSeconds", 30); err != nil {
+		t.Fatal(err)
+	}
+	file := write(t, m, "sidecar-exec.yaml")
+	validate(t, file)
+	s := startScenario(t, "127.0.78.0/24", "sidecar-exec.default.example.com", file)
+	pod := s.waitReady("sidecar-exec")
+	s.startLoad()
+	s.waitOK(50)
+
+	out := s.outAndBack("sidecar-exec", pod.Status.PodIP, 8090, lab.ToggleExec)
+	rec := s.stopLoad()
+	s.stop()
+
+	s.heldNotServed(rec, out)
+	s.noFailures(rec)
+}

@@ -1,0 +1,137 @@
+package lab_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/lab"
+)
+
+// The seed experiments (shared/seeds/000, 001; FACTS §6) as end-to-end
+// scenarios: the real podgate, load through its front door all along,
+// the test app's toggles, and the outcome podgate promises. Each runs on
+// its own pod range (127.0.70.0/24 … 127.0.78.0/24) with its own exec
+// files.
+
+// Seed "1-ksvc-default": one container, Knative's default probing. Load
+// starts before the pod is up (those requests are held, not refused) and
+// every request is served.
+func TestSeedSingleContainerDefaultServesEveryRequest(t *testing.T) {
+	t.Parallel()
+	file := write(t, example(t, "single-container-default"), "single-container-default.yaml")
+	s := startScenario(t, "127.0.70.0/24", "runtime.default.example.com", file)
+	s.startLoad()
+
+	pod := s.waitReady("runtime")
+	s.within("service URL", func(ctx context.Context) error {
+		svc, err := lab.GetService(ctx, s.p.Client(), "default", "runtime")
+		if err == nil && svc.Status.URL != "http://runtime.default.example.com" {
+			t.Errorf("status.url = %q, want http://runtime.default.example.com", svc.Status.URL)
+		}
+		return err
+	})
+	s.waitOK(200)
+	rec := s.stopLoad()
+	s.stop()
+
+	s.noFailures(rec)
+	for _, q := range rec.Requests {
+		if q.OK() && strings.TrimSpace(q.Body) != pod.Name {
+			t.Errorf("request answered %q, want the pod's name %s", q.Body, pod.Name)
+			break
+		}
+	}
+}
+
+// Seed "exec readiness": the exec probe fails. Knative stayed Ready while
+// its activator held requests until 504; podgate reports the service not
+// ready (NoHealthyBackends), holds requests until the revision timeout
+// (504 "activator request timeout"), and releases them when the probe
+// passes again.
+func TestSeedExecReadinessHoldsThen504ThenReleases(t *testing.T) {
+	t.Parallel()
+	execFile := filepath.Join(t.TempDir(), "ready")
+	m := example(t, "exec-readiness", "/tmp/podgate-example-exec-readiness", execFile)
+	// Long enough that a request sent as the probe passes again is
+	// released, not timed out; short enough to see 504s soon.
+	if err := m.SetPodSpec("timeoutSeconds", 4); err != nil {
+		t.Fatal(err)
+	}
+	s := startScenario(t, "127.0.71.0/24", "runtime.default.example.com", write(t, m, "exec-readiness.yaml"))
+	pod := s.waitReady("runtime")
+	s.startLoad()
+	s.waitOK(50)
+
+	off := s.toggle(pod.Status.PodIP, 8080, lab.ToggleExec, false)
+	notReady := s.waitService("runtime", corev1.ConditionUnknown, "NoHealthyBackends")
+	s.within("a held request timed out", func(ctx context.Context) error {
+		_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
+			for _, q := range r.WithStatus(504, "activator request timeout") {
+				if !q.Start.Before(notReady) {
+					return true
+				}
+			}
+			return false
+		})
+		return err
+	})
+	on := s.toggle(pod.Status.PodIP, 8080, lab.ToggleExec, true)
+	s.waitServedAfter(on, "served again after the exec file came back")
+	s.waitService("runtime", corev1.ConditionTrue, "")
+	rec := s.stopLoad()
+	s.stop()
+
+	s.heldNotServed(rec, outage{off: off, notReady: notReady, back: on})
+	for _, q := range rec.Failures() {
+		if q.Status != 504 || !strings.HasPrefix(q.Body, "activator request timeout") || q.Start.Before(off) {
+			t.Errorf("failure other than a held request timing out after the toggle: %s", q.Format(s.tl.Origin()))
+		}
+	}
+}
+
+// Seed "exec liveness": the exec liveness probe fails and the serving
+// container is restarted. Through Knative's queue-proxy clients saw 502
+// "connection refused"; through podgate not one request fails.
+func TestSeedExecLivenessRestartLosesNoRequest(t *testing.T) {
+	t.Parallel()
+	execFile := filepath.Join(t.TempDir(), "live")
+	m := example(t, "exec-liveness", "/tmp/podgate-example-exec-liveness", execFile)
+	s := startScenario(t, "127.0.73.0/24", "runtime.default.example.com", write(t, m, "exec-liveness.yaml"))
+	pod := s.waitReady("runtime")
+	s.startLoad()
+	s.waitOK(50)
+
+	before := lab.ContainerStatus(pod, "user-container").RestartCount
+	s.toggle(pod.Status.PodIP, 8080, lab.ToggleExec, false)
+	s.within("user-container restarted", func(ctx context.Context) error {
+		_, err := lab.WaitRestart(ctx, s.p.Client(), pod.Name, "user-container", before)
+		return err
+	})
+	restarted := s.tl.Mark("user-container restarted")
+	s.waitServedAfter(restarted, "served by the restarted container")
+	s.waitOK(50)
+	s.within("the kubelet's events", func(ctx context.Context) error {
+		events, err := s.p.Client().ListEvents(ctx, api.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "Killing" && e.InvolvedObject.Name == pod.Name &&
+				e.InvolvedObject.FieldPath == "spec.containers{user-container}" &&
+				strings.Contains(e.Message, "failed liveness probe, will be restarted") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Killing event for the liveness failure among %d events", len(events.Items))
+	})
+	rec := s.stopLoad()
+	s.stop()
+
+	s.noFailures(rec)
+}
