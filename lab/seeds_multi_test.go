@@ -147,6 +147,31 @@ func TestSeedDeletePodUnderLoadLosesNoRequest(t *testing.T) {
 	s.stop()
 
 	s.noFailures(rec)
+	// The drain held (seed 001: Knative's wait-for-drain did not): each
+	// container of the victim was asked to stop only after its gate had
+	// drained, because their preStop hooks waited in /wait-for-drain.
+	lines := strings.Split(s.p.Stdout(), "\n")
+	drained := lineOf(lines, victim+"/podgate | ", "drained: no request for the quiet period")
+	if drained < 0 {
+		t.Fatalf("no drain logged by %s's gate in:\n%s", victim, s.p.Stdout())
+	}
+	for _, c := range []string{"first-container", "second-container"} {
+		term := lineOf(lines, victim+"/"+c+" | ", "termination requested")
+		if term < drained {
+			t.Errorf("%s of %s: SIGTERM logged on output line %d, the gate's drain on line %d: want the drain first", c, victim, term, drained)
+		}
+	}
+}
+
+// lineOf is the index of the first line that starts with prefix and
+// contains substr, or -1.
+func lineOf(lines []string, prefix, substr string) int {
+	for i, l := range lines {
+		if strings.HasPrefix(l, prefix) && strings.Contains(l, substr) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Seed "5-ksvc-readiness-toggle", sidecar never ready: the revision never

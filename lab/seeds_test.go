@@ -135,3 +135,63 @@ func TestSeedExecLivenessRestartLosesNoRequest(t *testing.T) {
 
 	s.noFailures(rec)
 }
+
+// Not a seed experiment, the status rule the issue names: a serving
+// container that exits 1 at every start. Knative reports the revision's
+// ContainerHealthy False "ExitCode1"; podgate says so on the Service, with
+// Ready False RevisionFailed, and the held requests end in the activator's
+// 504, never a 502 from a dead container.
+func TestCrashLoopingContainerFailsTheServiceWithItsExitCode(t *testing.T) {
+	t.Parallel()
+	m, err := lab.ParseManifest([]byte(`apiVersion: serving.knative.dev/v1
+kind: Service
+metadata:
+  name: crash
+spec:
+  template:
+    spec:
+      timeoutSeconds: 3
+      containers:
+        - name: app
+          image: busybox
+          command: ["/bin/sh", "-c", "echo starting; exit 1"]
+          ports:
+            - containerPort: 8080
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetPodSpec("terminationGracePeriodSeconds", scenarioGrace); err != nil {
+		t.Fatal(err)
+	}
+	s := startScenario(t, "127.0.80.0/24", "crash.default.example.com", write(t, m, "crash.yaml"))
+	s.startLoad()
+	s.within("the service fails with the exit code", func(ctx context.Context) error {
+		svc, err := lab.WaitServiceCondition(ctx, s.p.Client(), "default", "crash",
+			lab.ServiceReady(corev1.ConditionFalse, "RevisionFailed"),
+			lab.ServiceCondition{Type: "ContainerHealthy", Status: corev1.ConditionFalse, Reason: "ExitCode1"},
+			lab.ServiceCondition{Type: "ConfigurationsReady", Status: corev1.ConditionFalse, Reason: "RevisionFailed"})
+		if err != nil {
+			return err
+		}
+		if c := svc.Status.Condition("ContainerHealthy"); !strings.Contains(c.Message, `container "app" exited with code 1`) {
+			t.Errorf("ContainerHealthy message %q does not name the container and its exit code", c.Message)
+		}
+		return nil
+	})
+	s.tl.Mark("service failed")
+	s.within("a held request timed out", func(ctx context.Context) error {
+		_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
+			return len(r.WithStatus(504, "activator request timeout")) > 0
+		})
+		return err
+	})
+	rec := s.stopLoad()
+	s.stop()
+
+	for _, q := range rec.Requests {
+		if q.OK() || q.Status != 504 || !strings.HasPrefix(q.Body, "activator request timeout") {
+			t.Errorf("want every request held and timed out by the activator, got %s", q.Format(s.tl.Origin()))
+		}
+	}
+}
