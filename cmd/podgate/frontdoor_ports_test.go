@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestParseServicePorts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		flag    string
+		want    servicePortFlag
+		wantErr string
+	}{
+		{name: "a name and a port", flag: "hello=8081", want: servicePortFlag{name: "hello", port: 8081}},
+		{name: "a namespace narrows the name", flag: "shop/web=0", want: servicePortFlag{namespace: "shop", name: "web"}},
+		{name: "no equals sign", flag: "hello", wantErr: "want [NAMESPACE/]NAME=PORT"},
+		{name: "no name", flag: "=8081", wantErr: "want [NAMESPACE/]NAME=PORT"},
+		{name: "a port that is no number", flag: "hello=http", wantErr: `port "http"`},
+		{name: "a negative port", flag: "hello=-1", wantErr: `port "-1"`},
+		{name: "an upper-case name", flag: "Hello=80", wantErr: `name "Hello"`},
+		{name: "an invalid namespace", flag: "Shop/web=80", wantErr: `namespace "Shop"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseServicePorts([]string{tc.flag})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parse %q: error %v, want one containing %q", tc.flag, err, tc.wantErr)
+				}
+				if exitCodeOf(err) != exitUsage {
+					t.Errorf("parse %q: exit code %d, want %d (usage)", tc.flag, exitCodeOf(err), exitUsage)
+				}
+				return
+			}
+			if err != nil || len(got) != 1 {
+				t.Fatalf("parse %q: %v %v", tc.flag, got, err)
+			}
+			tc.want.raw = tc.flag
+			if got[0] != tc.want {
+				t.Errorf("parse %q = %+v, want %+v", tc.flag, got[0], tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseServicePorts(f *testing.F) {
+	for _, s := range []string{"hello=8081", "shop/web=0", "a/b/c=1", "x=65536", "=", "/=1", "a=+1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, flag string) {
+		got, err := parseServicePorts([]string{flag})
+		if err != nil {
+			if exitCodeOf(err) != exitUsage {
+				t.Fatalf("parse %q: error %v with exit code %d, want a usage error", flag, err, exitCodeOf(err))
+			}
+			return
+		}
+		p := got[0]
+		if p.port < 0 || p.port > 65535 {
+			t.Fatalf("parse %q: port %d out of range", flag, p.port)
+		}
+		if len(validation.IsDNS1123Subdomain(p.name)) > 0 {
+			t.Fatalf("parse %q: invalid name %q accepted", flag, p.name)
+		}
+		if p.namespace != "" && len(validation.IsDNS1123Label(p.namespace)) > 0 {
+			t.Fatalf("parse %q: invalid namespace %q accepted", flag, p.namespace)
+		}
+	})
+}
+
+// exitCodeOf is the exit code an error from a subcommand leads to.
+func exitCodeOf(err error) int {
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return exitInvalid
+}
