@@ -46,7 +46,7 @@ func TestGateRequests(t *testing.T) {
 		{"series of every code add up", "podgate_requests_total{code=\"200\"} 41\npodgate_requests_total{code=\"504\"} 1\n", 42, ""},
 		{"a metric whose name extends it is another metric", "podgate_requests_total_created 1.7e9\npodgate_requests_total{code=\"200\"} 3\n", 3, ""},
 		{"a timestamp after the value is ignored", "podgate_requests_total{code=\"200\"} 5 1700000000000\n", 5, ""},
-		{"a malformed value is an error", "podgate_requests_total{code=\"200\"} many\n", 0, "malformed line"},
+		{"a malformed value is an error", "podgate_requests_total{code=\"200\"} many\n", 0, `expected float as value, got "many"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body.Store(tc.metrics)

@@ -1,14 +1,15 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/podgate/podgate/gateenv"
 )
@@ -41,30 +42,18 @@ func GateRequests(ctx context.Context, podIP string) (float64, error) {
 	return n, nil
 }
 
-// sumCounter adds up every series of a metric in Prometheus text format.
+// sumCounter adds up every series of a counter in Prometheus text format.
 // A metric with no series (no request yet) sums to 0.
 func sumCounter(r io.Reader, name string) (float64, error) {
-	var sum float64
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue // a comment, another metric, or name_suffix
-		}
-		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return 0, fmt.Errorf("malformed line %q", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return 0, fmt.Errorf("malformed line %q: %w", line, err)
-		}
-		sum += v
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return 0, err
 	}
-	return sum, sc.Err()
+	var sum float64
+	for _, m := range families[name].GetMetric() {
+		// Untyped: an exposition without its TYPE line.
+		sum += m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+	}
+	return sum, nil
 }
