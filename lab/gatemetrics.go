@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -19,18 +17,11 @@ import (
 // checks are not counted), read from http://podIP:9091/metrics. Zero
 // proves no traffic reached the pod's containers.
 func GateRequests(ctx context.Context, podIP string) (float64, error) {
-	if ip := net.ParseIP(podIP); ip == nil || !ip.IsLoopback() {
-		return 0, fmt.Errorf("lab: gate metrics: pod IP %q is not a loopback address", podIP)
-	}
-	u := "http://" + net.JoinHostPort(podIP, strconv.Itoa(gateenv.DefaultMetricsPort)) + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := podGet(ctx, "gate metrics", podIP, gateenv.DefaultMetricsPort, "/metrics")
 	if err != nil {
-		return 0, fmt.Errorf("lab: gate metrics: %w", err)
+		return 0, err
 	}
-	resp, err := toggleClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("lab: gate metrics %s: %w", u, err)
-	}
+	u := resp.Request.URL.String()
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("lab: gate metrics %s: %s", u, resp.Status)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/podgate/podgate/gateenv"
@@ -26,18 +24,11 @@ type GateReadiness struct {
 
 // ReadGateReadiness asks the pod's gate.
 func ReadGateReadiness(ctx context.Context, podIP string) (*GateReadiness, error) {
-	if ip := net.ParseIP(podIP); ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("lab: gate readiness: pod IP %q is not a loopback address", podIP)
-	}
-	u := "http://" + net.JoinHostPort(podIP, strconv.Itoa(gateenv.DefaultAdminPort)) + "/readyz?verbose"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := podGet(ctx, "gate readiness", podIP, gateenv.DefaultAdminPort, "/readyz?verbose")
 	if err != nil {
-		return nil, fmt.Errorf("lab: gate readiness: %w", err)
+		return nil, err
 	}
-	resp, err := toggleClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("lab: gate readiness %s: %w", u, err)
-	}
+	u := resp.Request.URL.String()
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
