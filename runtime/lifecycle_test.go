@@ -125,9 +125,9 @@ func TestRestartPolicy(t *testing.T) {
 			if cs.State.Terminated == nil || cs.State.Terminated.Reason != tc.wantReas || cs.RestartCount != 0 {
 				t.Errorf("status = %+v, want terminated %s without restarts", cs, tc.wantReas)
 			}
-			if s := h.slice("once"); s != nil && len(s.Endpoints) != 0 {
-				t.Errorf("a finished pod is still an endpoint: %+v", s.Endpoints)
-			}
+			// The endpoint follows the pod status it is derived from (in
+			// that order, by design), so it may lag the phase a moment.
+			h.waitNoEndpoints("once", "a finished pod leaves the EndpointSlice")
 		})
 	}
 	t.Run("OnFailure: a failed container is restarted", func(t *testing.T) {
@@ -383,6 +383,20 @@ func (h *harness) waitSlice(name, what string, cond func(*discoveryv1.EndpointSl
 		time.Sleep(5 * time.Millisecond)
 	}
 	h.t.Fatalf("EndpointSlice %s: not %s within %s: %+v", name, what, waitLimit, h.slice(name))
+}
+
+// waitNoEndpoints waits until the slice name lists no endpoint (or does
+// not exist).
+func (h *harness) waitNoEndpoints(name, what string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		if s := h.slice(name); s == nil || len(s.Endpoints) == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("EndpointSlice %s: %s: still %+v after %s", name, what, h.slice(name).Endpoints, waitLimit)
 }
 
 // waitPodMatching waits for a pod whose name starts with prefix and which

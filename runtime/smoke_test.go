@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 func TestTestappPodServesOnItsOwnIP(t *testing.T) {
@@ -36,8 +37,9 @@ spec:
 	if p.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase = %s, want Running", p.Status.Phase)
 	}
-	ep := endpointOf(h.slice("web"), "web")
-	if ep == nil || !*ep.Conditions.Ready || ep.Addresses[0] != p.Status.PodIP {
-		t.Errorf("endpoint = %+v, want ready at %s", ep, p.Status.PodIP)
-	}
+	// The endpoint follows the pod status it is derived from.
+	h.waitSlice("web", "ready at "+p.Status.PodIP, func(s *discoveryv1.EndpointSlice) bool {
+		ep := endpointOf(s, "web")
+		return ep != nil && *ep.Conditions.Ready && ep.Addresses[0] == p.Status.PodIP
+	})
 }

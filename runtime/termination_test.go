@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -82,10 +83,11 @@ func TestTerminatingPod(t *testing.T) {
 		if p.DeletionTimestamp == nil {
 			t.Fatal("not terminating")
 		}
-		ep := endpointOf(h.slice("probe"), "probe")
-		if ep == nil || *ep.Conditions.Ready || *ep.Conditions.Serving || !*ep.Conditions.Terminating {
-			t.Errorf("endpoint = %+v, want ready=false serving=false terminating=true", ep)
-		}
+		// The endpoint follows the pod status it is derived from.
+		h.waitSlice("probe", "ready=false serving=false terminating=true", func(s *discoveryv1.EndpointSlice) bool {
+			ep := endpointOf(s, "probe")
+			return ep != nil && !*ep.Conditions.Ready && !*ep.Conditions.Serving && *ep.Conditions.Terminating
+		})
 	})
 	t.Run("liveness is disabled while terminating", func(t *testing.T) {
 		// Readiness fails every second on the same file: two failures
@@ -103,8 +105,6 @@ func TestTerminatingPod(t *testing.T) {
 		if n := len(h.events("probe", ReasonKilling)); n != 1 {
 			t.Errorf("%d Killing events, want 1 (Stopping container c)", n)
 		}
-		if s := h.slice("probe"); len(s.Endpoints) != 0 {
-			t.Errorf("endpoints after the pod is gone: %+v", s.Endpoints)
-		}
+		h.waitNoEndpoints("probe", "no endpoint once the pod is gone")
 	})
 }
