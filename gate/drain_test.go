@@ -104,14 +104,22 @@ func TestSigtermDrainsUnderLoad(t *testing.T) {
 	default:
 	}
 	clk.Step(30 * time.Second)
+	if err := tg.served(t); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+// served waits for Serve to return after the quiet period, and gives its
+// error back to the channel for the cleanup.
+func (tg *testGate) served(t *testing.T) error {
+	t.Helper()
 	select {
 	case err := <-tg.done:
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		tg.done <- err // for the cleanup
+		tg.done <- err
+		return err
 	case <-time.After(testWait):
 		t.Fatal("Serve did not return after the quiet period")
+		return nil
 	}
 }
 
@@ -228,14 +236,8 @@ func TestSpareConnectionDoesNotFailTheDrain(t *testing.T) {
 	tg.terminate()
 	eventually(t, "the gate drains", tg.Drainer().Draining)
 	clk.Step(2 * time.Second)
-	select {
-	case err := <-tg.done:
-		if err != nil {
-			t.Errorf("Serve: %v, want a clean stop: the spare connection carried no request", err)
-		}
-		tg.done <- err // for the cleanup
-	case <-time.After(testWait):
-		t.Fatal("Serve did not return after the quiet period")
+	if err := tg.served(t); err != nil {
+		t.Errorf("Serve: %v, want a clean stop: the spare connection carried no request", err)
 	}
 	if !strings.Contains(tg.logs.String(), "closed connections still open after the drain") {
 		t.Errorf("no log line about the connection closed after the drain:\n%s", tg.logs.String())
