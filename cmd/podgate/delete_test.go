@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,12 +118,7 @@ func TestDeleteGracePeriodFlagsFollowKubectl(t *testing.T) {
 func TestDeleteErrors(t *testing.T) {
 	noLeaks(t)
 	srv, d := startDeleteAPI(t)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := closed.Addr().String()
-	closed.Close()
+	down := closedAddr(t)
 	tests := []struct {
 		name   string
 		args   []string

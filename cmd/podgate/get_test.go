@@ -597,12 +597,7 @@ func TestGetErrors(t *testing.T) {
 	noLeaks(t)
 	srv := startAPI(t, api.Config{})
 	seedStore(t, srv.store)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := closed.Addr().String()
-	closed.Close()
+	down := closedAddr(t)
 
 	tests := []struct {
 		name      string
@@ -695,4 +690,17 @@ func TestGetWatchOfAnEmptyListPrintsTheHeaderWithTheFirstRow(t *testing.T) {
 	if code := w.wait(t); code != 0 || w.err.String() != "" {
 		t.Errorf("exit %d stderr %q", code, w.err.String())
 	}
+}
+
+// closedAddr is a loopback address nothing listens on any more: a control
+// API that is down.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -113,12 +112,7 @@ func TestLogsFollowStreamsUntilTheContainerStops(t *testing.T) {
 func TestLogsErrors(t *testing.T) {
 	noLeaks(t)
 	srv, _ := startLogsAPI(t, map[string]string{"app": "x\n", "gate": "y\n"})
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := closed.Addr().String()
-	closed.Close()
+	down := closedAddr(t)
 	tests := []struct {
 		name   string
 		args   []string
