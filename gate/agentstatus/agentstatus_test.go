@@ -227,3 +227,60 @@ func TestGateFollowsTheNodeAgent(t *testing.T) {
 		t.Errorf("health: %d, want 503", code)
 	}
 }
+
+func TestSourceReportsThePodsDeletion(t *testing.T) {
+	st, url := startAPI(t)
+	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
+		t.Fatal(err)
+	}
+	src, err := New(url, "default", "web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var mu sync.Mutex
+	var reports []gate.PodStatus
+	last := func() (gate.PodStatus, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reports) == 0 {
+			return gate.PodStatus{}, 0
+		}
+		return reports[len(reports)-1], len(reports)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.WatchPod(ctx, func(ps gate.PodStatus) {
+			mu.Lock()
+			defer mu.Unlock()
+			reports = append(reports, ps)
+		})
+	}()
+	eventually(t, "the running pod is reported, not terminating", func() bool {
+		ps, n := last()
+		return n == 1 && len(ps.Containers) == 1 && !ps.Terminating
+	})
+	if _, err := st.Pods.Modify("default", "web-1", func(p *corev1.Pod) error {
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deletionTimestamp is reported as terminating", func() bool {
+		ps, _ := last()
+		return ps.Terminating && len(ps.Containers) == 1
+	})
+	if _, err := st.Pods.Delete("default", "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a pod gone is terminating, without containers", func() bool {
+		ps, n := last()
+		return n >= 3 && ps.Terminating && len(ps.Containers) == 0
+	})
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("WatchPod after cancel: %v", err)
+	}
+}
