@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
 )
 
 // ReasonFailedPreStopHook is the event of a preStop hook that failed; the
