@@ -455,3 +455,29 @@ func TestLivezAnswersWhileServingReadyOrNot(t *testing.T) {
 		t.Errorf("/livez of an unready gate: %d %q, want 200 ok", code, body)
 	}
 }
+
+// TestDrainReportsItsProgress: a drain in progress says every few seconds
+// how much of the quiet period is left (the gate's countdown, instead of
+// a readiness failure a second), and says how it ended.
+func TestDrainReportsItsProgress(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.DrainQuietPeriod = 30 * time.Second
+	tg := startGate(t, cfg, Options{Clock: clk})
+	tg.waitReady(t, true)
+	tg.terminate()
+	eventually(t, "the gate drains", tg.Drainer().Draining)
+	for i, want := range []string{"quietLeft=25s", "quietLeft=20s"} {
+		eventually(t, "the drain waits on the clock", clk.HasWaiters)
+		clk.Step(drainReportEvery)
+		eventually(t, fmt.Sprintf("progress report %d", i+1), func() bool {
+			return strings.Contains(tg.logs.String(), "msg=draining "+want+" inFlight=0")
+		})
+	}
+	clk.Step(20 * time.Second)
+	if err := tg.served(t); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	contains(t, "logs", tg.logs.String(), `msg="drained: no request for the quiet period and none in flight"`)
+}

@@ -396,6 +396,10 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
     ports: [{containerPort: 8080}]
 `), podspec.Options{})
 	p := h.waitPod("drain", "ready", podReady)
+	gateUnready := func() int32 {
+		return h.eventCount("drain", ReasonUnhealthy, "Readiness probe failed") // only the gate has a readiness probe
+	}
+	unreadyBefore, logBefore := gateUnready(), len(h.logs.String())
 	if err := h.agent.DeletePod(context.Background(), "default", "drain", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -418,6 +422,14 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 	}
 	if h.outputLine("drain", gateenv.ContainerName, "preStop hook released") >= 0 {
 		t.Error("the app's preStop was released as for a restart: the gate did not know of the deletion")
+	}
+	// The drain failed the gate's readiness every second; the node agent
+	// counted each failure and logged at most one.
+	if n := gateUnready() - unreadyBefore; n < 2 {
+		t.Errorf("%d readiness failures counted during a drain of 3 s or more, want at least 2", n)
+	}
+	if n := strings.Count(h.logs.String()[logBefore:], "Readiness probe failed"); n > 1 {
+		t.Errorf("%d readiness failures logged while the pod drained, want at most 1", n)
 	}
 	h.waitGone("drain")
 	// The gate stopped last: its Killing event is the last one.
