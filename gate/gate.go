@@ -369,13 +369,8 @@ func (g *Gate) reportDrain() {
 		t := g.clock.NewTimer(drainReportEvery)
 		select {
 		case <-g.drainer.Done():
-			if g.drainer.EndedEarly() {
-				g.log.Info("drained: the "+g.cfg.OnlyRouter+", this pod's only router, no longer routes here and no request is in flight",
-					"quietPeriod", g.cfg.DrainQuietPeriod.String())
-			} else {
-				g.log.Info("drained: no request for the quiet period and none in flight", "quietPeriod", g.cfg.DrainQuietPeriod.String())
-			}
 			t.Stop()
+			g.logDrained()
 			return
 		case <-t.C():
 			quiet, inFlight := g.drainer.Remaining()
@@ -383,9 +378,24 @@ func (g *Gate) reportDrain() {
 				"preStopHooksWaiting", g.preStops.Load())
 		case <-g.quit:
 			t.Stop()
+			// Serve is returning; say how the drain ended if it did.
+			select {
+			case <-g.drainer.Done():
+				g.logDrained()
+			default:
+			}
 			return
 		}
 	}
+}
+
+func (g *Gate) logDrained() {
+	if g.drainer.EndedEarly() {
+		g.log.Info("drained: the "+g.cfg.OnlyRouter+", this pod's only router, no longer routes here and no request is in flight",
+			"quietPeriod", g.cfg.DrainQuietPeriod.String())
+		return
+	}
+	g.log.Info("drained: no request for the quiet period and none in flight", "quietPeriod", g.cfg.DrainQuietPeriod.String())
 }
 
 // Status source retry pause: doubling from the minimum to the maximum.
