@@ -89,7 +89,7 @@ func TestRunStopWaitsForARequestInFlight(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, body, err := frontDoorGet(door, "/slow?for=3s")
+		code, body, err := frontDoorGet(door, "/slow?for=5s")
 		done <- result{code, body, err, time.Now()}
 	}()
 	waitInFlight(t, p, 1)
