@@ -24,6 +24,8 @@ type backend struct {
 	lastError string
 	inflight  int
 	removed   bool
+	// unrouted: the gate was told it gets no more traffic from here.
+	unrouted bool
 
 	proxy *httputil.ReverseProxy
 	// kick asks the prober for a health check now.

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/gateenv"
 )
 
 // Pod is one pod of a target as the endpoint source sees it.
@@ -22,6 +24,10 @@ type Pod struct {
 	// FastPath allows traffic on the gate's answer alone before the
 	// endpoint first turns ready. Sources set it with FastPathAllowed.
 	FastPath bool
+	// AdminAddr is host:port of the gate's admin port, where the target
+	// says that it sends the pod nothing any more (see unrouted.go);
+	// empty: it says nothing.
+	AdminAddr string
 }
 
 // Backends is a source of a target's pods: package kube on a cluster,
@@ -52,6 +58,11 @@ func FastPathAllowed(spec *corev1.PodSpec) bool {
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			c := &cs[i]
+			if c.Name == gateenv.ContainerName {
+				// The gate's own startup probe passes once it serves:
+				// a gate that answers has passed it.
+				continue
+			}
 			if c.StartupProbe != nil || (c.ReadinessProbe != nil && c.ReadinessProbe.Exec != nil) {
 				return false
 			}

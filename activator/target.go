@@ -18,6 +18,7 @@ type Target struct {
 	ctx     context.Context // probers' lifetime
 	cancel  context.CancelFunc
 	probers sync.WaitGroup
+	telling sync.WaitGroup // gates being told they get no more traffic
 
 	mu     sync.Mutex
 	bal    balancer
@@ -79,10 +80,18 @@ func (t *Target) Run(ctx context.Context, src Backends) {
 // Held requests are released here if a pod became usable.
 func (t *Target) Update(pods []Pod) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	unrouted := t.updateLocked(pods)
+	t.mu.Unlock()
+	t.tellUnroutedAsync(unrouted)
+}
+
+// updateLocked is Update; it returns the pods whose gates are to be told
+// that they get no more traffic.
+func (t *Target) updateLocked(pods []Pod) []Pod {
 	if t.closed {
-		return
+		return nil
 	}
+	var unrouted []Pod
 	seen := make(map[string]bool, len(pods))
 	for _, p := range pods {
 		if p.Name == "" || seen[p.Name] {
@@ -97,10 +106,13 @@ func (t *Target) Update(pods []Pod) {
 			b = nil
 		}
 		if b == nil {
-			t.addLocked(p)
-			continue
+			b = t.addLocked(p)
+		} else {
+			t.changeLocked(b, p)
 		}
-		t.changeLocked(b, p)
+		if t.leavingLocked(b) {
+			unrouted = append(unrouted, b.pod)
+		}
 	}
 	for name, b := range t.byName {
 		if !seen[name] {
@@ -108,9 +120,10 @@ func (t *Target) Update(pods []Pod) {
 		}
 	}
 	t.refreshLocked()
+	return unrouted
 }
 
-func (t *Target) addLocked(p Pod) {
+func (t *Target) addLocked(p Pod) *backend {
 	ctx, stop := context.WithCancel(t.ctx)
 	b := &backend{name: p.Name, addr: p.Addr, pod: p, everReady: p.Ready, kick: make(chan struct{}, 1), stop: stop}
 	b.proxy = t.newProxy(b)
@@ -119,10 +132,11 @@ func (t *Target) addLocked(p Pod) {
 	t.cfg.Logger.Info("backend added", "target", t.name, "pod", p.Name, "addr", p.Addr,
 		"endpointReady", p.Ready, "fastPath", p.FastPath)
 	if p.Terminating {
-		return // never usable: no need to ask its gate
+		return b // never usable: no need to ask its gate
 	}
 	t.probers.Add(1)
 	go t.runProber(ctx, b)
+	return b
 }
 
 func (t *Target) changeLocked(b *backend, p Pod) {
@@ -271,19 +285,28 @@ func (t *Target) acquire(ctx context.Context, ahead bool) (*backend, error) {
 	return nil, context.Cause(ctx)
 }
 
-// release frees the slot of a finished request.
+// release frees the slot of a finished request. The last request to a
+// pod that gets no more traffic tells its gate so, from the request's own
+// goroutine (the server waits for it on shutdown).
 func (t *Target) release(b *backend) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	b.inflight--
 	if t.bal.waiters.Len() > 0 {
 		t.bal.dispatch()
 		t.cfg.Metrics.QueueDepth(t.name, t.bal.waiters.Len())
 	}
+	tell := t.leavingLocked(b)
+	pod := b.pod
+	t.mu.Unlock()
+	if tell {
+		t.tellUnrouted(pod)
+	}
 }
 
 // Close stops the health checks, answers held requests with 503 and closes
-// idle connections. Requests in flight finish.
+// idle connections. Requests in flight finish. The target sends nothing
+// more anywhere: the gates of pods with nothing in flight are told at once,
+// the others when their last request ends.
 func (t *Target) Close() {
 	t.mu.Lock()
 	if t.closed {
@@ -292,9 +315,17 @@ func (t *Target) Close() {
 	}
 	t.closed = true
 	t.bal.wakeAll()
+	var unrouted []Pod
+	for _, b := range t.bal.backends {
+		if t.leavingLocked(b) {
+			unrouted = append(unrouted, b.pod)
+		}
+	}
 	t.mu.Unlock()
+	t.tellUnroutedAsync(unrouted)
 	t.cancel()
 	t.probers.Wait()
+	t.telling.Wait()
 	for _, rt := range []http.RoundTripper{t.cfg.Transport, t.cfg.ProbeTransport} {
 		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
 			c.CloseIdleConnections()

@@ -20,14 +20,58 @@ import (
 // and releases the hook (queue-proxy's rule).
 const preStopRelease = time.Second
 
-// AdminHandler serves the admin port: /wait-for-drain, the routed probes
-// and /readyz.
+// AdminHandler serves the admin port: /wait-for-drain, the routed probes,
+// /readyz, /livez, the gate's own preStop (/start-drain) and the only
+// router's confirmation (/unrouted).
 func (g *Gate) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(gateenv.DrainPath, g.waitForDrain)
 	mux.HandleFunc(gateenv.ProbePathPrefix, g.routedProbe)
 	mux.HandleFunc("/readyz", g.readyz)
+	mux.HandleFunc(gateenv.LivezPath, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc(gateenv.StartDrainPath, g.startDrain)
+	mux.HandleFunc(gateenv.UnroutedPath, g.unrouted)
 	return mux
+}
+
+// startDrain is the gate's own preStop hook. The kubelet runs every
+// container's preStop at once when the pod is deleted, native sidecars'
+// included (their SIGTERM waits for the other containers to stop): this
+// is how the gate learns of the deletion on a cluster, in time to drain
+// before the other containers stop.
+func (g *Gate) startDrain(w http.ResponseWriter, _ *http.Request) {
+	g.terminate("the gate's preStop hook: the pod is being deleted")
+	_, _ = io.WriteString(w, "draining\n")
+}
+
+// unrouted takes the confirmation of the pod's only router (POST
+// ?pod=<name>) that it sends nothing here any more: the drain may then end
+// as soon as nothing is in flight. Only a gate told that this router is
+// its only one (PODGATE_ONLY_ROUTER) believes it; otherwise the quiet
+// period covers the routers the gate does not know of.
+func (g *Gate) unrouted(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	switch pod := r.URL.Query().Get("pod"); {
+	case g.cfg.OnlyRouter == "":
+		http.Error(w, "ignored: "+gateenv.EnvOnlyRouter+" is not set, so routers the gate does not know of may still send traffic; the drain waits out its quiet period", http.StatusConflict)
+		return
+	case pod != g.cfg.Pod:
+		// A pod IP is reused: a confirmation meant for an earlier pod
+		// must not shorten this one's drain.
+		http.Error(w, fmt.Sprintf("ignored: this is the gate of pod %q, not %q", g.cfg.Pod, pod), http.StatusConflict)
+		return
+	}
+	if g.drainer.Unrouted() {
+		g.log.Info("the "+g.cfg.OnlyRouter+" confirms it no longer routes to this pod: the drain ends once nothing is in flight",
+			"remote", r.RemoteAddr, "draining", g.drainer.Draining(), "inFlight", g.drainer.InFlight())
+	}
+	_, _ = io.WriteString(w, "ok\n")
 }
 
 // waitForDrain is every container's preStop hook. On pod deletion the gate
@@ -79,9 +123,15 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 
 // routedProbe runs a container's original liveness or startup probe for
 // the kubelet (or node agent) that calls /probe/<container>/<kind>, and
-// answers with its result: 200, or 500 with the probe's message. Seeing
-// every result lets the gate take a container out of traffic before the
-// kubelet kills it.
+// answers so that the caller concludes what probing the container directly
+// would have: 200 for a success; for a warning (an HTTP 3xx not followed)
+// the same 3xx without Location and with the original body, which the
+// kubelet turns into the same ProbeWarning message; for a failure the
+// original HTTP status (so "HTTP probe failed with statuscode: N" reads the
+// same) or 500, with the original message as body. Every answer carries
+// the original message in the Podgate-Probe-Message header, which podgate's
+// node agent records instead of its own reading. Seeing every result lets
+// the gate take a container out of traffic before the kubelet kills it.
 func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	name, kind, err := gateenv.ParseProbePath(r.URL.Path)
 	if err != nil {
@@ -105,19 +155,47 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	case gateenv.Startup:
 		g.agg.StartupResult(name, out)
 	}
-	switch {
-	case out.Result == probe.Error:
+	writeRouted(w, out)
+}
+
+// writeRouted answers a routed probe with its outcome (see routedProbe).
+func writeRouted(w http.ResponseWriter, out probe.Outcome) {
+	h := w.Header()
+	h.Set(gateenv.ProbeMessageHeader, strconv.QuoteToASCII(out.Message))
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	switch out.Result {
+	case probe.Error:
 		// The kubelet drops an errored probe; so must the caller. A body
 		// shorter than announced makes its read fail, which the kubelet
 		// counts as a probe error, not a failure (FACTS §1).
 		msg := "probe errored: " + out.Message
-		w.Header().Set("Content-Length", strconv.Itoa(len(msg)+1))
+		h.Set("Content-Length", strconv.Itoa(len(msg)+1))
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = io.WriteString(w, msg)
-	case out.Result.Passed():
-		_, _ = io.WriteString(w, strings.TrimSpace(out.Result.String()+" "+out.Message))
+	case probe.Success:
+		_, _ = io.WriteString(w, "success\n")
+	case probe.Warning:
+		code := out.StatusCode
+		if code < 300 || code > 399 {
+			code = http.StatusMultipleChoices // a Warning is always an HTTP 3xx; be safe
+		}
+		// No Location: the kubelet follows no redirect and reads the body
+		// into the same "Probe terminated redirects, Response body: …".
+		w.WriteHeader(code)
+		if code != http.StatusNotModified { // a 304 has no body, here as there
+			body, _ := strings.CutPrefix(out.Message, probe.RedirectWarningPrefix)
+			_, _ = io.WriteString(w, body)
+		}
 	default:
-		http.Error(w, out.Message, http.StatusInternalServerError)
+		code := http.StatusInternalServerError
+		// A final status that a server can send again: 1xx are
+		// informational (a 101 would switch protocols).
+		if c := out.StatusCode; c >= 400 && c <= 999 {
+			code = c
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, out.Message+"\n")
 	}
 }
 
@@ -171,7 +249,11 @@ func (g *Gate) readyz(w http.ResponseWriter, r *http.Request) {
 	now := g.clock.Now()
 	switch {
 	case g.drainer.Draining():
-		fmt.Fprintf(&b, "[-]gate failed: draining (SIGTERM received), %d request(s) in flight\n", g.drainer.InFlight())
+		quiet, inFlight := g.drainer.Remaining()
+		fmt.Fprintf(&b, "[-]gate failed: draining (the pod is being deleted), %d request(s) in flight, %s of quiet period left\n",
+			inFlight, quiet.Round(time.Millisecond))
+	case g.status != nil && !g.statusSeen.Load():
+		b.WriteString("[-]gate failed: waiting for the status source's first report\n")
 	case g.stopping.Load() > 0:
 		b.WriteString("[-]gate failed: a container's preStop hook is running\n")
 	default:

@@ -27,16 +27,19 @@ type containerSpec struct {
 
 // containerSpecs lists the containers of cfg, serving container first,
 // then in the order of SERVING_READINESS_PROBE, PODGATE_CONTAINERS and
-// PODGATE_DELEGATED_READINESS. Without PODGATE_READINESS_CONTAINERS (plain
-// Knative), probe 0 belongs to the serving container and the others are
-// named container-1, container-2, … in their order.
+// PODGATE_DELEGATED_READINESS. The serving container is the first of
+// PODGATE_CONTAINERS (the injector lists it first: in a Pod it may have no
+// readiness probe in the gate at all), else the owner of the first probe.
+// Without PODGATE_READINESS_CONTAINERS (plain Knative), probe 0 belongs to
+// the serving container and the others are named container-1,
+// container-2, … in their order.
 func containerSpecs(cfg gateenv.Config) ([]containerSpec, error) {
 	serving := DefaultServingContainer
 	switch {
-	case len(cfg.ReadinessContainers) > 0:
-		serving = cfg.ReadinessContainers[0]
 	case len(cfg.Containers) > 0:
 		serving = cfg.Containers[0]
+	case len(cfg.ReadinessContainers) > 0:
+		serving = cfg.ReadinessContainers[0]
 	}
 	var specs []containerSpec
 	index := map[string]int{}

@@ -13,15 +13,28 @@ import (
 // and the last arrival (each request restarts it, as queue-proxy's drain
 // does), and no request is in flight. Health checks are not requests here.
 //
-// Arrive and Leave are the hot path: two atomic operations each.
+// The quiet period covers routers that may still send traffic after the
+// pod started terminating. When the pod's only router confirms that it no
+// longer does (Unrouted), there is nothing left to wait for: the drain
+// ends as soon as no request is in flight — unless a request arrived after
+// the confirmation, which proves another way in, and the quiet period
+// rules again.
+//
+// Arrive and Leave are the hot path: three and two atomic operations.
 type Drainer struct {
 	clock clock.Clock
 	quiet time.Duration
 
 	inflight    atomic.Int64
+	arrivals    atomic.Int64
 	lastArrival atomic.Int64 // UnixNano of the clock
 	draining    atomic.Bool
 	idle        chan struct{} // a Leave that emptied a draining gate
+	// unrouted is the arrival count at the only router's confirmation,
+	// -1 before one.
+	unrouted atomic.Int64
+	wake     chan struct{} // the confirmation came
+	early    atomic.Bool   // the drain ended on the confirmation
 
 	mu    sync.Mutex
 	start time.Time
@@ -36,19 +49,72 @@ func NewDrainer(clk clock.Clock, quiet time.Duration) *Drainer {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Drainer{
+	d := &Drainer{
 		clock: clk,
 		quiet: quiet,
 		idle:  make(chan struct{}, 1),
+		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		stop:  make(chan struct{}),
 	}
+	d.unrouted.Store(-1)
+	return d
 }
 
 // Arrive records a request's arrival; call Leave when it is over.
 func (d *Drainer) Arrive() {
 	d.inflight.Add(1)
+	d.arrivals.Add(1)
 	d.lastArrival.Store(d.clock.Now().UnixNano())
+}
+
+// Unrouted records the confirmation of the pod's only router that it
+// sends no request here any more and has none in flight. Only the first
+// confirmation counts: a request that arrives after it came another way,
+// and a later confirmation by the same router cannot speak for that way.
+// It reports whether this confirmation was the first.
+func (d *Drainer) Unrouted() bool {
+	if !d.unrouted.CompareAndSwap(-1, d.arrivals.Load()) {
+		return false
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// mayEndEarly: the only router confirmed, nothing arrived since, nothing
+// is in flight.
+func (d *Drainer) mayEndEarly() bool {
+	u := d.unrouted.Load()
+	return u >= 0 && d.arrivals.Load() == u && d.inflight.Load() == 0
+}
+
+// EndedEarly reports whether a completed drain ended on the only router's
+// confirmation rather than after the quiet period.
+func (d *Drainer) EndedEarly() bool { return d.early.Load() }
+
+// Remaining is how much of the quiet period is left (0 once it has
+// passed) and how many requests are in flight, for the drain's progress
+// reports.
+func (d *Drainer) Remaining() (quiet time.Duration, inFlight int64) {
+	d.mu.Lock()
+	start := d.start
+	d.mu.Unlock()
+	if left := d.deadline(start).Sub(d.clock.Now()); left > 0 {
+		quiet = left
+	}
+	return quiet, d.inflight.Load()
+}
+
+// deadline is when the quiet period ends, for a drain started at start.
+func (d *Drainer) deadline(start time.Time) time.Time {
+	deadline := start
+	if last := time.Unix(0, d.lastArrival.Load()); last.After(deadline) {
+		deadline = last
+	}
+	return deadline.Add(d.quiet)
 }
 
 // Leave records the end of a request.
@@ -93,18 +159,24 @@ func (d *Drainer) Stop() {
 func (d *Drainer) run() {
 	defer d.wg.Done()
 	for {
+		if d.mayEndEarly() {
+			d.early.Store(true)
+			close(d.done)
+			return
+		}
 		d.mu.Lock()
 		start := d.start
 		d.mu.Unlock()
-		deadline := start
-		if last := time.Unix(0, d.lastArrival.Load()); last.After(deadline) {
-			deadline = last
-		}
-		deadline = deadline.Add(d.quiet)
-		if wait := deadline.Sub(d.clock.Now()); wait > 0 {
+		if wait := d.deadline(start).Sub(d.clock.Now()); wait > 0 {
 			t := d.clock.NewTimer(wait)
 			select {
 			case <-t.C():
+			case <-d.wake:
+				t.Stop()
+			case <-d.idle:
+				// The last request left: with a confirmation, that may
+				// be the end.
+				t.Stop()
 			case <-d.stop:
 				t.Stop()
 				return
@@ -114,6 +186,7 @@ func (d *Drainer) run() {
 		if d.inflight.Load() > 0 {
 			select {
 			case <-d.idle:
+			case <-d.wake:
 			case <-d.stop:
 				return
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podgate/podgate/testapp"
@@ -242,4 +243,241 @@ func TestSpareConnectionDoesNotFailTheDrain(t *testing.T) {
 	if !strings.Contains(tg.logs.String(), "closed connections still open after the drain") {
 		t.Errorf("no log line about the connection closed after the drain:\n%s", tg.logs.String())
 	}
+}
+
+// TestDrainerEndsEarlyOnTheOnlyRoutersConfirmation pins the early end on a
+// fake clock: the only router's confirmation ends the drain as soon as
+// nothing is in flight, unless a request arrived after it.
+func TestDrainerEndsEarlyOnTheOnlyRoutersConfirmation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, clk *testingclock.FakeClock, d *Drainer)
+		// wantEarly: done at once, before the clock moved.
+		wantEarly bool
+	}{
+		{
+			name: "confirmed during the drain with nothing in flight: done at once",
+			run: func(t *testing.T, clk *testingclock.FakeClock, d *Drainer) {
+				d.Drain()
+				if !d.Unrouted() {
+					t.Error("the first confirmation was not taken")
+				}
+			},
+			wantEarly: true,
+		},
+		{
+			name: "confirmed before the drain: done as it starts",
+			run: func(t *testing.T, clk *testingclock.FakeClock, d *Drainer) {
+				d.Arrive()
+				d.Leave()
+				d.Unrouted()
+				d.Drain()
+			},
+			wantEarly: true,
+		},
+		{
+			name: "confirmed with a request in flight: done when it leaves",
+			run: func(t *testing.T, clk *testingclock.FakeClock, d *Drainer) {
+				d.Arrive()
+				d.Drain()
+				d.Unrouted()
+				eventually(t, "the drainer waits", clk.HasWaiters)
+				if isClosed(d.Done()) {
+					t.Fatal("done with a request in flight")
+				}
+				d.Leave()
+			},
+			wantEarly: true,
+		},
+		{
+			name: "a request after the confirmation came another way: the quiet period rules",
+			run: func(t *testing.T, clk *testingclock.FakeClock, d *Drainer) {
+				d.Unrouted()
+				d.Arrive()
+				d.Leave()
+				d.Drain()
+				eventually(t, "the drainer waits", clk.HasWaiters)
+				if isClosed(d.Done()) {
+					t.Fatal("done at once although a request arrived after the confirmation")
+				}
+				if d.Unrouted() {
+					t.Error("a second confirmation was taken: it cannot speak for the other way in")
+				}
+				clk.Step(29 * time.Second)
+				eventually(t, "the drainer waits", clk.HasWaiters)
+				if isClosed(d.Done()) {
+					t.Fatal("done before the quiet period")
+				}
+				clk.Step(time.Second)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			d := NewDrainer(clk, 30*time.Second)
+			defer d.Stop()
+			tc.run(t, clk, d)
+			eventually(t, "the drain completes", func() bool { return isClosed(d.Done()) })
+			if d.EndedEarly() != tc.wantEarly {
+				t.Errorf("EndedEarly = %v, want %v", d.EndedEarly(), tc.wantEarly)
+			}
+		})
+	}
+}
+
+func TestDrainerRemaining(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	d := NewDrainer(clk, 30*time.Second)
+	defer d.Stop()
+	d.Drain()
+	clk.Step(10 * time.Second)
+	d.Arrive()
+	if q, n := d.Remaining(); q != 30*time.Second || n != 1 {
+		t.Errorf("after a request: %s quiet left, %d in flight; want 30s, 1", q, n)
+	}
+	clk.Step(31 * time.Second)
+	if q, n := d.Remaining(); q != 0 || n != 1 {
+		t.Errorf("past the quiet period: %s, %d; want 0s, 1 (waiting for the request only)", q, n)
+	}
+	d.Leave()
+	eventually(t, "the drain completes", func() bool { return isClosed(d.Done()) })
+}
+
+func TestUnroutedIsBelievedOnlyFromTheOnlyRouter(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		onlyRouter string
+		pod        string
+		method     string
+		wantCode   int
+		wantBody   string
+		wantEarly  bool
+	}{
+		{"the only router's confirmation ends the drain", "activator", "web-1", http.MethodPost, 200, "ok", true},
+		{"without PODGATE_ONLY_ROUTER it is ignored", "", "web-1", http.MethodPost, 409, "PODGATE_ONLY_ROUTER is not set", false},
+		{"a confirmation for another pod (a reused IP) is ignored", "activator", "web-0", http.MethodPost, 409, `this is the gate of pod "web-1", not "web-0"`, false},
+		{"GET is not a confirmation", "activator", "web-1", http.MethodGet, 405, "POST only", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			app := startApp(t, testapp.Config{})
+			cfg := gateConfig(t, app.Addr())
+			cfg.DrainQuietPeriod = time.Hour
+			cfg.Pod, cfg.OnlyRouter = "web-1", tc.onlyRouter
+			tg := startGate(t, cfg, Options{Clock: clk})
+			tg.waitReady(t, true)
+			res := preStop(tg)
+			eventually(t, "the preStop hook waits", func() bool { return tg.PreStopsWaiting() == 1 })
+			tg.terminate()
+			eventually(t, "the gate drains", tg.Drainer().Draining)
+			code, body, _ := tg.do(t, tc.method, "http://"+tg.admin+"/unrouted?pod="+tc.pod, nil, nil)
+			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
+				t.Errorf("answer %d %q, want %d containing %q", code, body, tc.wantCode, tc.wantBody)
+			}
+			if !tc.wantEarly {
+				eventually(t, "the drain waits on the clock", clk.HasWaiters)
+				select {
+				case got := <-res:
+					t.Fatalf("preStop released before the quiet period: %q", got)
+				default:
+				}
+				return // the cleanup steps the clock past the quiet period
+			}
+			select {
+			case got := <-res:
+				if got != "200 drained\n" {
+					t.Errorf("preStop answer %q, want 200 drained", got)
+				}
+			case <-time.After(testWait):
+				t.Fatal("preStop not released after the confirmation")
+			}
+			if err := tg.served(t); err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+			contains(t, "logs", tg.logs.String(), "drained: the activator, this pod's only router, no longer routes here")
+		})
+	}
+}
+
+// TestStartDrainIsTheDeletionNotTheExit: the gate's own preStop hook (how
+// a native sidecar learns of the deletion on a cluster) starts the drain
+// and holds the other containers' hooks, but the gate keeps serving until
+// its SIGTERM, which then ends it at once.
+func TestStartDrainIsTheDeletionNotTheExit(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.DrainQuietPeriod = 30 * time.Second
+	tg := startGate(t, cfg, Options{Clock: clk})
+	tg.waitReady(t, true)
+	code, body, _ := tg.do(t, http.MethodGet, "http://"+tg.admin+"/start-drain", nil, nil)
+	if code != http.StatusOK || body != "draining\n" {
+		t.Fatalf("/start-drain: %d %q", code, body)
+	}
+	if !tg.Drainer().Draining() || tg.Ready() {
+		t.Fatal("not draining, or still ready, after the gate's preStop hook")
+	}
+	res := preStop(tg)
+	eventually(t, "the preStop hook waits", func() bool { return tg.PreStopsWaiting() == 1 })
+	clk.Step(5 * time.Second) // the 1 s rule does not apply: the deletion is known
+	select {
+	case got := <-res:
+		t.Fatalf("preStop released during the drain: %q", got)
+	default:
+	}
+	clk.Step(30 * time.Second)
+	if got := <-res; got != "200 drained\n" {
+		t.Errorf("preStop answer %q, want 200 drained", got)
+	}
+	// Drained, but no SIGTERM yet: still serving.
+	if code, _, _ := tg.do(t, http.MethodGet, tg.url("/"), nil, nil); code != http.StatusOK {
+		t.Errorf("request after the drain, before SIGTERM: %d", code)
+	}
+	select {
+	case err := <-tg.done:
+		t.Fatalf("Serve returned before SIGTERM: %v", err)
+	default:
+	}
+	tg.terminate()
+	if err := tg.served(t); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+func TestLivezAnswersWhileServingReadyOrNot(t *testing.T) {
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.ReadinessProbes = []*corev1.Probe{httpProbe(portOf(t, app.Addr()), "/readyz", 1)}
+	tg := startGate(t, cfg, Options{})
+	app.SetReady(false)
+	tg.waitReady(t, false)
+	if code, body, _ := tg.do(t, http.MethodGet, "http://"+tg.admin+"/livez", nil, nil); code != 200 || body != "ok\n" {
+		t.Errorf("/livez of an unready gate: %d %q, want 200 ok", code, body)
+	}
+}
+
+// TestDrainReportsItsProgress: a drain in progress says every few seconds
+// how much of the quiet period is left (the gate's countdown, instead of
+// a readiness failure a second), and says how it ended.
+func TestDrainReportsItsProgress(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.DrainQuietPeriod = 30 * time.Second
+	tg := startGate(t, cfg, Options{Clock: clk})
+	tg.waitReady(t, true)
+	tg.terminate()
+	eventually(t, "the gate drains", tg.Drainer().Draining)
+	for i, want := range []string{"quietLeft=25s", "quietLeft=20s"} {
+		eventually(t, "the drain waits on the clock", clk.HasWaiters)
+		clk.Step(drainReportEvery)
+		eventually(t, fmt.Sprintf("progress report %d", i+1), func() bool {
+			return strings.Contains(tg.logs.String(), "msg=draining "+want+" inFlight=0")
+		})
+	}
+	clk.Step(20 * time.Second)
+	if err := tg.served(t); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	contains(t, "logs", tg.logs.String(), `msg="drained: no request for the quiet period and none in flight"`)
 }

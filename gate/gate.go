@@ -55,8 +55,16 @@ type Gate struct {
 	metrics *Metrics
 	reqlog  *requestLog
 
-	terminating chan struct{} // closed on SIGTERM (Serve's context ending)
+	// terminating is closed once the pod is known to be deleted: SIGTERM
+	// (Serve's context ending), the gate's own preStop hook, or the status
+	// source's deletionTimestamp, whichever comes first.
+	terminating chan struct{}
 	termOnce    sync.Once
+	// statusSeen: the status source has reported at least once.
+	statusSeen atomic.Bool
+	// reporting is the drain's progress reporter; quit ends it.
+	reporting sync.WaitGroup
+	quit      chan struct{}
 	// stopping counts preStop hooks waiting without a SIGTERM: a container
 	// is about to be stopped, so the pod is not ready meanwhile.
 	stopping atomic.Int32
@@ -97,6 +105,7 @@ func New(opts Options) (*Gate, error) {
 		target:          probe.Target{PodIP: cfg.UpstreamHost},
 		status:          opts.Status,
 		terminating:     make(chan struct{}),
+		quit:            make(chan struct{}),
 	}
 	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
 	lim := newLimiter(cfg.ContainerConcurrency)
@@ -124,9 +133,13 @@ func New(opts Options) (*Gate, error) {
 }
 
 // Ready is what the gate answers health checks with: not draining, no
-// container's preStop running, and every container ready.
+// container's preStop running, the status source (if any) heard from, and
+// every container ready. Until the status source's first report the gate
+// cannot know whether the containers it does not probe itself run at all
+// (as a native sidecar it starts before them).
 func (g *Gate) Ready() bool {
-	return !g.drainer.Draining() && g.stopping.Load() == 0 && g.agg.Ready()
+	return !g.drainer.Draining() && g.stopping.Load() == 0 && g.agg.Ready() &&
+		(g.status == nil || g.statusSeen.Load())
 }
 
 // Aggregator is the gate's view of its containers.
@@ -245,6 +258,8 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 		stopBackground()
 		waitProbes()
 		<-statusDone
+		close(g.quit)
+		g.reporting.Wait()
 		g.drainer.Stop()
 		g.proxy.closeIdle()
 	}()
@@ -276,10 +291,11 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 	var failed error
 	select {
 	case <-ctx.Done():
-		g.terminate()
+		// The drain may have started (and ended) already: as a native
+		// sidecar the gate learns of the deletion before its SIGTERM.
+		g.terminate("SIGTERM")
 		select {
 		case <-g.drainer.Done():
-			g.log.Info("drained: no request for the quiet period and none in flight", "quietPeriod", g.cfg.DrainQuietPeriod.String())
 		case failed = <-served:
 		}
 	case failed = <-served:
@@ -326,14 +342,60 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 // PreStopsWaiting is how many preStop hooks are held in /wait-for-drain.
 func (g *Gate) PreStopsWaiting() int { return int(g.preStops.Load()) }
 
-// terminate is SIGTERM: readiness fails from now on and the drain starts.
-func (g *Gate) terminate() {
+// terminate starts the drain: the pod is being deleted (why says how the
+// gate learnt it). Readiness fails from now on; traffic is still served.
+func (g *Gate) terminate(why string) {
 	g.termOnce.Do(func() {
-		g.log.Info("terminating: failing health checks, draining", "quietPeriod", g.cfg.DrainQuietPeriod.String(),
-			"inFlight", g.drainer.InFlight())
+		early := "no: other routers may send traffic"
+		if g.cfg.OnlyRouter != "" {
+			early = "yes, once the " + g.cfg.OnlyRouter + " confirms it no longer routes here"
+		}
+		g.log.Info("terminating: failing health checks, draining", "why", why,
+			"quietPeriod", g.cfg.DrainQuietPeriod.String(), "inFlight", g.drainer.InFlight(), "endEarly", early)
 		close(g.terminating)
 		g.drainer.Drain()
+		g.reporting.Add(1)
+		go g.reportDrain()
 	})
+}
+
+// drainReportEvery is how often a drain in progress says what it waits for.
+const drainReportEvery = 5 * time.Second
+
+// reportDrain logs the drain's progress every few seconds and its end.
+func (g *Gate) reportDrain() {
+	defer g.reporting.Done()
+	for {
+		t := g.clock.NewTimer(drainReportEvery)
+		select {
+		case <-g.drainer.Done():
+			t.Stop()
+			g.logDrained()
+			return
+		case <-t.C():
+			quiet, inFlight := g.drainer.Remaining()
+			g.log.Info("draining", "quietLeft", quiet.Round(time.Second).String(), "inFlight", inFlight,
+				"preStopHooksWaiting", g.preStops.Load())
+		case <-g.quit:
+			t.Stop()
+			// Serve is returning; say how the drain ended if it did.
+			select {
+			case <-g.drainer.Done():
+				g.logDrained()
+			default:
+			}
+			return
+		}
+	}
+}
+
+func (g *Gate) logDrained() {
+	if g.drainer.EndedEarly() {
+		g.log.Info("drained: the "+g.cfg.OnlyRouter+", this pod's only router, no longer routes here and no request is in flight",
+			"quietPeriod", g.cfg.DrainQuietPeriod.String())
+		return
+	}
+	g.log.Info("drained: no request for the quiet period and none in flight", "quietPeriod", g.cfg.DrainQuietPeriod.String())
 }
 
 // Status source retry pause: doubling from the minimum to the maximum.
@@ -350,11 +412,28 @@ func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
 		close(done)
 		return done
 	}
+	watch := func(ctx context.Context) error {
+		return g.status.Watch(ctx, func(cs []ContainerStatus) {
+			g.agg.SetStatuses(cs)
+			g.statusSeen.Store(true)
+		})
+	}
+	if pw, ok := g.status.(PodWatcher); ok {
+		watch = func(ctx context.Context) error {
+			return pw.WatchPod(ctx, func(ps PodStatus) {
+				g.agg.SetStatuses(ps.Containers)
+				g.statusSeen.Store(true)
+				if ps.Terminating {
+					g.terminate("the pod is being deleted (status source)")
+				}
+			})
+		}
+	}
 	go func() {
 		defer close(done)
 		pause := statusRetryMin
 		for {
-			err := g.status.Watch(ctx, g.agg.SetStatuses)
+			err := watch(ctx)
 			if ctx.Err() != nil {
 				return
 			}

@@ -3,6 +3,7 @@ package gate
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -238,4 +239,127 @@ func TestRoutedProbeUnknown(t *testing.T) {
 		}
 		contains(t, tc.path, body, tc.want)
 	}
+}
+
+// TestRoutedOutcomeIsWhatProbingDirectlyGives runs each original probe
+// three ways: directly (what the kubelet concludes without the gate),
+// through /probe/… as the kubelet calls it, and through /probe/… as
+// podgate's node agent calls it (reading the gate's message header). The
+// verdict class is the same every way; the node agent's message is the
+// direct one; the kubelet's is the direct one wherever HTTP can carry it.
+func TestRoutedOutcomeIsWhatProbingDirectlyGives(t *testing.T) {
+	app, err := testapp.Start(testapp.Config{Addr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopApp(t, app) })
+	status := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var code int
+		_, _ = fmt.Sscanf(r.URL.Path, "/%d", &code)
+		w.Header().Set("Location", "http://192.0.2.1/elsewhere")
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, "body of "+r.URL.Path)
+	}))
+	appPort, statusPort, grpcPort := portOf(t, app.Addr()), portOf(t, status), portOf(t, app.GRPCAddr())
+	closedPort := portOf(t, closedAddr(t))
+	grpcLiveness := "liveness"
+
+	for _, tc := range []struct {
+		name  string
+		probe *corev1.Probe
+		setup func()
+		want  probe.Result
+		// kubeletMsg is what the kubelet records through the gate when it
+		// cannot be the direct message ("" = the direct one).
+		kubeletMsg string
+	}{
+		{name: "HTTP success", probe: httpProbe(appPort, "/healthz", 1), want: probe.Success},
+		{
+			name:  "HTTP redirect to another host is a warning with the body",
+			probe: httpProbe(appPort, "/redirect?loc=http://192.0.2.1/elsewhere", 1), want: probe.Warning,
+		},
+		{name: "HTTP 301 to another host is a warning with the body", probe: httpProbe(statusPort, "/301", 1), want: probe.Warning},
+		{name: "HTTP 304 is a warning without body", probe: httpProbe(statusPort, "/304", 1), want: probe.Warning},
+		{name: "HTTP 503 fails with its status code", probe: httpProbe(statusPort, "/503", 1), want: probe.Failure},
+		{name: "HTTP 418 fails with its status code", probe: httpProbe(statusPort, "/418", 1), want: probe.Failure},
+		{
+			name: "HTTP 500 of a dead app fails with its status code", probe: httpProbe(appPort, "/healthz", 1),
+			setup: func() { app.SetLive(false) }, want: probe.Failure,
+		},
+		{
+			name:  "HTTP refused fails with the dial error",
+			probe: httpProbe(closedPort, "/", 1), want: probe.Failure, kubeletMsg: "HTTP probe failed with statuscode: 500",
+		},
+		{
+			name:  "TCP refused fails with the dial error",
+			probe: tcpProbe(closedPort, 1), want: probe.Failure, kubeletMsg: "HTTP probe failed with statuscode: 500",
+		},
+		{name: "TCP success", probe: tcpProbe(appPort, 1), want: probe.Success},
+		{
+			name:  "gRPC NOT_SERVING fails with the health answer",
+			probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: int32(grpcPort), Service: &grpcLiveness}}},
+			setup: func() { app.SetLive(false) }, want: probe.Failure, kubeletMsg: "HTTP probe failed with statuscode: 500",
+		},
+		{
+			name:  "gRPC SERVING succeeds",
+			probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: int32(grpcPort), Service: &grpcLiveness}}},
+			want:  probe.Success,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app.SetLive(true)
+			if tc.setup != nil {
+				tc.setup()
+			}
+			tc.probe.TimeoutSeconds = 5
+			tc.probe.FailureThreshold = 100 // readiness holds do not matter here
+			direct := probe.NewRunner().Run(context.Background(), tc.probe, probe.Target{PodIP: "127.0.0.1"})
+			if direct.Result != tc.want {
+				t.Fatalf("direct: %v %q, want %v", direct.Result, direct.Message, tc.want)
+			}
+			cfg := gateConfig(t, app.Addr())
+			cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: tc.probe, Startup: tc.probe}}
+			tg := startGate(t, cfg, Options{})
+			for _, kind := range []gateenv.ProbeKind{gateenv.Liveness, gateenv.Startup} {
+				kubelet := routedCall(t, tg, "app", kind, "")
+				wantKubelet := direct.Message
+				if tc.kubeletMsg != "" {
+					wantKubelet = tc.kubeletMsg
+				}
+				if kubelet.Result != tc.want || kubelet.Message != wantKubelet {
+					t.Errorf("%s through the gate, as the kubelet sees it: %v %q; want %v %q", kind, kubelet.Result, kubelet.Message, tc.want, wantKubelet)
+				}
+				agent := routedCall(t, tg, "app", kind, gateenv.ProbeMessageHeader)
+				if agent.Result != tc.want || agent.Message != direct.Message {
+					t.Errorf("%s through the gate, as the node agent sees it: %v %q; want %v %q", kind, agent.Result, agent.Message, tc.want, direct.Message)
+				}
+			}
+		})
+	}
+}
+
+// routedCall is kubeletCall with the node agent's message header (or
+// none, as the kubelet).
+func routedCall(t *testing.T, tg *testGate, container string, kind gateenv.ProbeKind, header string) probe.Outcome {
+	t.Helper()
+	host, port := splitHostPort(t, tg.admin)
+	p := &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: gateenv.ProbePath(container, kind), Port: intstr.FromInt(port),
+		}},
+		TimeoutSeconds: 10,
+	}
+	return probe.NewRunner().Run(context.Background(), p, probe.Target{PodIP: host, MessageHeader: header})
+}
+
+// closedAddr is a loopback address nothing listens on (it was just closed).
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -34,3 +34,21 @@ type StatusSource interface {
 	// reported as an empty slice.
 	Watch(ctx context.Context, update func([]ContainerStatus)) error
 }
+
+// PodStatus is what a status source says about the gate's pod as a whole.
+type PodStatus struct {
+	Containers []ContainerStatus
+	// Terminating is set once the pod has a deletionTimestamp, or is gone:
+	// it is being deleted, so the gate drains, whether or not its own
+	// SIGTERM has come. As a native sidecar the gate is stopped after the
+	// other containers, so that SIGTERM comes too late to drain by.
+	Terminating bool
+}
+
+// PodWatcher is a StatusSource that sees the whole pod (the local node
+// agent's does); the gate then learns of the pod's deletion from it too.
+type PodWatcher interface {
+	StatusSource
+	// WatchPod is Watch, with the pod's own state in each report.
+	WatchPod(ctx context.Context, update func(PodStatus)) error
+}

@@ -59,6 +59,9 @@ type Config struct {
 	// StatusSource is "kubernetes", "none" or the http:// URL of the local
 	// node agent's control API.
 	StatusSource string
+	// OnlyRouter is "" or OnlyRouterActivator (PODGATE_ONLY_ROUTER): the
+	// router whose confirmation may end the drain early.
+	OnlyRouter string
 }
 
 // RoutedProbes are a container's original liveness and startup probes.

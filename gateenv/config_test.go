@@ -44,6 +44,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	c.StatusSource = "http://127.0.0.1:9700"
 	c.UpstreamHost = "127.0.1.4"
 	c.AdminPort = 0
+	c.OnlyRouter = OnlyRouterActivator
 
 	got, err := Decode(getter(envMap(c.Encode())))
 	if err != nil {
@@ -132,6 +133,7 @@ func TestDecodeRejectsMalformedValues(t *testing.T) {
 		{"delegated without source", map[string]string{EnvDelegatedReadiness: "side"}, `PODGATE_STATUS_SOURCE: is "none", but PODGATE_DELEGATED_READINESS lists containers`},
 		{"upstream host", map[string]string{EnvUpstreamHost: "not a host"}, `PODGATE_UPSTREAM_HOST: "not a host" is not an IP address or host name`},
 		{"pod IP", map[string]string{EnvServingPodIP: "10.0.0"}, `SERVING_POD_IP: "10.0.0" is not an IP address`},
+		{"only router", map[string]string{EnvOnlyRouter: "ingress"}, `PODGATE_ONLY_ROUTER: "ingress" is not "activator"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

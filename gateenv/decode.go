@@ -64,6 +64,12 @@ func Decode(getenv func(string) string) (Config, error) {
 		}
 	}
 	d.statusSource(&c.StatusSource)
+	switch v := getenv(EnvOnlyRouter); v {
+	case "", OnlyRouterActivator:
+		c.OnlyRouter = v
+	default:
+		d.fail(EnvOnlyRouter, "%q is not %q (the only router podgate knows to trust)", v, OnlyRouterActivator)
+	}
 	if len(c.DelegatedReadiness) > 0 && c.StatusSource == StatusSourceNone {
 		d.fail(EnvStatusSource, "is %q, but %s lists containers whose readiness only a status source knows",
 			StatusSourceNone, EnvDelegatedReadiness)

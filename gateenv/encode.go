@@ -47,6 +47,9 @@ func (c Config) Encode() []corev1.EnvVar {
 	}
 	add(EnvDrainQuietPeriod, c.DrainQuietPeriod.String())
 	add(EnvStatusSource, c.StatusSource)
+	if c.OnlyRouter != "" {
+		add(EnvOnlyRouter, c.OnlyRouter)
+	}
 	if c.UpstreamHost != d.UpstreamHost && c.UpstreamHost != "" {
 		add(EnvUpstreamHost, c.UpstreamHost)
 	}

@@ -122,6 +122,16 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 				golden(t, filepath.Join(corpus, "inject", stem(f)+mode.suffix), b.Bytes())
 				assertInjectedRoundTrip(t, b.Bytes(), injected, mode.opts)
 			}
+			// The regular-container mode for older clusters: no goldens,
+			// but it must be as idempotent and round-trip as cleanly.
+			for _, opts := range []Options{{GateAsContainer: true}, {GateAsContainer: true, Local: true}} {
+				injected := injectAll(t, m.Workloads, opts)
+				var b bytes.Buffer
+				if err := WriteYAML(&b, injected); err != nil {
+					t.Fatal(err)
+				}
+				assertInjectedRoundTrip(t, b.Bytes(), injected, opts)
+			}
 		})
 	}
 }
@@ -144,7 +154,7 @@ func TestExamplesAreValidAndInjectable(t *testing.T) {
 					}
 				}
 			}
-			for _, opts := range []Options{{}, {Local: true}} {
+			for _, opts := range []Options{{}, {Local: true}, {GateAsContainer: true}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
 				if err := WriteYAML(&b, injected); err != nil {
@@ -233,7 +243,12 @@ func assertGateEnvDecodes(t *testing.T, w *Workload, opts Options) {
 	if cfg.UserPort != int(w.ServingPort) {
 		t.Errorf("%s: USER_PORT %d, want the serving port %d", w.ID(), cfg.UserPort, w.ServingPort)
 	}
-	if len(cfg.ReadinessProbes) == 0 || cfg.ReadinessContainers[0] != w.ServingContainer {
+	if len(cfg.Containers) == 0 || cfg.Containers[0] != w.ServingContainer {
+		t.Errorf("%s: PODGATE_CONTAINERS %v, want the serving container %s first", w.ID(), cfg.Containers, w.ServingContainer)
+	}
+	// Knative checks the serving container on its port; a Pod's may
+	// have no readiness probe in the gate at all.
+	if w.Knative != nil && (len(cfg.ReadinessProbes) == 0 || cfg.ReadinessContainers[0] != w.ServingContainer) {
 		t.Errorf("%s: first readiness probe belongs to %v, want the serving container %s", w.ID(), cfg.ReadinessContainers, w.ServingContainer)
 	}
 	wantHost := "127.0.0.1"

@@ -29,26 +29,44 @@ type Options struct {
 	// APIAddr is the node agent's control API in local mode
 	// (default DefaultAPIAddr).
 	APIAddr string
+	// GateAsContainer puts the gate first among the regular containers
+	// instead of making it a native sidecar (an init container with
+	// restartPolicy: Always, Kubernetes 1.29 and later), for older
+	// clusters. It costs what the native sidecar guarantees: the other
+	// containers may start before the gate listens (their routed liveness
+	// and startup probes then fail until it does), and the gate is stopped
+	// together with them instead of after them.
+	GateAsContainer bool
 }
 
 // Inject returns a copy of the workload whose pod carries the gate:
 //
+//   - the gate is a native sidecar, the first init container (restartPolicy
+//     Always): the kubelet starts the other containers once its startup
+//     probe says it serves, and stops it after them; with GateAsContainer
+//     it is the first regular container instead;
 //   - every container's httpGet/tcpSocket/grpc readiness probe moves into
 //     the gate's configuration (serving container first, then the other
 //     containers, then native sidecars); exec readiness probes stay on
 //     their container and are delegated to the node agent or kubelet;
+//   - in a Knative Service the serving container is always checked on its
+//     port as well (Knative's contract); in a Pod or Deployment readiness
+//     comes only from the probes the user wrote;
 //   - every httpGet/tcpSocket/grpc liveness and startup probe is routed
 //     through the gate's /probe/<container>/<kind> with its timing, so the
 //     gate sees a failure before the kill; exec ones stay (the gate cannot
 //     run a command in another container);
-//   - every container without a preStop hook waits for the gate's drain;
+//   - every regular container without a preStop hook waits for the gate's
+//     drain;
 //   - the serving container gets $PORT;
-//   - the gate container is put first, with a kubelet readiness probe as
-//     fast as the fastest container's.
+//   - the gate gets a kubelet readiness probe as fast as the fastest
+//     container's.
 //
-// Native sidecars (restartable init containers) start before the gate and
-// stop after it, so only their readiness moves; their liveness and startup
-// probes and their shutdown stay as written.
+// The user's native sidecars start after the gate (it is the first init
+// container) and stop before it, so their liveness and startup probes are
+// routed too; with GateAsContainer they start before the gate and stop
+// after it, so only their readiness moves. They never wait for the drain:
+// it is over by the time they stop.
 //
 // The workload should have passed Validate. Injecting an injected
 // workload returns an unchanged copy.
@@ -80,11 +98,11 @@ func Inject(w *Workload, opts Options) (*Workload, error) {
 		if err := r.readiness(c, c == &spec.Containers[serving]); err != nil {
 			errs = append(errs, err)
 		}
-		if isNativeSidecar(c) {
-			// A native sidecar starts before the gate and stops after
-			// it: probes routed through the gate would fail while it is
-			// not there yet, and its drain is over by the time the
-			// sidecar stops.
+		sidecar := isNativeSidecar(c)
+		if sidecar && opts.GateAsContainer {
+			// This sidecar starts before the gate and stops after it:
+			// probes routed through the gate would fail while it is
+			// not there.
 			continue
 		}
 		if err := r.route(c, gateenv.Liveness, &c.LivenessProbe); err != nil {
@@ -93,18 +111,28 @@ func Inject(w *Workload, opts Options) (*Workload, error) {
 		if err := r.route(c, gateenv.Startup, &c.StartupProbe); err != nil {
 			errs = append(errs, err)
 		}
-		addDrainHook(c)
+		if !sidecar {
+			addDrainHook(c)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("inject %s: %w", out.ID(), err)
 	}
 	setServingEnv(out, &spec.Containers[serving])
 	setDefaultContainer(out)
-	// The gate goes first: the kubelet (and the node agent) start
-	// containers in order, and the other containers' liveness and startup
-	// probes now reach it, so it should be listening before they run.
 	gate := gateContainer(cfg, opts, r.gatePeriod())
-	spec.Containers = append([]corev1.Container{gate}, spec.Containers...)
+	if opts.GateAsContainer {
+		// First: the kubelet (and the node agent) start regular
+		// containers in order, so the gate usually listens before the
+		// routed probes of the others reach it — usually, not surely.
+		spec.Containers = append([]corev1.Container{gate}, spec.Containers...)
+	} else {
+		// First of all init containers: it serves before any other
+		// container starts (plain init containers included, whose
+		// readiness it does not need but whose wait it may as well
+		// report), and it is stopped last.
+		spec.InitContainers = append([]corev1.Container{gate}, spec.InitContainers...)
+	}
 	return out, nil
 }
 
@@ -140,6 +168,10 @@ func baseConfig(w *Workload, opts Options) gateenv.Config {
 	cfg.DrainQuietPeriod = drainQuietPeriod(w.PodSpec().TerminationGracePeriodSeconds)
 	if opts.Local {
 		cfg.StatusSource = "http://" + opts.APIAddr
+		// Locally the pod's only way in is podgate run's front door (a
+		// request straight to the pod IP ends the early end; see the
+		// Drainer), so its confirmation may end the drain early.
+		cfg.OnlyRouter = gateenv.OnlyRouterActivator
 	} else {
 		cfg.StatusSource = gateenv.StatusSourceKubernetes
 	}
@@ -205,17 +237,26 @@ func setEnv(c *corev1.Container, name, value string) {
 	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
 }
 
+// Timing of the native gate's startup probe: `podgate gate wait` waits up
+// to gateWaitSeconds-1 for the gate to serve and says why it does not; the
+// kubelet gives it gateWaitSeconds, and restarts a gate that has not
+// served for gateStartupFailures attempts (about a minute).
+const (
+	gateWaitSeconds     = 10
+	gateStartupFailures = 6
+)
+
 // gateContainer is the gate sidecar.
 func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Container {
 	env := append(cfg.Encode(), gateenv.DownwardAPIEnv(opts.Local)...)
-	return corev1.Container{
+	c := corev1.Container{
 		Name:    gateenv.ContainerName,
 		Image:   opts.GateImage,
 		Command: []string{"podgate"},
 		Args:    []string{"gate"},
 		Ports: []corev1.ContainerPort{
 			{Name: "queue-port", ContainerPort: gateenv.DefaultServingPort, Protocol: corev1.ProtocolTCP},
-			{Name: "queueadm-port", ContainerPort: gateenv.DefaultAdminPort, Protocol: corev1.ProtocolTCP},
+			{Name: gateenv.AdminPortName, ContainerPort: gateenv.DefaultAdminPort, Protocol: corev1.ProtocolTCP},
 			{Name: "http-usermetric", ContainerPort: gateenv.DefaultMetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		Env: env,
@@ -235,4 +276,34 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 			FailureThreshold: 1,
 		},
 	}
+	if opts.GateAsContainer {
+		return c
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	c.RestartPolicy = &always
+	// Started = serving, not ready: the other containers start once the
+	// gate listens (their routed probes reach it), and the gate is ready
+	// only once they are. An httpGet probe's first attempt would usually
+	// come before the gate listens and record a failure on every start;
+	// `podgate gate wait` waits for it instead.
+	c.StartupProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{"podgate", "gate", "wait", "--timeout", fmt.Sprintf("%ds", gateWaitSeconds-1)},
+		}},
+		TimeoutSeconds:   gateWaitSeconds,
+		PeriodSeconds:    1,
+		SuccessThreshold: 1,
+		FailureThreshold: gateStartupFailures,
+	}
+	// The kubelet runs every container's preStop hook as the pod's
+	// deletion begins, a native sidecar's too, though its SIGTERM waits
+	// until the other containers have stopped: this hook is how the gate
+	// learns of the deletion in time to drain while the others wait in
+	// theirs. (Locally the node agent's status source tells it first.)
+	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path:   gateenv.StartDrainPath,
+		Port:   intstr.FromInt32(gateenv.DefaultAdminPort),
+		Scheme: corev1.URISchemeHTTP,
+	}}}
+	return c
 }

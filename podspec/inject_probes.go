@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/probe"
 )
 
 // loopback is where Knative's queue-proxy reaches its sibling containers.
@@ -44,24 +43,34 @@ func (r *rewriter) containersInOrder() []*corev1.Container {
 }
 
 // readiness moves a network readiness probe into the gate, or delegates an
-// exec one. The serving container always has a probe in the gate: its exec
-// probe is paired with a TCP check of the serving port (as Knative does),
-// and a serving container without readiness probe gets Knative's default
-// (TCP on the serving port, aggressive) in the gate only.
+// exec one. Readiness means what it means without the gate: only the
+// probes the user wrote count, so a Pod whose serving container has an exec
+// readiness probe (or none) is ready without its port accepting
+// connections, as on Kubernetes. A Knative Service is different: its
+// serving container is always checked on its port (Knative defaults a TCP
+// probe when there is none, and pairs an exec one with a TCP check), and
+// the gate does that here.
 func (r *rewriter) readiness(c *corev1.Container, serving bool) error {
 	p := c.ReadinessProbe
 	r.notePeriod(p)
+	servingPort := serving && r.w.Knative != nil
 	switch {
-	case p == nil && serving:
+	case p == nil && servingPort:
+		// Knative's defaults always give the serving container a probe;
+		// a workload that skipped them still gets Knative's TCP check.
 		r.add(c.Name, &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(r.w.ServingPort)}},
 			SuccessThreshold: 1,
 		})
 		r.notePeriod(&corev1.Probe{})
+	case p == nil && serving:
+		// Ready as soon as it runs: the gate's own probe should notice
+		// within a second, as when it probed the port aggressively.
+		r.notePeriod(&corev1.Probe{PeriodSeconds: 1})
 	case p == nil:
 	case p.Exec != nil:
 		r.cfg.DelegatedReadiness = append(r.cfg.DelegatedReadiness, c.Name)
-		if serving {
+		if servingPort {
 			tcp := p.DeepCopy()
 			tcp.ProbeHandler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(r.w.ServingPort)}}
 			r.add(c.Name, tcp)
@@ -100,12 +109,10 @@ func (r *rewriter) notePeriod(p *corev1.Probe) {
 // than that container asked for (Knative copies the serving container's
 // timing, and sidecar periods are lost). Aggressive probing has no period;
 // the kubelet's shortest, 1 s, is the closest. With no readiness probe at
-// all, Kubernetes' default.
+// all, Kubernetes calls the pod ready as soon as its containers run: 1 s
+// again comes closest.
 func (r *rewriter) gatePeriod() int32 {
-	switch {
-	case r.fastest < 0:
-		return probe.DefaultPeriodSeconds
-	case r.fastest == 0:
+	if r.fastest <= 0 {
 		return 1
 	}
 	return r.fastest

@@ -77,16 +77,37 @@ func TestInjectReadiness(t *testing.T) {
 			t.Errorf("status source %q", cfg.StatusSource)
 		}
 	})
-	t.Run("a pod's serving container without readiness probe gets a TCP check in the gate only", func(t *testing.T) {
+	t.Run("a pod's serving container without readiness probe gets none in the gate: ready as on Kubernetes", func(t *testing.T) {
 		w, cfg := injected(t, podWith(""), Options{})
-		if len(cfg.ReadinessProbes) != 1 || cfg.ReadinessProbes[0].TCPSocket == nil || cfg.ReadinessProbes[0].PeriodSeconds != 0 {
-			t.Fatalf("gate probes %+v, want one aggressive TCP probe", cfg.ReadinessProbes)
+		if len(cfg.ReadinessProbes) != 0 || len(cfg.DelegatedReadiness) != 0 {
+			t.Fatalf("gate probes %+v, delegated %v; want none: the user wrote no readiness probe", cfg.ReadinessProbes, cfg.DelegatedReadiness)
 		}
+		assertStrings(t, "containers (serving first)", cfg.Containers, []string{"app"}, false)
 		if w.Container("app").ReadinessProbe != nil {
 			t.Error("the container got a readiness probe")
 		}
 		if got := w.Container(gateenv.ContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
-			t.Errorf("gate period %d, want 1 for aggressive probing", got)
+			t.Errorf("gate period %d, want 1: with no probe, ready as soon as the containers run", got)
+		}
+	})
+	t.Run("a pod's exec-probed serving container is delegated, with no TCP check of its port", func(t *testing.T) {
+		w, cfg := injected(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"+
+			"  - {name: side, image: img, readinessProbe: {tcpSocket: {port: 9100}, periodSeconds: 3}}\n"+
+			"  - {name: app, image: img, ports: [{containerPort: 8080}], readinessProbe: {exec: {command: [cat, /r]}, periodSeconds: 2}}\n", Options{})
+		assertStrings(t, "delegated", cfg.DelegatedReadiness, []string{"app"}, false)
+		assertStrings(t, "readiness containers", cfg.ReadinessContainers, []string{"side"}, false)
+		assertStrings(t, "containers (serving first)", cfg.Containers, []string{"app", "side"}, false)
+		if p := w.Container("app").ReadinessProbe; p == nil || p.Exec == nil {
+			t.Error("the serving container lost its exec readiness probe")
+		}
+		if got := w.Container(gateenv.ContainerName).ReadinessProbe.PeriodSeconds; got != 2 {
+			t.Errorf("gate period %d, want the exec probe's 2", got)
+		}
+	})
+	t.Run("a Knative Service's serving container is always checked on its port", func(t *testing.T) {
+		_, cfg := injected(t, svcWith("readinessProbe: {exec: {command: [cat, /r]}}", ""), Options{})
+		if len(cfg.ReadinessProbes) != 1 || cfg.ReadinessProbes[0].TCPSocket == nil || cfg.ReadinessContainers[0] != "app" {
+			t.Errorf("gate probes %+v of %v, want the serving container's TCP check", cfg.ReadinessProbes, cfg.ReadinessContainers)
 		}
 	})
 	t.Run("named ports are resolved for the gate", func(t *testing.T) {
@@ -144,23 +165,45 @@ func TestInjectDrainHooks(t *testing.T) {
 	m := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers:\n  - {name: sc, image: i, restartPolicy: Always, livenessProbe: {tcpSocket: {port: 9}}}\n  containers:\n" +
 		"  - {name: a, image: i, ports: [{containerPort: 8080}], lifecycle: {postStart: {exec: {command: [x]}}}}\n" +
 		"  - {name: b, image: i, lifecycle: {preStop: {exec: {command: [sleep, '5']}}}}\n"
-	w, _ := injected(t, m, Options{})
-	a, b := w.Container("a"), w.Container("b")
-	if h := a.Lifecycle.PreStop; h == nil || h.HTTPGet == nil || h.HTTPGet.Path != "/wait-for-drain" || h.HTTPGet.Port != intstr.FromInt32(8022) {
-		t.Errorf("a's preStop %+v, want GET :8022/wait-for-drain", h)
-	}
-	if a.Lifecycle.PostStart == nil {
-		t.Error("a's postStart was dropped")
-	}
-	if h := b.Lifecycle.PreStop; h.Exec == nil {
-		t.Errorf("b's own preStop replaced by %+v", h)
-	}
-	if w.Container(gateenv.ContainerName).Lifecycle != nil {
-		t.Error("the gate waits for its own drain")
-	}
-	sc := w.PodSpec().InitContainers[0]
-	if sc.Lifecycle != nil || sc.LivenessProbe.TCPSocket == nil {
-		t.Errorf("native sidecar changed: lifecycle %+v liveness %+v; it starts before and stops after the gate", sc.Lifecycle, sc.LivenessProbe)
+	for _, mode := range []struct {
+		name string
+		opts Options
+		// sidecarRouted: the user's native sidecar starts after the gate
+		// and stops before it, so its liveness goes through the gate.
+		sidecarRouted bool
+		// gatePreStop is the gate's own hook, "" for none.
+		gatePreStop string
+	}{
+		{"gate as a native sidecar", Options{}, true, "/start-drain"},
+		{"gate as a regular container", Options{GateAsContainer: true}, false, ""},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			w, _ := injected(t, m, mode.opts)
+			a, b := w.Container("a"), w.Container("b")
+			if h := a.Lifecycle.PreStop; h == nil || h.HTTPGet == nil || h.HTTPGet.Path != "/wait-for-drain" || h.HTTPGet.Port != intstr.FromInt32(8022) {
+				t.Errorf("a's preStop %+v, want GET :8022/wait-for-drain", h)
+			}
+			if a.Lifecycle.PostStart == nil {
+				t.Error("a's postStart was dropped")
+			}
+			if h := b.Lifecycle.PreStop; h.Exec == nil {
+				t.Errorf("b's own preStop replaced by %+v", h)
+			}
+			gate := w.Container(gateenv.ContainerName)
+			switch {
+			case mode.gatePreStop == "" && gate.Lifecycle != nil:
+				t.Errorf("the gate got a lifecycle %+v", gate.Lifecycle)
+			case mode.gatePreStop != "" && (gate.Lifecycle == nil || gate.Lifecycle.PreStop.HTTPGet == nil || gate.Lifecycle.PreStop.HTTPGet.Path != mode.gatePreStop):
+				t.Errorf("the gate's preStop %+v, want GET %s (it never waits for its own drain)", gate.Lifecycle, mode.gatePreStop)
+			}
+			sc := w.Container("sc")
+			if sc.Lifecycle != nil {
+				t.Errorf("native sidecar got a lifecycle %+v: it stops after the drain is over", sc.Lifecycle)
+			}
+			if routed := sc.LivenessProbe.HTTPGet != nil && sc.LivenessProbe.HTTPGet.Path == "/probe/sc/liveness"; routed != mode.sidecarRouted {
+				t.Errorf("native sidecar liveness %+v: routed %v, want %v", sc.LivenessProbe, routed, mode.sidecarRouted)
+			}
+		})
 	}
 	warns := one(t, m).Warnings()
 	if len(warns) != 1 || !strings.HasPrefix(warns[0], "spec.containers[1].lifecycle.preStop: kept") {
@@ -169,39 +212,82 @@ func TestInjectDrainHooks(t *testing.T) {
 }
 
 func TestInjectGateContainer(t *testing.T) {
-	w, cfg := injected(t, podWith(""), Options{GateImage: "registry.test/gate:v1"})
-	spec := w.PodSpec()
-	g := spec.Containers[0]
-	if g.Name != gateenv.ContainerName || g.Image != "registry.test/gate:v1" {
-		t.Fatalf("first container %s (%s), want the gate with the given image", g.Name, g.Image)
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{
+		{"a native sidecar, first of the init containers", Options{GateImage: "registry.test/gate:v1"}},
+		{"the first regular container", Options{GateImage: "registry.test/gate:v1", GateAsContainer: true}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			m := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers:\n" +
+				"  - {name: setup, image: i, command: [\"true\"]}\n  - {name: sc, image: i, restartPolicy: Always}\n" +
+				"  containers:\n  - {name: app, image: img, ports: [{name: http, containerPort: 8080}]}\n"
+			w, cfg := injected(t, m, mode.opts)
+			spec := w.PodSpec()
+			var g corev1.Container
+			if mode.opts.GateAsContainer {
+				g = spec.Containers[0]
+				if g.RestartPolicy != nil || g.StartupProbe != nil {
+					t.Errorf("regular gate container: restartPolicy %v, startup %+v; want neither", g.RestartPolicy, g.StartupProbe)
+				}
+				assertStrings(t, "init containers", names(spec.InitContainers), []string{"setup", "sc"}, false)
+			} else {
+				g = spec.InitContainers[0]
+				assertStrings(t, "init containers", names(spec.InitContainers), []string{"podgate", "setup", "sc"}, false)
+				assertStrings(t, "containers", names(spec.Containers), []string{"app"}, false)
+				if g.RestartPolicy == nil || *g.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+					t.Errorf("gate restartPolicy %v, want Always (a native sidecar)", g.RestartPolicy)
+				}
+				sp := g.StartupProbe
+				if sp == nil || sp.Exec == nil || strings.Join(sp.Exec.Command, " ") != "podgate gate wait --timeout 9s" ||
+					sp.TimeoutSeconds != 10 || sp.PeriodSeconds != 1 {
+					t.Errorf("gate startup probe %+v, want exec podgate gate wait --timeout 9s, timeout 10, period 1", sp)
+				}
+			}
+			if g.Name != gateenv.ContainerName || g.Image != "registry.test/gate:v1" {
+				t.Fatalf("gate %s (%s), want the gate with the given image", g.Name, g.Image)
+			}
+			if strings.Join(append(g.Command, g.Args...), " ") != "podgate gate" {
+				t.Errorf("gate runs %v %v", g.Command, g.Args)
+			}
+			var ports []int32
+			for _, p := range g.Ports {
+				ports = append(ports, p.ContainerPort)
+			}
+			if len(ports) != 3 || ports[0] != 8012 || ports[1] != 8022 || ports[2] != 9091 {
+				t.Errorf("gate ports %v, want 8012 8022 9091", ports)
+			}
+			rp := g.ReadinessProbe
+			if rp.HTTPGet.Port != intstr.FromInt32(8012) || len(rp.HTTPGet.HTTPHeaders) != 1 ||
+				rp.HTTPGet.HTTPHeaders[0] != (corev1.HTTPHeader{Name: "K-Network-Probe", Value: "queue"}) || rp.FailureThreshold != 1 {
+				t.Errorf("gate readiness %+v", rp)
+			}
+			if w.Template.Annotations["kubectl.kubernetes.io/default-container"] != "app" {
+				t.Errorf("default container annotation %v", w.Template.Annotations)
+			}
+			if v, _, _ := envValue(w.Container("app"), "PORT"); v != "8080" {
+				t.Errorf("serving container PORT %q, want 8080", v)
+			}
+			if cfg.UserPort != 8080 || cfg.ServingPort != 8012 || cfg.AdminPort != 8022 || cfg.MetricsPort != 9091 {
+				t.Errorf("ports in config %+v", cfg)
+			}
+			if cfg.DrainQuietPeriod != 15*time.Second {
+				t.Errorf("drain quiet period %v, want half of the 30 s grace period", cfg.DrainQuietPeriod)
+			}
+			if cfg.OnlyRouter != "" {
+				t.Errorf("only router %q on Kubernetes, want none: other routers may send traffic", cfg.OnlyRouter)
+			}
+		})
 	}
-	if strings.Join(append(g.Command, g.Args...), " ") != "podgate gate" {
-		t.Errorf("gate runs %v %v", g.Command, g.Args)
+}
+
+func names(cs []corev1.Container) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
 	}
-	var ports []int32
-	for _, p := range g.Ports {
-		ports = append(ports, p.ContainerPort)
-	}
-	if len(ports) != 3 || ports[0] != 8012 || ports[1] != 8022 || ports[2] != 9091 {
-		t.Errorf("gate ports %v, want 8012 8022 9091", ports)
-	}
-	rp := g.ReadinessProbe
-	if rp.HTTPGet.Port != intstr.FromInt32(8012) || len(rp.HTTPGet.HTTPHeaders) != 1 ||
-		rp.HTTPGet.HTTPHeaders[0] != (corev1.HTTPHeader{Name: "K-Network-Probe", Value: "queue"}) || rp.FailureThreshold != 1 {
-		t.Errorf("gate readiness %+v", rp)
-	}
-	if w.Template.Annotations["kubectl.kubernetes.io/default-container"] != "app" {
-		t.Errorf("default container annotation %v", w.Template.Annotations)
-	}
-	if v, _, _ := envValue(w.Container("app"), "PORT"); v != "8080" {
-		t.Errorf("serving container PORT %q, want 8080", v)
-	}
-	if cfg.UserPort != 8080 || cfg.ServingPort != 8012 || cfg.AdminPort != 8022 || cfg.MetricsPort != 9091 {
-		t.Errorf("ports in config %+v", cfg)
-	}
-	if cfg.DrainQuietPeriod != 15*time.Second {
-		t.Errorf("drain quiet period %v, want half of the 30 s grace period", cfg.DrainQuietPeriod)
-	}
+	return out
 }
 
 func TestInjectKnativeIdentity(t *testing.T) {
@@ -238,6 +324,9 @@ func TestInjectLocalMode(t *testing.T) {
 	}
 	if cfg.StatusSource != "http://127.0.0.1:9999" {
 		t.Errorf("status source %q, want the node agent's API", cfg.StatusSource)
+	}
+	if cfg.OnlyRouter != gateenv.OnlyRouterActivator {
+		t.Errorf("only router %q, want the activator: locally the front door is the way in", cfg.OnlyRouter)
 	}
 }
 

@@ -38,7 +38,7 @@ func setKnativeDefaults(w *Workload) {
 	pickServingContainer(w)
 	// An injected pod's serving readiness probe lives in the gate; adding
 	// Knative's default back would probe twice.
-	if i := w.servingIndex(); i >= 0 && gateIndex(spec) < 0 {
+	if i := w.servingIndex(); i >= 0 && !findGate(spec).found() {
 		c := &spec.Containers[i]
 		// The reconciler replaces the serving container's ports with the
 		// one user port; a port without a number gets the default.

@@ -18,11 +18,11 @@ import (
 // no port anywhere, the first container on Knative's 8080.
 func pickServingContainer(w *Workload) {
 	cs := w.PodSpec().Containers
-	gate := gateIndex(w.PodSpec())
+	gate := findGate(w.PodSpec())
 	w.ServingContainer, w.ServingPort = "", gateenv.DefaultUserPort
 	first := -1
 	for i := range cs {
-		if i == gate {
+		if gate.isContainer(i) {
 			continue
 		}
 		if first < 0 {

@@ -27,7 +27,7 @@ func Validate(w *Workload) field.ErrorList {
 	if w.Kind == KindDeployment {
 		errs = append(errs, validateDeployment(w)...)
 	}
-	v := &podValidator{w: w, spec: w.PodSpec(), path: w.SpecPath(), gate: gateIndex(w.PodSpec())}
+	v := &podValidator{w: w, spec: w.PodSpec(), path: w.SpecPath(), gate: findGate(w.PodSpec())}
 	errs = append(errs, v.validate()...)
 	if w.Knative != nil {
 		errs = append(errs, validateKnative(w, v)...)
@@ -96,25 +96,51 @@ func validateDeployment(w *Workload) field.ErrorList {
 	return errs
 }
 
-// gateIndex finds the gate container of an injected pod: named podgate
-// and configured by the injector (it always writes the status source).
-// A user container merely named podgate is not the gate.
-func gateIndex(spec *corev1.PodSpec) int {
-	for i, c := range spec.Containers {
+// gateRef locates the gate of an injected pod: a native sidecar among the
+// init containers (the default), or a regular container.
+type gateRef struct {
+	init  bool // among spec.initContainers
+	index int  // -1: no gate
+}
+
+func (g gateRef) found() bool { return g.index >= 0 }
+
+// isContainer says whether spec.containers[i] is the gate.
+func (g gateRef) isContainer(i int) bool { return !g.init && g.index == i }
+
+// isInit says whether spec.initContainers[i] is the gate.
+func (g gateRef) isInit(i int) bool { return g.init && g.index == i }
+
+// findGate finds the gate container of an injected pod: named podgate and
+// configured by the injector (it always writes the status source). A user
+// container merely named podgate is not the gate.
+func findGate(spec *corev1.PodSpec) gateRef {
+	isGate := func(c *corev1.Container) bool {
 		if c.Name != gateenv.ContainerName {
-			continue
+			return false
 		}
 		for _, e := range c.Env {
 			if e.Name == gateenv.EnvStatusSource {
-				return i
+				return true
 			}
 		}
+		return false
 	}
-	return -1
+	for i := range spec.InitContainers {
+		if isGate(&spec.InitContainers[i]) {
+			return gateRef{init: true, index: i}
+		}
+	}
+	for i := range spec.Containers {
+		if isGate(&spec.Containers[i]) {
+			return gateRef{index: i}
+		}
+	}
+	return gateRef{index: -1}
 }
 
 // IsInjected reports whether the workload's pod already carries the gate.
-func (w *Workload) IsInjected() bool { return gateIndex(w.PodSpec()) >= 0 }
+func (w *Workload) IsInjected() bool { return findGate(w.PodSpec()).found() }
 
 func describePorts(ports []corev1.ContainerPort) string {
 	var names []string

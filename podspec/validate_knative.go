@@ -44,7 +44,7 @@ func validateKnative(w *Workload, v *podValidator) field.ErrorList {
 	errs = append(errs, validateServingPort(w, v)...)
 
 	for i := range spec.Containers {
-		if i == v.gate {
+		if v.gate.isContainer(i) {
 			continue
 		}
 		c := &spec.Containers[i]
@@ -52,7 +52,7 @@ func validateKnative(w *Workload, v *podValidator) field.ErrorList {
 		if c.Name == "queue-proxy" {
 			errs = append(errs, field.Invalid(cpath.Child("name"), c.Name, "reserved for Knative's queue-proxy"))
 		}
-		if v.gate >= 0 {
+		if v.gate.found() {
 			continue // the injector set the reserved variables
 		}
 		reserved := knativeReservedEnv
@@ -75,7 +75,7 @@ func validateServingPort(w *Workload, v *podValidator) field.ErrorList {
 	spec, path := w.PodSpec(), w.SpecPath()
 	count, users := 0, 0
 	for i := range spec.Containers {
-		if i == v.gate {
+		if v.gate.isContainer(i) {
 			continue
 		}
 		users++

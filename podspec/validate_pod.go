@@ -27,13 +27,13 @@ type podValidator struct {
 	w    *Workload
 	spec *corev1.PodSpec
 	path *field.Path
-	gate int // index of the injected gate container, -1 if none
+	gate gateRef // the injected gate, if any
 }
 
 func (v *podValidator) validate() field.ErrorList {
 	var errs field.ErrorList
 	spec, path := v.spec, v.path
-	if len(spec.Containers) == 0 || (len(spec.Containers) == 1 && v.gate == 0) {
+	if len(spec.Containers) == 0 || (len(spec.Containers) == 1 && v.gate.isContainer(0)) {
 		errs = append(errs, field.Required(path.Child("containers"), "a pod needs at least one container"))
 	}
 	switch spec.RestartPolicy {
@@ -48,10 +48,13 @@ func (v *podValidator) validate() field.ErrorList {
 	errs = append(errs, v.names()...)
 	errs = append(errs, v.validatePortEnv()...)
 	for i := range spec.InitContainers {
+		if v.gate.isInit(i) {
+			continue
+		}
 		errs = append(errs, v.initContainer(i)...)
 	}
 	for i := range spec.Containers {
-		if i == v.gate {
+		if v.gate.isContainer(i) {
 			continue
 		}
 		c := &spec.Containers[i]
@@ -90,10 +93,10 @@ func (v *podValidator) names() field.ErrorList {
 		}
 	}
 	for i := range v.spec.InitContainers {
-		check(&v.spec.InitContainers[i], v.path.Child("initContainers").Index(i), false)
+		check(&v.spec.InitContainers[i], v.path.Child("initContainers").Index(i), v.gate.isInit(i))
 	}
 	for i := range v.spec.Containers {
-		check(&v.spec.Containers[i], v.path.Child("containers").Index(i), i == v.gate)
+		check(&v.spec.Containers[i], v.path.Child("containers").Index(i), v.gate.isContainer(i))
 	}
 	return errs
 }

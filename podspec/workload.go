@@ -100,11 +100,18 @@ func (w *Workload) PodLabels() map[string]string {
 	return out
 }
 
-// Container returns the regular container with the given name, or nil.
+// Container returns the container (regular, else init) with the given
+// name, or nil.
 func (w *Workload) Container(name string) *corev1.Container {
-	for i := range w.Template.Spec.Containers {
-		if w.Template.Spec.Containers[i].Name == name {
-			return &w.Template.Spec.Containers[i]
+	spec := &w.Template.Spec
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i]
+		}
+	}
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == name {
+			return &spec.InitContainers[i]
 		}
 	}
 	return nil

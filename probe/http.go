@@ -47,19 +47,25 @@ func newHTTPTransport(d *net.Dialer) *http.Transport {
 	}
 }
 
-func (r *Runner) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, t Target, timeout time.Duration) (Result, string, error) {
+// RedirectWarningPrefix starts the message of a Warning: a 3xx the probe
+// did not follow, the response body after it.
+const RedirectWarningPrefix = "Probe terminated redirects, Response body: "
+
+func (r *Runner) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, t Target, timeout time.Duration) (Result, string, int, error) {
 	req, err := r.newHTTPRequest(ctx, h, t)
 	if err != nil {
-		return Error, "", err
+		return Error, "", 0, err
 	}
 	client := http.Client{Transport: r.transport, Timeout: timeout, CheckRedirect: sameHostRedirects}
 	res, err := client.Do(req)
 	if err != nil {
 		// Refused, timed out before headers, too many redirects: the
 		// container failed, and the message is the client's error text.
-		return Failure, err.Error(), nil
+		return Failure, err.Error(), 0, nil
 	}
 	defer func() { _ = res.Body.Close() }()
+	code := res.StatusCode
+	routed, haveRouted := routedMessage(res.Header, t.MessageHeader)
 
 	buf := bodyBufs.Get().(*[MaxHTTPBody]byte)
 	defer bodyBufs.Put(buf)
@@ -67,19 +73,45 @@ func (r *Runner) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, t Targe
 	if err != nil {
 		// The headers arrived but the body broke (timeout, unexpected EOF):
 		// the kubelet counts that as a probe error, so the tick retries.
-		return Error, "", err
+		if haveRouted {
+			err = errors.New(routed)
+		}
+		return Error, "", code, err
 	}
-	switch code := res.StatusCode; {
+	var result Result
+	var msg string
+	switch {
 	case code >= 200 && code < 300:
-		return Success, "", nil
+		result = Success
 	case code >= 300 && code < 400:
 		// A redirect that was not followed (other host, no Location, 304)
 		// still counts as success, with a warning.
-		return Warning, "Probe terminated redirects, Response body: " + string(buf[:n]), nil
+		result, msg = Warning, RedirectWarningPrefix+string(buf[:n])
 	default:
 		// The body is deliberately left out, as the kubelet does.
-		return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code), nil
+		result, msg = Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
 	}
+	if haveRouted {
+		msg = routed
+	}
+	return result, msg, code, nil
+}
+
+// routedMessage reads the Go-quoted message in header name, if the target
+// asked for one and the answer carries a well-formed one.
+func routedMessage(h http.Header, name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	v, ok := h[http.CanonicalHeaderKey(name)]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	msg, err := strconv.Unquote(v[0])
+	if err != nil {
+		return "", false
+	}
+	return msg, true
 }
 
 var bodyBufs = sync.Pool{New: func() any { return new([MaxHTTPBody]byte) }}

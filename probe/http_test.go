@@ -2,10 +2,12 @@ package probe
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -323,6 +325,9 @@ func TestHTTPStatus(t *testing.T) {
 			if o.Result != tc.want || o.Message != tc.wantMsg || o.Attempts != 1 {
 				t.Errorf("got %v %q after %d attempts, want %v %q after 1", o.Result, o.Message, o.Attempts, tc.want, tc.wantMsg)
 			}
+			if o.StatusCode != tc.code {
+				t.Errorf("StatusCode = %d, want %d", o.StatusCode, tc.code)
+			}
 		})
 	}
 }
@@ -360,5 +365,55 @@ func TestHTTPTransportHasNoProxy(t *testing.T) {
 	r := NewRunner()
 	if r.transport.Proxy != nil {
 		t.Fatal("the probe transport has a Proxy function; the kubelet's probes ignore proxy env vars")
+	}
+}
+
+// TestHTTPMessageHeader: a target naming a message header takes the probe's
+// message from the answer (what the gate sends for a routed probe), while
+// the verdict still comes from the status code; without the name, or with a
+// malformed value, the header is ignored.
+func TestHTTPMessageHeader(t *testing.T) {
+	const header = "Podgate-Probe-Message"
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var code int
+		_, _ = fmt.Sscanf(r.URL.Path, "/%d", &code)
+		if v := r.URL.Query().Get("raw"); v != "" {
+			w.Header().Set(header, v)
+		} else {
+			w.Header().Set(header, strconv.Quote("original: "+r.URL.Query().Get("m")))
+		}
+		if r.URL.Query().Has("short") {
+			w.Header().Set("Content-Length", "100")
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, "body")
+	}))
+	defer s.Close()
+	_, port := hostPort(t, s.URL)
+
+	tests := []struct {
+		name, path string
+		header     string
+		want       Result
+		wantMsg    string
+	}{
+		{"success carries no message of its own; the header's is taken", "/200?m=ok", header, Success, "original: ok"},
+		{"a warning takes the header's message", "/302?m=moved", header, Warning, "original: moved"},
+		{"a failure takes the header's message", "/500?m=dial+tcp+refused", header, Failure, "original: dial tcp refused"},
+		{"a probe error takes the header's message", "/500?m=broken&short", header, Error, "original: broken"},
+		{"without a header name the header is ignored", "/500?m=x", "", Failure, "HTTP probe failed with statuscode: 500"},
+		{"a value that is not Go-quoted is ignored", "/500?raw=plain", header, Failure, "HTTP probe failed with statuscode: 500"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := run(t, httpGetProbe(intstr.FromInt32(int32(port)), tc.path), Target{PodIP: "127.0.0.1", MessageHeader: tc.header})
+			msg := o.Message
+			if o.Result == Error && o.Err != nil {
+				msg = o.Err.Error()
+			}
+			if o.Result != tc.want || msg != tc.wantMsg {
+				t.Errorf("got %v %q, want %v %q", o.Result, msg, tc.want, tc.wantMsg)
+			}
+		})
 	}
 }

@@ -56,6 +56,10 @@ type Outcome struct {
 	Message string
 	// Err is set when Result is Error (the last attempt's error).
 	Err error
+	// StatusCode is the HTTP status of the answer that decided an httpGet
+	// probe (the 3xx of a Warning, the code of an HTTP Failure); 0 when no
+	// answer came or the probe is not httpGet.
+	StatusCode int
 	// Attempts is how many attempts the tick made (errors are retried up to
 	// MaxAttempts times in one tick).
 	Attempts int
@@ -75,6 +79,13 @@ type Target struct {
 	// Exec runs exec probes in the container's context. Nil means
 	// HostExecutor with no extra context.
 	Exec Executor
+	// MessageHeader, if set, names a response header of an httpGet probe
+	// whose value (Go-quoted, as strconv.Quote writes it) replaces the
+	// probe's message. The gate answers a routed liveness or startup probe
+	// with the original probe's message there; podgate's node agent sets
+	// it for those probes, so it records what probing the container
+	// directly would have. The kubelet knows nothing of it.
+	MessageHeader string
 }
 
 // Executor runs an exec probe's argv in a container's context and returns

@@ -71,7 +71,7 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, t Target) Outcome {
 	var o Outcome
 	for o.Attempts < MaxAttempts {
 		o.Attempts++
-		o.Result, o.Message, o.Err = r.attempt(ctx, p, t, timeout)
+		o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout)
 		if o.Err == nil || ctx.Err() != nil {
 			break
 		}
@@ -91,7 +91,7 @@ func (r *Runner) Attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 	}
 	var o Outcome
 	o.Attempts = 1
-	o.Result, o.Message, o.Err = r.attempt(ctx, p, t, timeout)
+	o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout)
 	o.Duration = time.Since(start)
 	return o
 }
@@ -102,12 +102,14 @@ var errNoHandler = errors.New("missing probe handler")
 
 // attempt runs the probe's handler once. Handlers report an error only for
 // what the kubelet counts as a probe error; a returned error always comes
-// with Result Error and a Message equal to its text.
-func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) (Result, string, error) {
+// with Result Error and a Message equal to its text. code is the HTTP
+// status of the answer that decided an httpGet probe, 0 otherwise.
+func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) (Result, string, int, error) {
 	var (
-		res Result
-		msg string
-		err error
+		res  Result
+		msg  string
+		code int
+		err  error
 	)
 	switch {
 	case ctx.Err() != nil:
@@ -117,7 +119,7 @@ func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 	case p.Exec != nil: // the kubelet's order of handlers
 		res, msg, err = r.execProbe(ctx, p.Exec, t, timeout)
 	case p.HTTPGet != nil:
-		res, msg, err = r.httpProbe(ctx, p.HTTPGet, t, timeout)
+		res, msg, code, err = r.httpProbe(ctx, p.HTTPGet, t, timeout)
 	case p.TCPSocket != nil:
 		res, msg, err = r.tcpProbe(ctx, p.TCPSocket, t, timeout)
 	case p.GRPC != nil:
@@ -131,9 +133,9 @@ func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 		err = ctx.Err()
 	}
 	if err != nil {
-		return Error, err.Error(), err
+		return Error, err.Error(), code, err
 	}
-	return res, msg, nil
+	return res, msg, code, nil
 }
 
 // attemptTimeout is the probe's timeoutSeconds; unset counts as the API

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -33,6 +34,7 @@ type container struct {
 	env   *envList
 	argv  []string
 	dir   string
+	exec  probe.Executor  // runs its exec probes and hooks
 	setup field.ErrorList // why it cannot be started, if anything
 
 	// The current instance.
@@ -66,8 +68,23 @@ func (c *container) probeTarget(podIP string) probe.Target {
 		Ports: c.spec.Ports,
 		// FACTS §1: only static values take part in $(VAR) expansion.
 		Env:  c.spec.Env,
-		Exec: probe.HostExecutor{Dir: c.dir, Env: c.env.strings()},
+		Exec: c.exec,
 	}
+}
+
+// hostExecutor runs a container's exec probes and hooks on this host. A
+// command "podgate" runs this binary, as a container's command does: the
+// gate's startup probe is `podgate gate wait`.
+type hostExecutor struct {
+	probe.HostExecutor
+	self string
+}
+
+func (e hostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, error) {
+	if len(argv) > 0 && argv[0] == "podgate" && e.self != "" {
+		argv = append([]string{e.self}, argv[1:]...)
+	}
+	return e.HostExecutor.Exec(ctx, argv)
 }
 
 // fieldPath is the events' fieldPath for the container.

@@ -83,8 +83,18 @@ func newRecorder(store *objstore.Store, clk clock.PassiveClock, node string, lim
 }
 
 // record writes the event synchronously: when it returns, watchers can see
-// it (the ordering tests rely on that).
+// it (the ordering tests rely on that). Every occurrence is logged.
 func (r *recorder) record(ref objectRef, fieldPath, eventType, reason, message, component string) {
+	r.write(ref, fieldPath, eventType, reason, message, component, true)
+}
+
+// recordQuietly is record, but a repeat of an event already recorded is
+// only counted, not logged again.
+func (r *recorder) recordQuietly(ref objectRef, fieldPath, eventType, reason, message, component string) {
+	r.write(ref, fieldPath, eventType, reason, message, component, false)
+}
+
+func (r *recorder) write(ref objectRef, fieldPath, eventType, reason, message, component string, logRepeat bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := metav1.NewTime(r.clock.Now())
@@ -93,7 +103,9 @@ func (r *recorder) record(ref objectRef, fieldPath, eventType, reason, message, 
 	if eventType == corev1.EventTypeWarning {
 		level = slog.LevelWarn
 	}
-	r.log.Log(context.Background(), level, message, "pod", ref.namespace+"/"+ref.name, "reason", reason, "field", fieldPath)
+	if _, repeat := r.byKey[key]; logRepeat || !repeat {
+		r.log.Log(context.Background(), level, message, "pod", ref.namespace+"/"+ref.name, "reason", reason, "field", fieldPath)
+	}
 
 	if name, ok := r.byKey[key]; ok {
 		_, err := r.store.Events.Modify(ref.namespace, name, func(e *corev1.Event) error {

@@ -13,8 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/podgate/podgate/probe"
 )
 
 // ReasonFailedPreStopHook is the event of a preStop hook that failed; the
@@ -54,7 +52,7 @@ func (p *pod) execHook(ctx context.Context, c *container, e *corev1.ExecAction) 
 	for i, a := range e.Command {
 		argv[i] = expandVars(a, lookup)
 	}
-	out, code, err := probe.HostExecutor{Dir: c.dir, Env: c.env.strings()}.Exec(ctx, argv)
+	out, code, err := c.exec.Exec(ctx, argv)
 	switch {
 	case err != nil:
 		return fmt.Errorf("exec %q: %w", argv, err)

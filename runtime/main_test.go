@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +30,12 @@ func TestMain(m *testing.M) {
 			os.Exit(runTermReporter())
 		}
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if podgatePath != "" {
+			_ = os.RemoveAll(filepath.Dir(podgatePath))
+		}
+		os.Exit(code)
+	}))
 }
 
 // runTestapp is `podgate testapp` for this test binary.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
@@ -93,10 +94,15 @@ func (a *Agent) attempt(spec *corev1.Probe, target probe.Target) prober.AttemptF
 // probesOf wires c's probes to the shared runner.
 func (p *pod) probesOf(c *container) []prober.Probe {
 	var out []prober.Probe
-	target := c.probeTarget(p.ip.String())
 	add := func(kind prober.Kind, spec *corev1.Probe) {
 		if spec == nil {
 			return
+		}
+		target := c.probeTarget(p.ip.String())
+		if p.wl.w.IsInjected() && routedThroughGate(spec) {
+			// The gate's answer carries the original probe's message:
+			// record what probing the container directly would have.
+			target.MessageHeader = gateenv.ProbeMessageHeader
 		}
 		if podspec.IsAggressive(spec) {
 			// Knative's periodSeconds 0 ("probe aggressively until ready")
@@ -113,6 +119,17 @@ func (p *pod) probesOf(c *container) []prober.Probe {
 	add(prober.Liveness, c.spec.LivenessProbe)
 	add(prober.Startup, c.spec.StartupProbe)
 	return out
+}
+
+// routedThroughGate: a liveness or startup probe the injector sent
+// through the gate's /probe/<container>/<kind> on its admin port.
+func routedThroughGate(spec *corev1.Probe) bool {
+	h := spec.HTTPGet
+	if h == nil || h.Host != "" || h.Port.IntValue() != gateenv.DefaultAdminPort {
+		return false
+	}
+	_, _, err := gateenv.ParseProbePath(h.Path)
+	return err == nil
 }
 
 // qosClass is the pod's QoS class as the API server computes it, coarsely:

@@ -91,7 +91,14 @@ func (p *pod) onProbe(u prober.Update) {
 		return // about an instance that is gone
 	}
 	if eventType, reason, message, ok := u.Event(); ok {
-		p.record(c, eventType, reason, message)
+		if p.terminating && u.Kind == prober.Readiness {
+			// A terminating pod fails readiness by design (the gate's
+			// drain answers 503 every period): counted in the event,
+			// logged once; the gate reports the drain's progress.
+			p.a.events.recordQuietly(p.ref(), c.fieldPath(), eventType, reason, message, componentKubelet)
+		} else {
+			p.record(c, eventType, reason, message)
+		}
 	}
 	c.ready, c.started = u.Ready, u.Started
 	if !u.Restart || p.terminating || c.kill != nil {

@@ -37,10 +37,19 @@ func (p *pod) publish() {
 			ready = c.Status == corev1.ConditionTrue
 		}
 	}
+	// Native sidecars count for readiness (the gate is one): name them
+	// too when saying which containers are not ready.
+	var counted []corev1.ContainerStatus
+	for i, c := range p.inits {
+		if c.sidecar && i < len(obj.Status.InitContainerStatuses) {
+			counted = append(counted, obj.Status.InitContainerStatuses[i])
+		}
+	}
+	counted = append(counted, obj.Status.ContainerStatuses...)
 	p.wl.setEndpoint(p, endpointState{
 		ip: p.ip.String(), ready: ready, terminating: p.terminating,
 		terminal: obj.Status.Phase == corev1.PodSucceeded || obj.Status.Phase == corev1.PodFailed,
-		notReady: notReadyContainers(obj.Status.ContainerStatuses),
+		notReady: notReadyContainers(counted),
 		failure:  containerFailed(obj.Status.ContainerStatuses),
 	})
 }

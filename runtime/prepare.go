@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/probe"
 )
 
 // Environment variables podgate sets in every container (before the
@@ -69,6 +70,7 @@ func (a *Agent) prepareContainer(w *podspec.Workload, spec *corev1.Container, pa
 	if c.dir == "" {
 		c.dir = a.workDir
 	}
+	c.exec = hostExecutor{HostExecutor: probe.HostExecutor{Dir: c.dir, Env: env.strings()}, self: a.opts.Images.Self}
 	return c
 }
 

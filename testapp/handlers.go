@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // The probe log lines of the app used in the original Knative experiments;
@@ -27,6 +28,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/toggleLive", s.toggle("Liveness", &s.liveToggle))
 	mux.HandleFunc("/toggleExec", s.toggleExec)
 	mux.HandleFunc("/redirect", s.redirect)
+	mux.HandleFunc("/slow", s.slow)
 	// Any other path is traffic: answer who served it, so load tests can
 	// see which replica answered.
 	mux.HandleFunc("/", s.root)
@@ -175,4 +177,24 @@ func (s *Server) redirect(w http.ResponseWriter, r *http.Request) {
 		code = n
 	}
 	http.Redirect(w, r, loc, code)
+}
+
+// maxSlow bounds /slow, so a typo cannot hold a connection for days.
+const maxSlow = 10 * time.Minute
+
+// slow answers like / after ?for=D (a Go duration), or not at all if the
+// client goes away first: a request that stays in flight, for drain tests.
+func (s *Server) slow(w http.ResponseWriter, r *http.Request) {
+	d, err := time.ParseDuration(r.URL.Query().Get("for"))
+	if err != nil || d < 0 || d > maxSlow {
+		http.Error(w, fmt.Sprintf("invalid ?for=%q: want a duration from 0s to %s", r.URL.Query().Get("for"), maxSlow), http.StatusBadRequest)
+		return
+	}
+	t := s.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		fmt.Fprintln(w, s.cfg.Name)
+	case <-r.Context().Done():
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/podgate/podgate/testapp"
 )
 
@@ -288,4 +290,29 @@ func FuzzRedirect(f *testing.F) {
 			t.Errorf("loc=%q code=%q: status %d, want 3xx or 400", loc, code, rec.Code)
 		}
 	})
+}
+
+func TestSlowAnswersAfterTheDelay(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	s, _ := startApp(t, testapp.Config{Name: "slowpoke", Clock: clk})
+	expect(t, s, http.MethodGet, "/slow?for=soon", 400, "invalid ?for=")
+	expect(t, s, http.MethodGet, "/slow?for=1h", 400, "want a duration from 0s to 10m0s")
+	done := make(chan response, 1)
+	go func() { done <- do(t, http.MethodGet, s.URL()+"/slow?for=2s") }()
+	deadline := time.Now().Add(waitTimeout)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case got := <-done:
+		t.Fatalf("answered before the delay: %+v", got)
+	default:
+	}
+	clk.Step(2 * time.Second)
+	if got := <-done; got.code != 200 || got.body != "slowpoke\n" {
+		t.Errorf("GET /slow = %d %q, want 200 with the name", got.code, got.body)
+	}
 }

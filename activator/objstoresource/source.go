@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -181,6 +182,9 @@ func (s *Source) snapshot(st *state) []activator.Pod {
 				p.Name = ref.Name
 				if pod := st.pods[ref.Name]; pod != nil && (ref.UID == "" || ref.UID == pod.UID) {
 					p.FastPath = pod.DeletionTimestamp == nil && activator.FastPathAllowed(&pod.Spec)
+					if port := gateAdminPort(&pod.Spec); port > 0 {
+						p.AdminAddr = net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port)))
+					}
 				}
 			}
 			if prev, ok := byName[p.Name]; ok {
@@ -196,6 +200,24 @@ func (s *Source) snapshot(st *state) []activator.Pod {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// gateAdminPort is the admin port the pod's gate declares, 0 without a
+// gate: where the target tells it that it gets no more traffic.
+func gateAdminPort(spec *corev1.PodSpec) int32 {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			if c.Name != gateenv.ContainerName {
+				continue
+			}
+			for _, port := range c.Ports {
+				if port.Name == gateenv.AdminPortName {
+					return port.ContainerPort
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func equal(a, b []activator.Pod) bool {

@@ -223,3 +223,45 @@ func TestSourceFeedsTarget(t *testing.T) {
 		t.Fatal("held request not released")
 	}
 }
+
+// TestGateAdminAddress: a pod whose gate declares its admin port (as a
+// native sidecar or a regular container) gets that address, so the
+// target can tell the gate when it sends it nothing any more; the gate's
+// own startup probe does not close the fast path.
+func TestGateAdminAddress(t *testing.T) {
+	gate := corev1.Container{
+		Name: "podgate", Image: "g",
+		Ports: []corev1.ContainerPort{
+			{Name: "queue-port", ContainerPort: 8012},
+			{Name: "queueadm-port", ContainerPort: 8022},
+		},
+		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"podgate", "gate", "wait"}}}},
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	native := pod("web-a", nil)
+	sidecar := gate
+	sidecar.RestartPolicy = &always
+	native.Spec.InitContainers = []corev1.Container{sidecar}
+	regular := pod("web-b", nil)
+	regular.Spec.Containers = append([]corev1.Container{gate}, regular.Spec.Containers...)
+
+	store := objstore.New(objstore.Options{})
+	put(t, store.Pods, native)
+	put(t, store.Pods, regular)
+	put(t, store.Pods, pod("web-c", nil))
+	put(t, store.EndpointSlices, slice("web-1", "web",
+		ep{pod: "web-a", ip: "127.0.1.1", ready: true},
+		ep{pod: "web-b", ip: "127.0.1.2", ready: true},
+		ep{pod: "web-c", ip: "127.0.1.3", ready: true}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := (&Source{Store: store, Namespace: ns, Service: "web"}).Pods(ctx)
+	until(t, ch, []activator.Pod{
+		{Name: "web-a", Addr: "127.0.1.1:8012", Ready: true, FastPath: true, AdminAddr: "127.0.1.1:8022"},
+		{Name: "web-b", Addr: "127.0.1.2:8012", Ready: true, FastPath: true, AdminAddr: "127.0.1.2:8022"},
+		{Name: "web-c", Addr: "127.0.1.3:8012", Ready: true, FastPath: true},
+	})
+	cancel()
+	for range ch {
+	}
+}

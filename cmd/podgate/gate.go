@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -110,7 +112,97 @@ address (local mode: every pod has its own), else on every interface. SIGTERM st
 	}
 	cmd.Flags().BoolVar(&requestLog, "request-log", false, "write one JSON line per request to stdout (default: $"+envEnableRequestLog+")")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	cmd.AddCommand(newGateWaitCmd())
 	return cmd
+}
+
+// gateWaitPoll is how often `podgate gate wait` asks the gate.
+const gateWaitPoll = 10 * time.Millisecond
+
+// newGateWaitCmd is the gate's startup probe when it runs as a native
+// sidecar: the kubelet starts the pod's other containers once it passes.
+// An httpGet probe would do, but its first attempt usually comes before
+// the gate listens (always with podgate's node agent, which probes right
+// at the start): a "Startup probe failed: connection refused" on every pod
+// start, and a whole period (1 s) before the app may start. Waiting here
+// passes on the first attempt, as soon as the gate serves.
+func newGateWaitCmd() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait",
+		Short: "Wait until the gate of this container serves (its startup probe)",
+		Long: `Wait until the gate configured by this environment answers on its admin
+port (` + gateenv.LivezPath + `), at most --timeout. The injector makes it the startup
+probe of the gate when the gate runs as a native sidecar: the other containers
+start once the gate serves, not once the pod is ready.
+
+Exit status: 0 the gate serves, 1 it did not within --timeout (or the
+environment is malformed), 2 usage error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if timeout <= 0 {
+				return usageErrorf("--timeout %s: must be positive", timeout)
+			}
+			cfg, err := gateenv.Decode(os.Getenv)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			host, err := gateListenHost(cfg, os.Getenv)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			if host == "" {
+				host = "127.0.0.1" // the gate listens on every interface
+			}
+			url := "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.AdminPort)) + gateenv.LivezPath
+			if err := waitServing(cmd.Context(), url, timeout); err != nil {
+				return invalidf("%v", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "the gate serves on %s\n", url)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 9*time.Second, "give up after this long (keep it below the probe's timeoutSeconds)")
+	return cmd
+}
+
+// waitServing polls url until it answers 200 or timeout passes.
+func waitServing(ctx context.Context, url string, timeout time.Duration) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		if ctx.Err() == nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = ctx.Err()
+			}
+			return fmt.Errorf("the gate does not serve after %s: %w", timeout, last)
+		case <-time.After(gateWaitPoll):
+		}
+	}
 }
 
 // gateListenHost is the pod IP when it is a loopback address: locally

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +35,7 @@ var gateEnvNames = []string{
 	gateenv.EnvServingRevision, gateenv.EnvServingPod, gateenv.EnvServingPodIP,
 	gateenv.EnvReadinessContainers, gateenv.EnvDelegatedReadiness, gateenv.EnvRoutedProbes,
 	gateenv.EnvDrainQuietPeriod, gateenv.EnvStatusSource, gateenv.EnvContainers,
-	gateenv.EnvUpstreamHost, gateenv.EnvAdminPort, gateenv.EnvMetricsPort,
+	gateenv.EnvUpstreamHost, gateenv.EnvAdminPort, gateenv.EnvMetricsPort, gateenv.EnvOnlyRouter,
 	"POD_IP", envEnableRequestLog,
 }
 
@@ -253,4 +255,64 @@ func TestGateBinaryDrainsOnSigterm(t *testing.T) {
 	if !strings.Contains(logs.String(), "drained: no request for the quiet period") {
 		t.Errorf("no drain in the logs:\n%s", logs.String())
 	}
+}
+
+// TestGateWaitPassesOnceTheGateServes: the native sidecar's startup probe
+// waits for the admin port's /livez instead of failing while the gate
+// starts, and fails with the reason when it never serves.
+func TestGateWaitPassesOnceTheGateServes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close() // refused until the "gate" below starts
+
+	t.Run("waits through refused connections, passes once /livez answers", func(t *testing.T) {
+		gateClearEnv(t)
+		t.Setenv("SERVING_POD_IP", "127.0.0.1")
+		t.Setenv("PODGATE_ADMIN_PORT", port)
+		started := make(chan *http.Server, 1)
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			gln, err := net.Listen("tcp", "127.0.0.1:"+port)
+			if err != nil {
+				started <- nil
+				return
+			}
+			mux := http.NewServeMux()
+			mux.HandleFunc(gateenv.LivezPath, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+			srv := &http.Server{Handler: mux}
+			go func() { _ = srv.Serve(gln) }()
+			started <- srv
+		}()
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"gate", "wait", "--timeout", "30s"}, &stdout, &stderr)
+		srv := <-started
+		if srv == nil {
+			t.Fatal("the stand-in gate could not listen")
+		}
+		defer srv.Close()
+		if code != 0 || !strings.Contains(stdout.String(), "the gate serves on http://127.0.0.1:"+port+"/livez") {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 0 and the address", code, stdout.String(), stderr.String())
+		}
+	})
+	t.Run("fails with the last error when the gate never serves", func(t *testing.T) {
+		gateClearEnv(t)
+		t.Setenv("SERVING_POD_IP", "127.0.0.1")
+		t.Setenv("PODGATE_ADMIN_PORT", port)
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"gate", "wait", "--timeout", "300ms"}, &stdout, &stderr)
+		if code != exitInvalid || !strings.Contains(stderr.String(), "the gate does not serve after 300ms") ||
+			!strings.Contains(stderr.String(), "connection refused") {
+			t.Errorf("exit %d, stderr %q; want %d naming the refused connection", code, stderr.String(), exitInvalid)
+		}
+	})
+	t.Run("a timeout that is not positive is a usage error", func(t *testing.T) {
+		gateClearEnv(t)
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"gate", "wait", "--timeout", "0s"}, &stdout, &stderr); code != exitUsage {
+			t.Errorf("exit %d, want %d", code, exitUsage)
+		}
+	})
 }

@@ -28,6 +28,12 @@ Without --local the output is what the Kubernetes webhook would admit: the
 gate reaches the other containers at 127.0.0.1 and reads container status
 from the API server. With --local it is what 'podgate run' runs.
 
+The gate is a native sidecar (the first init container, restartPolicy
+Always; Kubernetes 1.29 or later): the other containers start once it
+serves, and it stops after them. --gate-as-container makes it the first
+regular container instead, for older clusters: the other containers may
+then start before it listens, and it stops at the same time as they do.
+
 Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 		// Extra arguments are more files, so `-f examples/*.yaml` works as
 		// the shell expands it.
@@ -75,5 +81,6 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 	cmd.Flags().BoolVar(&opts.Local, "local", false, "inject for 'podgate run' (own loopback address per pod, node agent status)")
 	cmd.Flags().StringVar(&opts.GateImage, "gate-image", gateenv.DefaultImage, "image of the gate container")
 	cmd.Flags().StringVar(&opts.APIAddr, "api", podspec.DefaultAPIAddr, "with --local: address of the node agent's control API")
+	cmd.Flags().BoolVar(&opts.GateAsContainer, "gate-as-container", false, "make the gate a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
 	return cmd
 }

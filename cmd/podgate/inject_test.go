@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podgate/podgate/podspec"
 )
 
@@ -112,5 +114,29 @@ func TestInjectRejectsInvalidInput(t *testing.T) {
 		if code, _, _ := injectRun(args...); code != exitUsage {
 			t.Errorf("inject %v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+func TestInjectGateAsContainer(t *testing.T) {
+	load := func(args ...string) *corev1.PodSpec {
+		t.Helper()
+		code, stdout, stderr := injectRun(args...)
+		if code != exitOK {
+			t.Fatalf("inject %v: exit %d: %s", args, code, stderr)
+		}
+		m, err := podspec.Load(strings.NewReader(stdout), "out.yaml")
+		if err != nil || len(m.Workloads) != 1 {
+			t.Fatalf("output does not load: %v\n%s", err, stdout)
+		}
+		return m.Workloads[0].PodSpec()
+	}
+	native := load("-f", "../../examples/hello.yaml")
+	if len(native.InitContainers) != 1 || native.InitContainers[0].Name != "podgate" || native.InitContainers[0].RestartPolicy == nil {
+		t.Errorf("default: init containers %+v, want the gate as a native sidecar", native.InitContainers)
+	}
+	regular := load("--gate-as-container", "-f", "../../examples/hello.yaml")
+	if len(regular.InitContainers) != 0 || regular.Containers[0].Name != "podgate" || regular.Containers[0].StartupProbe != nil {
+		t.Errorf("--gate-as-container: init containers %d, first container %s: want the gate first among the containers",
+			len(regular.InitContainers), regular.Containers[0].Name)
 	}
 }

@@ -290,8 +290,8 @@ func TestRunHelloEndToEnd(t *testing.T) {
 
 	// The gate is injected and traffic reaches the app through it: the
 	// pod's endpoint is the gate's port, which answers with the app.
-	if len(p.Spec.Containers) != 2 || p.Spec.Containers[0].Name != "podgate" {
-		t.Errorf("containers %v: want the gate injected first", containerNames(p))
+	if len(p.Spec.InitContainers) != 1 || p.Spec.InitContainers[0].Name != "podgate" || p.Spec.InitContainers[0].RestartPolicy == nil {
+		t.Errorf("init containers %+v: want the gate injected as a native sidecar", p.Spec.InitContainers)
 	}
 	viaGate, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + p.Status.PodIP + ":8012/")
 	if err != nil {
@@ -326,14 +326,6 @@ func TestRunHelloEndToEnd(t *testing.T) {
 	if !strings.Contains(r.errOut(), "all pods stopped") {
 		t.Errorf("stderr lacks the shutdown report:\n%s", r.errOut())
 	}
-}
-
-func containerNames(p *corev1.Pod) []string {
-	var names []string
-	for _, c := range p.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	return names
 }
 
 // runManifest writes a manifest into a temporary directory.

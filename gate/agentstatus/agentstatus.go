@@ -24,7 +24,7 @@ type Source struct {
 	pod       string
 }
 
-var _ gate.StatusSource = (*Source)(nil)
+var _ gate.PodWatcher = (*Source)(nil)
 
 // New returns a Source for pod in namespace at the control API url. The
 // pod name comes from SERVING_POD (the downward API): without it the gate
@@ -46,19 +46,28 @@ func New(url, namespace, pod string) (*Source, error) {
 // Close releases idle connections.
 func (s *Source) Close() { s.client.Close() }
 
-// Watch lists the pod, reports it, then reports every change until ctx
-// ends or the watch breaks.
+// Watch lists the pod, reports its containers, then every change until
+// ctx ends or the watch breaks.
 func (s *Source) Watch(ctx context.Context, update func([]gate.ContainerStatus)) error {
+	return s.WatchPod(ctx, func(ps gate.PodStatus) { update(ps.Containers) })
+}
+
+// WatchPod is Watch with the pod's deletion: a deletionTimestamp (the node
+// agent sets it when the deletion starts, as the API server does) or the
+// pod gone from the API.
+func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) error {
 	opts := api.ListOptions{Namespace: s.namespace, FieldSelector: "metadata.name=" + s.pod}
 	list, err := s.client.ListPods(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("list pod %s/%s: %w", s.namespace, s.pod, err)
 	}
-	var statuses []gate.ContainerStatus
+	// A pod that is not there (yet) has no statuses; it is not being
+	// deleted either, as far as anyone can tell.
+	st := gate.PodStatus{Containers: []gate.ContainerStatus{}}
 	for i := range list.Items {
-		statuses = Statuses(&list.Items[i])
+		st = PodStatusOf(&list.Items[i])
 	}
-	update(statuses)
+	update(st)
 
 	opts.ResourceVersion = list.ResourceVersion
 	w, err := s.client.Watch(ctx, api.Pods, opts)
@@ -82,11 +91,17 @@ func (s *Source) Watch(ctx context.Context, update func([]gate.ContainerStatus))
 			if err := ev.Decode(&p); err != nil {
 				return err
 			}
-			update(Statuses(&p))
+			update(PodStatusOf(&p))
 		case watch.Deleted:
-			update([]gate.ContainerStatus{})
+			update(gate.PodStatus{Containers: []gate.ContainerStatus{}, Terminating: true})
 		}
 	}
+}
+
+// PodStatusOf is the gate's view of a pod: its containers' statuses and
+// whether it is being deleted.
+func PodStatusOf(p *corev1.Pod) gate.PodStatus {
+	return gate.PodStatus{Containers: Statuses(p), Terminating: p.DeletionTimestamp != nil}
 }
 
 // Statuses turns a pod's container statuses (regular containers and

@@ -2,6 +2,7 @@ package agentstatus
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gate"
@@ -225,5 +227,166 @@ func TestGateFollowsTheNodeAgent(t *testing.T) {
 	eventually(t, "the gate is unready", func() bool { return !g.Ready() })
 	if code := health(); code != http.StatusServiceUnavailable {
 		t.Errorf("health: %d, want 503", code)
+	}
+}
+
+func TestSourceReportsThePodsDeletion(t *testing.T) {
+	st, url := startAPI(t)
+	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
+		t.Fatal(err)
+	}
+	src, err := New(url, "default", "web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var mu sync.Mutex
+	var reports []gate.PodStatus
+	last := func() (gate.PodStatus, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reports) == 0 {
+			return gate.PodStatus{}, 0
+		}
+		return reports[len(reports)-1], len(reports)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.WatchPod(ctx, func(ps gate.PodStatus) {
+			mu.Lock()
+			defer mu.Unlock()
+			reports = append(reports, ps)
+		})
+	}()
+	eventually(t, "the running pod is reported, not terminating", func() bool {
+		ps, n := last()
+		return n == 1 && len(ps.Containers) == 1 && !ps.Terminating
+	})
+	if _, err := st.Pods.Modify("default", "web-1", func(p *corev1.Pod) error {
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deletionTimestamp is reported as terminating", func() bool {
+		ps, _ := last()
+		return ps.Terminating && len(ps.Containers) == 1
+	})
+	if _, err := st.Pods.Delete("default", "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a pod gone is terminating, without containers", func() bool {
+		ps, n := last()
+		return n >= 3 && ps.Terminating && len(ps.Containers) == 0
+	})
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("WatchPod after cancel: %v", err)
+	}
+}
+
+// TestGateDrainsOnTheNodeAgentsDeletion: the gate learns of its pod's
+// deletion from the node agent (the deletionTimestamp), not only from its
+// own SIGTERM, which as a native sidecar comes last. A container's preStop
+// hook then waits for the drain at once, however long the quiet period —
+// no one-second "this is a restart" release — until the only router says
+// it sends nothing more.
+func TestGateDrainsOnTheNodeAgentsDeletion(t *testing.T) {
+	st, url := startAPI(t)
+	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
+		t.Fatal(err)
+	}
+	app, err := testapp.Start(testapp.Config{Addr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Shutdown(context.Background())
+	host, portStr, _ := net.SplitHostPort(app.Addr())
+	port, _ := strconv.Atoi(portStr)
+
+	cfg := gateenv.Defaults()
+	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, time.Hour
+	cfg.Namespace, cfg.Pod, cfg.StatusSource, cfg.OnlyRouter = "default", "web-1", url, gateenv.OnlyRouterActivator
+	cfg.Containers = []string{"web"}
+	src, err := New(url, cfg.Namespace, cfg.Pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	clk := testingclock.NewFakeClock(time.Now())
+	g, err := gate.New(gate.Options{Config: cfg, Status: src, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ls gate.Listeners
+	for _, dst := range []*net.Listener{&ls.Serving, &ls.Admin, &ls.Metrics} {
+		if *dst, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ls) }()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	admin := "http://" + ls.Admin.Addr().String()
+	eventually(t, "the gate is ready", g.Ready)
+
+	if _, err := st.Pods.Modify("default", "web-1", func(p *corev1.Pod) error {
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the gate drains on the deletionTimestamp", g.Drainer().Draining)
+	if g.Ready() {
+		t.Error("ready while draining")
+	}
+	hook := make(chan string, 1)
+	go func() {
+		resp, err := client.Get(admin + gateenv.DrainPath)
+		if err != nil {
+			hook <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		hook <- string(b)
+	}()
+	eventually(t, "the preStop hook waits", func() bool { return g.PreStopsWaiting() == 1 })
+	clk.Step(5 * time.Second) // the one-second rule would have released it
+	select {
+	case got := <-hook:
+		t.Fatalf("preStop hook answered %q before the drain ended", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	resp, err := client.Post(admin+gateenv.UnroutedPath+"?pod=web-1", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case got := <-hook:
+		if got != "drained\n" {
+			t.Errorf("preStop hook answered %q, want drained", got)
+		}
+	case <-time.After(testWait):
+		t.Fatal("the preStop hook was not released by the drain's end")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned before SIGTERM: %v", err)
+	default:
+	}
+	cancel() // SIGTERM: the drain is over, the gate exits at once
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(testWait):
+		t.Fatal("Serve did not return after SIGTERM")
 	}
 }
