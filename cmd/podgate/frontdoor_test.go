@@ -48,7 +48,9 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"run", "-f", sleeper, "--api", "127.0.0.1:0", "--pod-cidr", "127.0.66.0/24"}, tc.args...)
+			// Free ports unless the case names its own: the tests must pass
+			// while a `podgate run` holds the default ports.
+			args := append([]string{"run", "-f", sleeper, "--api", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--pod-cidr", "127.0.66.0/24"}, tc.args...)
 			code := run(args, &stdout, &stderr)
 			if code != tc.wantCode {
 				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())

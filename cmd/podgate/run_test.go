@@ -93,7 +93,11 @@ metadata: {name: cfg}
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tc.args, &stdout, &stderr)
+			// Free ports and a range of its own unless the case names
+			// them: the tests must pass while a `podgate run` holds the
+			// defaults.
+			args := append([]string{"run", "--api", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--pod-cidr", "127.0.67.0/24"}, tc.args[1:]...)
+			code := run(args, &stdout, &stderr)
 			if code != tc.wantCode {
 				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
 			}
