@@ -44,6 +44,9 @@ error.`,
 			if err != nil {
 				return err
 			}
+			if err := checkNamespaceFlag(namespace); err != nil {
+				return err
+			}
 			opts, warning, err := deleteOptions(cmd.Flags().Changed("grace-period"), grace, now, force)
 			if err != nil {
 				return err

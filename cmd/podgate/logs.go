@@ -50,6 +50,9 @@ Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 				}
 				pod = name
 			}
+			if err := checkNamespaceFlag(namespace); err != nil {
+				return err
+			}
 			if tail < -1 {
 				return usageErrorf("--tail %d: must be -1 (all lines) or more", tail)
 			}

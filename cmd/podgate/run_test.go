@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,84 +28,6 @@ import (
 // to other subcommands.
 
 const runWait = 90 * time.Second
-
-func TestRunUsageAndInputErrors(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	badProbe := write("bad.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: bad}
-spec:
-  containers:
-  - name: c
-    image: busybox
-    command: ["true"]
-    livenessProbe:
-      httpGet: {path: /, port: web}
-`)
-	noEntrypoint := write("nginx.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers:
-  - {name: c, image: nginx:1.27}
-`)
-	sleeper := write("sleep.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: sleeper}
-spec:
-  containers:
-  - {name: c, image: busybox, command: ["sleep", "600"]}
-`)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	empty := write("cm.yaml", `apiVersion: v1
-kind: ConfigMap
-metadata: {name: cfg}
-`)
-	for _, tc := range []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantErr  string
-	}{
-		{"no file is a usage error", []string{"run"}, exitUsage, "at least one -f FILE is required"},
-		{"a negative replica count is a usage error", []string{"run", "-f", badProbe, "--replicas", "-1"}, exitUsage, "--replicas -1"},
-		{"a malformed --image is a usage error", []string{"run", "-f", badProbe, "--image", "nginx"}, exitUsage, `--image "nginx": want NAME=PATH`},
-		{"an --image path that does not exist is invalid", []string{"run", "-f", badProbe, "--image", "nginx=" + filepath.Join(dir, "nope")}, exitInvalid, "no such file"},
-		{"a missing file is invalid input", []string{"run", "-f", filepath.Join(dir, "missing.yaml")}, exitInvalid, "missing.yaml"},
-		{"an invalid manifest names the field", []string{"run", "-f", badProbe}, exitInvalid, "spec.containers[0].livenessProbe.httpGet.port"},
-		{"an image without a local entrypoint names the flag", []string{"run", "-f", noEntrypoint, "--api", "127.0.0.1:0"}, exitInvalid, "--image nginx=/path/to/program"},
-		{"a file without workloads is invalid", []string{"run", "-f", empty}, exitInvalid, "no Pod, Deployment or Knative Service"},
-		{"a control API address in use is invalid input", []string{"run", "-f", sleeper, "--api", taken.Addr().String()}, exitInvalid, "is another 'podgate run' using it?"},
-		{"a control API address off loopback is invalid", []string{"run", "-f", sleeper, "--api", "0.0.0.0:0"}, exitInvalid, "loopback only"},
-		{"a pod range outside loopback is invalid", []string{"run", "-f", noEntrypoint, "--pod-cidr", "10.0.0.0/24"}, exitInvalid, "inside 127.0.0.0/8"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			// Free ports and a range of its own unless the case names
-			// them: the tests must pass while a `podgate run` holds the
-			// defaults.
-			args := append([]string{"run", "--api", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--pod-cidr", "127.0.67.0/24"}, tc.args[1:]...)
-			code := run(args, &stdout, &stderr)
-			if code != tc.wantCode {
-				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
-			}
-		})
-	}
-}
 
 // runProcess is a running `podgate run`.
 type runProcess struct {
