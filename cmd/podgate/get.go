@@ -62,7 +62,7 @@ Exit status: 0 ok, 1 not found or podgate not reachable, 2 usage error.`,
 		Example: `  podgate get pods
   podgate get pods -o wide -w
   podgate get events
-  podgate get pods -l app=hello -o yaml
+  podgate get pods -l serving.knative.dev/service=hello -o yaml
   podgate get endpoints --api 127.0.0.1:9701`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,7 +73,7 @@ Exit status: 0 ok, 1 not found or podgate not reachable, 2 usage error.`,
 	f.StringVar(&o.api, "api", api.DefaultAddr, "address of the control API of 'podgate run'")
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print a row for every change")
-	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. app=hello,tier!=db")
+	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. serving.knative.dev/service=hello,app!=db")
 	f.StringVar(&o.fieldSelector, "field-selector", "", "field selector, e.g. status.phase=Running")
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace to show")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "show every namespace")

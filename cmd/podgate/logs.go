@@ -35,8 +35,8 @@ container stops or Ctrl-C; -p prints the previous (restarted) instance.
 
 Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 2 usage error.`,
-		Example: `  podgate logs hello-7d9c4-x2x4q
-  podgate logs hello-7d9c4-x2x4q -c gate -f
+		Example: `  podgate logs hello-00001-deployment-7d9c4kq-x2x4q -c user-container
+  podgate logs hello-00001-deployment-7d9c4kq-x2x4q -c podgate -f    # the gate
   podgate logs pod/web-0 -p --tail 20`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -193,9 +197,44 @@ func runPodReady(p *corev1.Pod) bool {
 	return false
 }
 
+var (
+	runReadyLine   = regexp.MustCompile(`podgate: hello\.default is ready \((\d+)/(\d+) pods\): curl -H 'Host: hello\.default\.example\.com' http://(127\.0\.0\.1:\d+)/\n`)
+	runMetricsLine = regexp.MustCompile(`podgate: front door metrics on http://(127\.0\.0\.1:\d+)/metrics`)
+)
+
 func TestRunHelloEndToEnd(t *testing.T) {
 	bin := podgateBinary(t)
-	r := runStart(t, bin, "-f", "../../examples/hello.yaml", "--pod-cidr", "127.0.61.0/24")
+	r := runStart(t, bin, "-f", "../../examples/hello.yaml", "--pod-cidr", "127.0.61.0/24", "--metrics-listen", "127.0.0.1:0")
+
+	// First, while it happens: the ready line.
+	ready := r.waitFor(r.errOut, runReadyLine)
+	readyPods, err := r.client.ListPods(context.Background(), api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("the ready line comes after the curl line, once the pod is Ready", func(t *testing.T) {
+		if len(readyPods.Items) != 1 || !runPodReady(&readyPods.Items[0]) {
+			t.Errorf("when the ready line was printed, pods were %+v, want the one pod Ready", readyPods.Items)
+		}
+		if ready[1] != "1" || ready[2] != "1" {
+			t.Errorf("ready line %q, want 1/1 pods", ready[0])
+		}
+		errOut := r.errOut()
+		curl := frontDoorCurl.FindStringIndex(errOut)
+		readyAt := runReadyLine.FindStringIndex(errOut)
+		if curl == nil || curl[0] > readyAt[0] {
+			t.Errorf("the curl line does not come before the ready line:\n%s", errOut)
+		}
+		if m := frontDoorCurl.FindStringSubmatch(errOut); m == nil || m[2] != ready[3] {
+			t.Errorf("the ready line's address %s is not the front door's (%v)", ready[3], m)
+		}
+		if !strings.Contains(errOut, "holds requests until a pod is ready") {
+			t.Errorf("the front door line does not say that requests are held until a pod is ready:\n%s", errOut)
+		}
+		if n := len(runReadyLine.FindAllString(errOut, -1)); n != 1 {
+			t.Errorf("%d ready lines, want 1", n)
+		}
+	})
 	p := r.waitPod("ready", runPodReady)
 	if !strings.HasPrefix(p.Name, "hello-00001-deployment-") || p.Labels["serving.knative.dev/service"] != "hello" {
 		t.Errorf("pod %s labels %v: want Knative's naming and labels", p.Name, p.Labels)
@@ -227,14 +266,85 @@ func TestRunHelloEndToEnd(t *testing.T) {
 	if viaGate.StatusCode != 200 || !strings.Contains(string(gateBody), p.Name) {
 		t.Errorf("GET / through the gate = %d %q, want 200 from the app", viaGate.StatusCode, gateBody)
 	}
-	slices, err := r.client.ListEndpointSlices(context.Background(), api.ListOptions{})
+	eps, err := r.client.ListEndpointSlices(context.Background(), api.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(slices.Items) != 1 || len(slices.Items[0].Ports) != 1 || slices.Items[0].Ports[0].Port == nil ||
-		*slices.Items[0].Ports[0].Port != 8012 {
-		t.Errorf("endpoint slices %+v: want one slice on the gate's port 8012", slices.Items)
+	if len(eps.Items) != 1 || len(eps.Items[0].Ports) != 1 || eps.Items[0].Ports[0].Port == nil ||
+		*eps.Items[0].Ports[0].Port != 8012 {
+		t.Errorf("endpoint slices %+v: want one slice on the gate's port 8012", eps.Items)
 	}
+
+	t.Run("the front door's metrics are served on --metrics-listen", func(t *testing.T) {
+		door := r.waitFor(r.errOut, frontDoorCurl)[2]
+		req, err := http.NewRequest(http.MethodGet, "http://"+door+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "hello.default.example.com"
+		client := &http.Client{Timeout: runWait, Transport: &http.Transport{DisableKeepAlives: true}}
+		for range 3 {
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET through the front door = %d, want 200", resp.StatusCode)
+			}
+		}
+		families := runScrape(t, client, "http://"+r.waitFor(r.errOut, runMetricsLine)[1]+"/metrics")
+		for _, tc := range []struct {
+			family  string
+			labels  map[string]string
+			atLeast float64
+		}{
+			{"podgate_activator_requests_total", map[string]string{"target": "default/hello", "code": "200"}, 3},
+			{"podgate_activator_backends_ready", map[string]string{"target": "default/hello"}, 1},
+			{"podgate_activator_backends", map[string]string{"target": "default/hello"}, 1},
+			{"go_goroutines", nil, 1},
+		} {
+			v, ok := runMetricValue(families, tc.family, tc.labels)
+			if !ok || v < tc.atLeast {
+				t.Errorf("%s%v = %v (found %v), want at least %v", tc.family, tc.labels, v, ok, tc.atLeast)
+			}
+		}
+		if v, ok := runMetricValue(families, "podgate_activator_queue_depth", map[string]string{"target": "default/hello"}); !ok || v != 0 {
+			t.Errorf("podgate_activator_queue_depth = %v (found %v), want 0", v, ok)
+		}
+	})
+
+	t.Run("help examples name the labels and containers pods really have", func(t *testing.T) {
+		for _, sub := range []string{"get", "logs"} {
+			code, help, _ := podgateExec(t, "", sub, "--help")
+			if code != 0 {
+				t.Fatalf("podgate %s --help: exit %d", sub, code)
+			}
+			for _, m := range regexp.MustCompile(`(?m)^\s+podgate .* -l (\S+)`).FindAllStringSubmatch(help, -1) {
+				key, value, _ := strings.Cut(m[1], "=")
+				if p.Labels[key] != value {
+					t.Errorf("podgate %s --help shows -l %s; the pod's labels are %v", sub, m[1], p.Labels)
+				}
+			}
+			for _, m := range regexp.MustCompile(`(?m)^\s+podgate .* -c (\S+)`).FindAllStringSubmatch(help, -1) {
+				if !slices.Contains(containerNames(p), m[1]) {
+					t.Errorf("podgate %s --help shows -c %s; the pod's containers are %v", sub, m[1], containerNames(p))
+				}
+			}
+		}
+		// And they work against the running pod.
+		addr := runAPIAddr.FindStringSubmatch(r.errOut())[1]
+		for _, args := range [][]string{
+			{"get", "pods", "-l", "serving.knative.dev/service=hello", "-o", "name", "--api", addr},
+			{"logs", p.Name, "-c", "podgate", "--tail", "1", "--api", addr},
+		} {
+			code, out, errOut := podgateExec(t, "", args...)
+			if code != 0 || out == "" {
+				t.Errorf("podgate %s: exit %d, stdout %q, stderr %q; want output", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+	})
 
 	// Deleting the pod starts a replacement at once.
 	if _, err := r.client.DeletePod(context.Background(), "default", p.Name, metav1.DeleteOptions{}); err != nil {
@@ -390,4 +500,51 @@ spec:
 	if code := r.exit(); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
+}
+
+// runScrape gets and parses a Prometheus text exposition.
+func runScrape(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s = %d", url, resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return families
+}
+
+// runMetricValue is the value of the series of family with these labels
+// (a subset of its labels).
+func runMetricValue(families map[string]*dto.MetricFamily, family string, labels map[string]string) (float64, bool) {
+	f := families[family]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue(), true
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }
