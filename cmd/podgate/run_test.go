@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -547,4 +548,65 @@ next:
 		}
 	}
 	return 0, false
+}
+
+// An example that restarts a container on purpose must not fail its own
+// liveness probe while it starts: its first probes land after the app is
+// up. (Startup probes may fail while the app starts: that is what they
+// are for.)
+func TestRunExamplesPassTheirOwnProbesAtStart(t *testing.T) {
+	bin := podgateBinary(t)
+	for i, tc := range []struct {
+		file    string
+		replace []string // old, new: a toggle file of the test's own
+	}{
+		{"exec-liveness.yaml", []string{"/tmp/podgate-example-exec-liveness", "live"}},
+		{"multi-container-liveness.yaml", nil},
+		{"local/lifecycle.yaml", nil},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(filepath.Join("../../examples", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(data)
+			if tc.replace != nil {
+				text = strings.ReplaceAll(text, tc.replace[0], filepath.Join(t.TempDir(), tc.replace[1]))
+			}
+			r := runStart(t, bin, "-f", runManifest(t, text), "--pod-cidr", fmt.Sprintf("127.0.%d.0/24", 72+i))
+			p := r.waitPod("ready", runPodReady)
+			// The window: every probe that could fail while the app
+			// starts (the latest initial delay, plus a period for each
+			// failure the threshold allows) has run by then.
+			var last time.Time
+			for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+				if pr := c.LivenessProbe; pr != nil {
+					started := p.Status.StartTime.Time
+					end := started.Add(time.Duration(pr.InitialDelaySeconds+pr.PeriodSeconds*(pr.FailureThreshold+1)) * time.Second)
+					if end.After(last) {
+						last = end
+					}
+				}
+			}
+			if last.IsZero() {
+				t.Fatalf("%s has no liveness probe: the test is not about it", tc.file)
+			}
+			for {
+				events, err := r.client.ListEvents(context.Background(), api.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range events.Items {
+					if strings.Contains(e.Message, "Liveness probe failed") || e.Reason == "Killing" {
+						t.Fatalf("%s: %s %s at start: %s", tc.file, e.Reason, e.InvolvedObject.FieldPath, e.Message)
+					}
+				}
+				if time.Now().After(last) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
 }
