@@ -30,8 +30,10 @@ func newLogsCmd() *cobra.Command {
 		Use:   "logs POD [-c CONTAINER] [-f]",
 		Short: "Print the output of a container of a running 'podgate run'",
 		Long: `Print what a container wrote to stdout and stderr, as kubectl logs does.
--c picks the container of a pod with several; -f keeps printing until the
-container stops or Ctrl-C; -p prints the previous (restarted) instance.
+-c picks the container (default: the pod's kubectl.kubernetes.io/default-container
+annotation, which the gate injection sets to the serving container; the gate
+itself is "podgate"); -f keeps printing until the container stops or Ctrl-C;
+-p prints the previous (restarted) instance.
 
 Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 2 usage error.`,
