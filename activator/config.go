@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Defaults, Knative's where Knative has one (shared/FACTS.md §5).
+// Defaults, Knative's where Knative has one (docs/facts.md §5).
 const (
 	// DefaultProbeInterval is how often each gate is health-checked.
 	DefaultProbeInterval = 200 * time.Millisecond

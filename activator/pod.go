@@ -50,7 +50,7 @@ type Backends interface {
 //
 // Knative's activator applies the same rule to the user container only,
 // so a sidecar's failing exec readiness probe does not keep traffic away
-// (shared/FACTS.md §5); podgate looks at every container.
+// (docs/facts.md §5); podgate looks at every container.
 func FastPathAllowed(spec *corev1.PodSpec) bool {
 	if spec == nil || len(spec.ReadinessGates) > 0 {
 		return false

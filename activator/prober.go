@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The health check of Knative's activator (shared/FACTS.md §4–5), which
+// The health check of Knative's activator (docs/facts.md §4–5), which
 // the gate and queue-proxy both answer.
 const (
 	HealthPath        = "/healthz"

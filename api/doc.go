@@ -4,7 +4,7 @@
 //
 // Paths, list and watch bodies, selectors and error Status objects follow
 // the Kubernetes API server, so what a client knows about Kubernetes holds
-// here (DESIGN.md "Contracts"):
+// here (docs/cli.md, "The control API"):
 //
 //	GET    /api/v1/pods                                 PodList
 //	GET    /api/v1/namespaces/{ns}/pods[/{name}]

@@ -168,7 +168,7 @@ func writeRouted(w http.ResponseWriter, out probe.Outcome) {
 	case probe.Error:
 		// The kubelet drops an errored probe; so must the caller. A body
 		// shorter than announced makes its read fail, which the kubelet
-		// counts as a probe error, not a failure (FACTS §1).
+		// counts as a probe error, not a failure (docs/facts.md §1).
 		msg := "probe errored: " + out.Message
 		h.Set("Content-Length", strconv.Itoa(len(msg)+1))
 		w.WriteHeader(http.StatusInternalServerError)

@@ -126,7 +126,7 @@ func benchRequests(b *testing.B, url string) {
 	}
 }
 
-// BenchmarkRideThrough is FACTS §4's measurement: 16 clients send requests
+// BenchmarkRideThrough is docs/facts.md §4's measurement: 16 clients send requests
 // back to back for 3 s while the upstream is stopped at 1 s and started
 // again on the same port at 2 s. It reports the requests and the failed
 // ones (transport errors and non-200 answers) the clients saw, through the

@@ -11,7 +11,7 @@
 //     thresholds), aggressively while a periodSeconds: 0 probe is not yet
 //     ready; exec-probed containers count through a StatusSource. A health
 //     answer is a load of one atomic value.
-//   - health.go: the health-check protocol of queue-proxy (shared/FACTS.md
+//   - health.go: the health-check protocol of queue-proxy (docs/facts.md
 //     §4): which requests are health checks and what they are answered.
 //   - rideThrough (ridethrough.go): a RoundTripper that holds a request whose
 //     connection the serving container refused, and retries it until the

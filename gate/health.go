@@ -9,7 +9,7 @@ import (
 	"github.com/podgate/podgate/gateenv"
 )
 
-// The health-check protocol of Knative's queue-proxy (FACTS §4).
+// The health-check protocol of Knative's queue-proxy (docs/facts.md §4).
 const (
 	kubeProbeUAPrefix   = "kube-probe/"
 	activatorProbeUA    = "Knative-Activator-Probe"

@@ -14,7 +14,7 @@ import (
 )
 
 // TestHealthCheckHeaderMatrix pins queue-proxy's health-check protocol
-// (FACTS §4), answered by a gate whose only container is ready, not ready,
+// (docs/facts.md §4), answered by a gate whose only container is ready, not ready,
 // or which is draining.
 func TestHealthCheckHeaderMatrix(t *testing.T) {
 	app := startApp(t, testapp.Config{Name: "app"})

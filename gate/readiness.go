@@ -240,7 +240,7 @@ func (a *Aggregator) ServingBack() <-chan struct{} {
 // LivenessResult records one run of a container's routed liveness probe.
 // failureThreshold is that probe's (the kubelet kills at it): readiness is
 // dropped once the failures are one short of it, so traffic leaves before
-// the kill instead of after the restart (FACTS §3, seed 004).
+// the kill instead of after the restart (docs/facts.md §3, seed 004).
 func (a *Aggregator) LivenessResult(name string, out probe.Outcome, failureThreshold int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

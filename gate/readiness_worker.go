@@ -28,7 +28,7 @@ const (
 )
 
 // timing is a readiness probe's schedule with Kubernetes' defaults
-// applied (FACTS §2), except that periodSeconds 0 is Knative's aggressive
+// applied (docs/facts.md §2), except that periodSeconds 0 is Knative's aggressive
 // mode rather than the default of 10 s.
 type timing struct {
 	aggressive       bool

@@ -4,7 +4,7 @@
 //
 // The Knative names are queue-proxy's own, with the same meaning and format,
 // so a pod spec written for Knative's queue-proxy configures the gate too
-// (shared/FACTS.md §4). What Knative lacks carries a PODGATE_ prefix; a
+// (docs/facts.md §4). What Knative lacks carries a PODGATE_ prefix; a
 // queue-proxy image ignores those.
 //
 // The package is a leaf: it imports only the Kubernetes API types and the

@@ -13,7 +13,7 @@ import (
 	"github.com/podgate/podgate/lab"
 )
 
-// The seed experiments (shared/seeds/000, 001; FACTS §6) as end-to-end
+// The seed experiments (docs/facts.md §6, seeds 000 and 001) as end-to-end
 // scenarios: the real podgate, load through its front door all along,
 // the test app's toggles, and the outcome podgate promises. Each runs on
 // its own pod range (127.0.70.0/24 … 127.0.78.0/24) with its own exec

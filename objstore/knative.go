@@ -31,7 +31,8 @@ type KnativeService struct {
 type KnativeServiceStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Conditions         []KnativeCondition `json:"conditions,omitempty"`
-	// URL is http://NAME.NAMESPACE.DOMAIN (DESIGN.md contract).
+	// URL is http://NAME.NAMESPACE.DOMAIN, as Knative's default domain
+	// template makes it (docs/activator.md, "Routing by host").
 	URL                       string              `json:"url,omitempty"`
 	Address                   *KnativeAddressable `json:"address,omitempty"`
 	LatestCreatedRevisionName string              `json:"latestCreatedRevisionName,omitempty"`

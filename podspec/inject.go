@@ -12,7 +12,7 @@ import (
 	"github.com/podgate/podgate/probe"
 )
 
-// DefaultAPIAddr is the local node agent's control API (DESIGN.md).
+// DefaultAPIAddr is the local node agent's control API (docs/cli.md).
 const DefaultAPIAddr = "127.0.0.1:9700"
 
 // Options shape the injection.
@@ -180,7 +180,7 @@ func baseConfig(w *Workload, opts Options) gateenv.Config {
 
 // drainQuietPeriod keeps the drain inside the grace period: Knative's 30 s,
 // but at most half the pod's terminationGracePeriodSeconds, since the
-// preStop hooks that wait for the drain eat into it (FACTS §2).
+// preStop hooks that wait for the drain eat into it (docs/facts.md §2).
 func drainQuietPeriod(grace *int64) time.Duration {
 	q := gateenv.DefaultDrainQuietPeriodSeconds * time.Second
 	if grace != nil {

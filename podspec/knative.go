@@ -61,7 +61,7 @@ type TrafficTarget struct {
 	URL               string `json:"url,omitempty"`
 }
 
-// Knative's labels on a Service's pods (DESIGN.md contract).
+// Knative's labels on a Service's pods, as Knative sets them (docs/running.md).
 const (
 	LabelKnativeService       = "serving.knative.dev/service"
 	LabelKnativeConfiguration = "serving.knative.dev/configuration"

@@ -58,18 +58,39 @@ func (m *Manifests) InOrder() []any {
 // a stray multi-gigabyte file from being read into memory.
 const maxManifestBytes = 16 << 20
 
+// Input is one source of manifests: a file, or a stream such as standard
+// input. Name is how messages name it.
+type Input struct {
+	Name string
+	Open func() (io.ReadCloser, error)
+}
+
+// FileInput reads the file at path.
+func FileInput(path string) Input {
+	return Input{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+}
+
 // LoadFiles loads every file in order. Problems in one file do not stop the
 // others: the error, if any, is Problems listing everything found. A file
 // that cannot be read is a plain error.
 func LoadFiles(paths ...string) (*Manifests, error) {
+	inputs := make([]Input, len(paths))
+	for i, p := range paths {
+		inputs[i] = FileInput(p)
+	}
+	return LoadInputs(inputs...)
+}
+
+// LoadInputs is LoadFiles for any sources.
+func LoadInputs(inputs ...Input) (*Manifests, error) {
 	all := &Manifests{}
 	var problems Problems
-	for _, p := range paths {
-		f, err := os.Open(p)
+	for _, in := range inputs {
+		f, err := in.Open()
 		if err != nil {
 			return all, fmt.Errorf("read manifest: %w", err)
 		}
-		m, err := Load(f, p)
+		m, err := Load(f, in.Name)
 		f.Close()
 		// Sequence numbers continue across files, so InOrder keeps the
 		// files' order.

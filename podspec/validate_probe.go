@@ -35,7 +35,7 @@ func (v *podValidator) probes(c *corev1.Container, cpath *field.Path, serving bo
 //
 // Unlike Knative's webhook, every rule applies to readiness probes too:
 // Knative moves HTTP/TCP/gRPC readiness probes into queue-proxy's
-// environment, where Kubernetes never validates them (FACTS §4b).
+// environment, where Kubernetes never validates them (docs/facts.md §4b).
 func (v *podValidator) probe(c *corev1.Container, p *corev1.Probe, path *field.Path, kind probeKind, serving bool) field.ErrorList {
 	if p == nil {
 		return nil

@@ -1,5 +1,5 @@
 // Package probe runs one probe attempt — httpGet, tcpSocket, grpc or exec —
-// for a corev1.Probe, with the kubelet's exact semantics (shared/FACTS.md §1).
+// for a corev1.Probe, with the kubelet's exact semantics (docs/facts.md §1).
 //
 // It knows nothing about timing, thresholds or workers; that is package
 // prober. One call to Run is one tick of a kubelet probe worker, including

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Kubernetes' defaults for probe fields left at zero (FACTS §2).
+// Kubernetes' defaults for probe fields left at zero (docs/facts.md §2).
 const (
 	DefaultPeriodSeconds    = 10
 	DefaultTimeoutSeconds   = 1

@@ -66,7 +66,7 @@ func NewConfig(kind Kind, p *corev1.Probe) (Config, error) {
 			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must not be set for readiness probes"))
 		case *g <= 0:
 			// The API server rejects 0 here, unlike the pod-level field
-			// (FACTS §4b).
+			// (docs/facts.md §4b).
 			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
 		default:
 			v := *g

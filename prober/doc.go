@@ -1,6 +1,6 @@
 // Package prober runs the kubelet's probe workers for one pod: when to probe,
 // how many consecutive results count, and what a container's Started and
-// Ready are (shared/FACTS.md §2).
+// Ready are (docs/facts.md §2).
 //
 // The model: a Manager owns one worker per (container, probe kind). A worker
 // never looks at processes or sockets itself; one tick is an injected
@@ -27,7 +27,7 @@
 //     at the delay, as the Kubernetes documentation describes it.
 //   - A liveness (or startup) Failure at threshold makes the container
 //     not Ready in the same Update that asks for the restart, so traffic is
-//     taken away before the kill instead of after the restart (FACTS §3, seed
+//     taken away before the kill instead of after the restart (docs/facts.md §3, seed
 //     004).
 //   - Counters start afresh for a new container; the kubelet carries the
 //     previous container's run over.

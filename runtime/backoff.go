@@ -2,7 +2,7 @@ package runtime
 
 import "time"
 
-// The kubelet's CrashLoopBackOff (FACTS §2).
+// The kubelet's CrashLoopBackOff (docs/facts.md §2).
 const (
 	backoffInitial = 10 * time.Second
 	backoffMax     = 300 * time.Second
@@ -25,7 +25,7 @@ type crashBackoff struct {
 // starting it again.
 //
 // The kubelet measures the reset from the last restart rather than the run
-// time in older versions; FACTS §2 (current kubelets) is the run time.
+// time in older versions; docs/facts.md §2 (current kubelets) is the run time.
 func (b *crashBackoff) next(startedAt, finishedAt time.Time) time.Duration {
 	if finishedAt.Sub(startedAt) > backoffReset {
 		b.delay = 0

@@ -66,7 +66,7 @@ func (c *container) probeTarget(podIP string) probe.Target {
 	return probe.Target{
 		PodIP: podIP,
 		Ports: c.spec.Ports,
-		// FACTS §1: only static values take part in $(VAR) expansion.
+		// docs/facts.md §1: only static values take part in $(VAR) expansion.
 		Env:  c.spec.Env,
 		Exec: c.exec,
 	}

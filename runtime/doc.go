@@ -1,6 +1,6 @@
 // Package runtime is podgate's local node agent: it runs the pods of Pod,
 // Deployment and Knative Service manifests as processes on this machine,
-// with the kubelet's lifecycle (shared/FACTS.md §2–3), and publishes what
+// with the kubelet's lifecycle (docs/facts.md §2–3), and publishes what
 // the kubelet and the control plane would — pod status, events and
 // EndpointSlices — into an objstore.Store that the control API serves.
 //
@@ -24,5 +24,5 @@
 // favour and said in docs/running.md; the main one: when a liveness or
 // startup probe fails at its threshold, the container is marked not ready
 // and the pod's status and endpoint are written *before* the kill starts
-// (FACTS §3, seed 004), so traffic leaves before SIGTERM arrives.
+// (docs/facts.md §3, seed 004), so traffic leaves before SIGTERM arrives.
 package runtime

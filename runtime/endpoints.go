@@ -29,7 +29,7 @@ func endpointPort(w *podspec.Workload) (string, int32) {
 }
 
 // syncEndpoints writes the workload's EndpointSlice from its pods' states
-// (FACTS §3): serving = pod Ready, terminating = deletion started, ready =
+// (docs/facts.md §3): serving = pod Ready, terminating = deletion started, ready =
 // serving and not terminating. Terminating pods stay in the slice;
 // finished (Succeeded/Failed) pods leave it.
 func (wl *workload) syncEndpoints() {

@@ -5,9 +5,11 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
 )
 
 // TestappImage is the test app's image; podgate runs it as its own
@@ -95,4 +97,26 @@ func (im Images) argv(image string, command, args []string, path *field.Path) ([
 			image, imageRepository(image)))
 	}
 	return append(append([]string{}, ep...), args...), nil
+}
+
+// LocalWarnings names the containers of w that Kubernetes would run but
+// podgate cannot run here as written: no command, and an image im has no
+// entrypoint for. 'podgate validate' prints them as warnings; 'podgate
+// run' refuses such a workload (Check), naming the same field.
+func LocalWarnings(w *podspec.Workload, im Images) []string {
+	var out []string
+	spec := w.PodSpec()
+	check := func(c *corev1.Container, path *field.Path) {
+		if _, err := im.argv(c.Image, c.Command, c.Args, path); err != nil {
+			out = append(out, fmt.Sprintf("%s: image %q has no local entrypoint: Kubernetes runs the image, but 'podgate run' runs containers as local processes and needs a command, or --image %s=/path/to/program",
+				err.Field, c.Image, imageRepository(c.Image)))
+		}
+	}
+	for i := range spec.InitContainers {
+		check(&spec.InitContainers[i], w.SpecPath().Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], w.SpecPath().Child("containers").Index(i))
+	}
+	return out
 }

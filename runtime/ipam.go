@@ -55,6 +55,20 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
+// size is how many pods the range has addresses for.
+func (m *ipam) size() int {
+	a, b := m.first.As4(), m.last.As4()
+	v := func(x [4]byte) int { return int(x[0])<<24 | int(x[1])<<16 | int(x[2])<<8 | int(x[3]) }
+	return v(b) - v(a) + 1
+}
+
+// CheckPodCIDR reports whether cidr can be a pod range (see Options.PodCIDR),
+// for flag checks before anything is set up.
+func CheckPodCIDR(cidr string) error {
+	_, err := newIPAM(cidr)
+	return err
+}
+
 // allocate returns the next free address for owner.
 func (m *ipam) allocate(owner string) (netip.Addr, error) {
 	m.mu.Lock()

@@ -24,7 +24,7 @@ type storeSnapshot struct {
 }
 
 // TestNotReadyBeforeTheKill pins podgate's order on a liveness failure
-// (FACTS §3, seed 004): the pod's Ready condition goes False and its
+// (docs/facts.md §3, seed 004): the pod's Ready condition goes False and its
 // endpoint ready=false before the Killing event, and all three before
 // SIGTERM reaches the process. The container is this test binary in
 // term-reporter mode: on SIGTERM it calls the test, which looks at the

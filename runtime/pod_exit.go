@@ -104,7 +104,7 @@ func (p *pod) onProbe(u prober.Update) {
 	if !u.Restart || p.terminating || c.kill != nil {
 		return
 	}
-	// podgate's order (FACTS §3, seed 004): the container is already not
+	// podgate's order (docs/facts.md §3, seed 004): the container is already not
 	// Ready in this update; publish that — pod status and endpoint — before
 	// the Killing event and before the process hears of it. The kubelet
 	// kills first and only updates the endpoint after the restart.

@@ -51,7 +51,7 @@ func (p *pod) beginTermination(grace *int64, remove bool) {
 	// The API server sets deletionTimestamp to when the grace period ends.
 	p.deletionTime, p.graceDeadline = deadline, deadline
 	p.deletionGrace = int64(g / time.Second)
-	// Liveness and startup stop; readiness keeps probing (FACTS §2).
+	// Liveness and startup stop; readiness keeps probing (docs/facts.md §2).
 	p.mgr.PodTerminating()
 	p.wl.podTerminating(p)
 }

@@ -13,7 +13,7 @@ import (
 // Environment variables podgate sets in every container (before the
 // container's own env, which may refer to them or replace them).
 const (
-	EnvPodIP = "POD_IP" // the pod's loopback address (DESIGN.md)
+	EnvPodIP = "POD_IP" // the pod's loopback address (docs/running.md, "What a pod gets")
 	EnvPort  = "PORT"   // the serving container's port, as Knative sets it
 )
 

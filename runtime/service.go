@@ -45,7 +45,7 @@ type containerFailure struct {
 }
 
 // conditionReason is Knative's reason for a terminated container:
-// ExitCode<N> (FACTS §5).
+// ExitCode<N> (docs/facts.md §5).
 func (f *containerFailure) conditionReason() string {
 	return fmt.Sprintf("ExitCode%d", f.exitCode)
 }

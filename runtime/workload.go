@@ -45,15 +45,8 @@ type endpointState struct {
 }
 
 func newWorkload(a *Agent, w *podspec.Workload) *workload {
-	n := int(w.Replicas)
-	if w.Kind != podspec.KindPod && a.opts.Replicas != nil {
-		n = int(*a.opts.Replicas)
-	}
-	if w.Kind == podspec.KindPod {
-		n = 1
-	}
 	return &workload{
-		a: a, w: w, naming: namingFor(w), replicas: n,
+		a: a, w: w, naming: namingFor(w), replicas: a.replicasOf(w),
 		ownerUID:     types.UID(fmt.Sprintf("podgate-%s-%s-%s", w.Kind, w.Namespace, w.Name)),
 		pods:         map[string]*pod{},
 		endpoints:    map[string]endpointState{},

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
 dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
 bin=$dir/podgate
 go build -o "$bin" ./cmd/podgate
 api=127.0.0.1:${SMOKE_API_PORT:-19790}
@@ -15,7 +16,8 @@ listen=127.0.0.1:${SMOKE_LISTEN_PORT:-18090}
 
 "$bin" run -f examples/hello.yaml --api "$api" --pod-cidr "$cidr" --listen "$listen" >"$dir/run.out" 2>"$dir/run.err" &
 run=$!
-cleanup() { kill -9 "$run" 2>/dev/null || true; }
+# The binary (tens of MB) and the logs go with the run, whatever its end.
+cleanup() { kill -9 "$run" 2>/dev/null || true; wait "$run" 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT
 
 ip=""

@@ -230,9 +230,14 @@ func TestBinary(t *testing.T) {
 		if err := exec.Command("cat", file).Run(); err == nil {
 			t.Errorf("cat %s passed after /toggleExec removed it", file)
 		}
+		expectCode(t, "http://"+addr+"/toggleExec", 200)
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		if code := p.exitCode(t); code != 0 {
 			t.Errorf("exit code = %d, want 0", code)
+		}
+		// Toggle files do not pile up in a shared /tmp.
+		if _, err := os.Stat(file); err == nil {
+			t.Errorf("%s is left behind after the app exited", file)
 		}
 	})
 

@@ -11,12 +11,14 @@ import (
 const shutdownTimeout = 5 * time.Second
 
 // Run starts the app and serves until ctx ends (the binaries end it on
-// SIGTERM or SIGINT); see Server.ServeUntil.
+// SIGTERM or SIGINT); see Server.ServeUntil. On the way out it removes the
+// exec file it made, unless another app has written that path since.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	s, err := Start(cfg, logger)
 	if err != nil {
 		return err
 	}
+	defer s.removeOwnExecFile()
 	return s.ServeUntil(ctx)
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,8 @@ type Server struct {
 	// mu orders state changes so that the gRPC status and the exec file end
 	// up matching the last change, not whichever goroutine wrote last.
 	mu sync.Mutex
+	// execFile is the exec file this app wrote last (nil: none, or removed).
+	execFile os.FileInfo
 
 	// timers are set once in Start and only stopped afterwards. They are not
 	// guarded by mu: a fake clock runs their callbacks (which take mu) while
@@ -70,9 +73,11 @@ func Start(cfg Config, logger *slog.Logger) (*Server, error) {
 	// A restarted container starts healthy: recreate the file even if the
 	// previous run toggled it away.
 	if cfg.ExecFile != "" {
-		if err := createExecFile(cfg.ExecFile); err != nil {
+		fi, err := createExecFile(cfg.ExecFile)
+		if err != nil {
 			return nil, err
 		}
+		s.execFile = fi
 	}
 
 	lis, err := net.Listen("tcp", cfg.Addr)

@@ -18,7 +18,7 @@ type rideRun struct {
 	res         loadResult
 }
 
-// measureRideThrough is FACTS §4's experiment with a real process: 16
+// measureRideThrough is docs/facts.md §4's experiment with a real process: 16
 // clients send requests back to back for 3 s; at 1 s the test app is
 // stopped, and 1 s later a new one starts on the same port. "graceful" is
 // SIGTERM (the app finishes the requests it has, as on a kubelet stop),

@@ -35,13 +35,16 @@ once.
 
 Exit status: 0 ok, 1 a pod was not found or podgate is not reachable, 2 usage
 error.`,
-		Example: `  podgate delete pod hello-7d9c4-x2x4q
-  podgate delete pod/hello-7d9c4-x2x4q --grace-period 5
+		Example: `  podgate delete pod hello-00001-deployment-7d9c4kq-x2x4q
+  podgate delete pod/hello-00001-deployment-7d9c4kq-x2x4q --grace-period 5
   podgate delete pod web-0 web-1 --now`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names, err := podNames(args)
 			if err != nil {
+				return err
+			}
+			if err := checkNamespaceFlag(namespace); err != nil {
 				return err
 			}
 			opts, warning, err := deleteOptions(cmd.Flags().Changed("grace-period"), grace, now, force)

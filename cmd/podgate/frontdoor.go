@@ -47,6 +47,12 @@ type frontDoor struct {
 
 	shutdownOnce sync.Once
 	shutdownDone chan error
+
+	stderr io.Writer
+	// announceMu guards the routes' announced flags and curlsPrinted: a
+	// ready line comes after the curl lines, once.
+	announceMu   sync.Mutex
+	curlsPrinted bool
 }
 
 type frontDoorListener struct {
@@ -56,9 +62,12 @@ type frontDoorListener struct {
 
 type frontDoorRoute struct {
 	workload string // Kind/name, for messages
+	name     string // NAME.NAMESPACE, for the ready line
 	host     string
 	// port, when set, is the workload's own listener (--service-port).
 	port net.Listener
+	// announced: the ready line was printed.
+	announced bool
 }
 
 // ServingPods is the runtime's ServingView: the pods of a workload the
@@ -125,8 +134,10 @@ type frontDoorConfig struct {
 	// onChange is told when the number of pods taking traffic of a
 	// workload changed (the runtime then updates its service status).
 	onChange func(namespace, name string)
-	logger   *slog.Logger
-	stderr   io.Writer
+	// metrics, when set, receives every target's measurements.
+	metrics activator.Metrics
+	logger  *slog.Logger
+	stderr  io.Writer
 }
 
 // newFrontDoor makes one activator target per workload, fed from the
@@ -142,21 +153,22 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 		served:       make(chan error, 1),
 		shutdownDone: make(chan error, 1),
 		byWorkload:   map[string]*activator.Target{},
+		stderr:       c.stderr,
 	}
-	hosts := map[string]string{}
 	var routed []*podspec.Workload
 	for _, w := range c.workloads {
 		if !w.IsInjected() {
 			fmt.Fprintf(c.stderr, "podgate: no front door route for %s: it runs without the gate (--no-gate)\n", w.ID())
 			continue
 		}
-		host := f.router.Host(w.Namespace, w.Name)
-		if other, ok := hosts[host]; ok {
-			f.closeTargets()
-			return nil, fmt.Errorf("%s and %s in namespace %s would share the front door host %s: rename one", other, w.ID(), w.Namespace, host)
-		}
-		hosts[host] = w.ID()
-		cfg := activator.Config{Logger: c.logger, ProbeInterval: c.probeInterval, ProbeTimeout: c.probeTimeout}
+		routed = append(routed, w)
+	}
+	portOf, err := checkRoutes(routed, c.domain, c.servicePorts)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range routed {
+		cfg := activator.Config{Logger: c.logger, ProbeInterval: c.probeInterval, ProbeTimeout: c.probeTimeout, Metrics: c.metrics}
 		if k := w.Knative; k != nil {
 			cfg.ContainerConcurrency = int(k.ContainerConcurrency)
 			if k.TimeoutSeconds > 0 {
@@ -171,13 +183,14 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 		f.targets = append(f.targets, t)
 		f.byWorkload[w.Namespace+"/"+w.Name] = t
 		f.router.Set(w.Namespace, w.Name, t)
-		f.routes = append(f.routes, frontDoorRoute{workload: w.ID(), host: host})
-		routed = append(routed, w)
+		f.routes = append(f.routes, frontDoorRoute{
+			workload: w.ID(), name: w.Name + "." + w.Namespace, host: f.router.Host(w.Namespace, w.Name),
+		})
 	}
 	errorLog := slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)
 	f.srv = &http.Server{Handler: f.router, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
 	f.listeners = []frontDoorListener{{ln: ln, srv: f.srv}}
-	if err := f.listenServicePorts(c.servicePorts, routed, errorLog); err != nil {
+	if err := f.listenServicePorts(c.servicePorts, portOf, errorLog); err != nil {
 		f.closeTargets()
 		f.closeServicePorts()
 		return nil, err
@@ -199,7 +212,14 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 		f.feeds.Add(2)
 		go func() {
 			defer f.feeds.Done()
-			t.Run(ctx, src)
+			// Target.Run, with a look after each snapshot: an endpoint
+			// that turns ready may not change the ready count (the gate's
+			// answer alone made the pod usable), yet it is what the ready
+			// line waits for.
+			for pods := range src.Pods(ctx) {
+				t.Update(pods)
+				f.announceReady(i)
+			}
 		}()
 		go func() {
 			defer f.feeds.Done()
@@ -208,6 +228,7 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 				case <-ctx.Done():
 					return
 				case <-t.Changed():
+					f.announceReady(i)
 					if c.onChange != nil {
 						c.onChange(w.Namespace, w.Name)
 					}
@@ -216,6 +237,34 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 		}()
 	}
 	return f, nil
+}
+
+// announceReady prints, once per route and after the curl lines, that the
+// workload takes traffic: a pod is usable by the front door and its
+// endpoint is ready (so the pod is Ready too, whatever the fast path let
+// through earlier).
+func (f *frontDoor) announceReady(i int) {
+	f.announceMu.Lock()
+	defer f.announceMu.Unlock()
+	r := &f.routes[i]
+	if !f.curlsPrinted || r.announced {
+		return
+	}
+	ready, pods := 0, 0
+	for _, b := range f.targets[i].Status().Backends {
+		if b.Terminating {
+			continue
+		}
+		pods++
+		if b.Usable && b.EndpointReady {
+			ready++
+		}
+	}
+	if ready == 0 {
+		return
+	}
+	r.announced = true
+	fmt.Fprintf(f.stderr, "podgate: %s is ready (%d/%d pods): curl -H 'Host: %s' http://%s/\n", r.name, ready, pods, r.host, f.ln.Addr())
 }
 
 // start serves the router and the service ports.
@@ -237,17 +286,24 @@ func (f *frontDoor) start() {
 }
 
 // printCurls prints one ready-to-paste request per route and per service
-// port.
+// port. Requests sent before a pod is ready are held until one is; the
+// ready lines (announceReady) follow.
 func (f *frontDoor) printCurls(w io.Writer) {
 	addr := f.ln.Addr().String()
-	fmt.Fprintf(w, "podgate: front door on http://%s (routes by Host: NAME.NAMESPACE.%s)\n", addr, f.domain())
+	fmt.Fprintf(w, "podgate: front door on http://%s (routes by Host: NAME.NAMESPACE.%s; holds requests until a pod is ready)\n", addr, f.domain())
 	for _, r := range f.routes {
-		fmt.Fprintf(w, "podgate: curl -H 'Host: %s' http://%s/\n", r.host, addr)
+		fmt.Fprintf(w, "podgate: curl -H 'Host: %s' http://%s/    # %s\n", r.host, addr, r.workload)
 	}
 	for _, r := range f.routes {
 		if r.port != nil {
 			fmt.Fprintf(w, "podgate: curl http://%s/    # %s on its own port (--service-port)\n", r.port.Addr(), r.workload)
 		}
+	}
+	f.announceMu.Lock()
+	f.curlsPrinted = true
+	f.announceMu.Unlock()
+	for i := range f.routes {
+		f.announceReady(i)
 	}
 }
 

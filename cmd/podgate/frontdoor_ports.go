@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/podspec"
 )
 
@@ -55,15 +56,26 @@ func (p servicePortFlag) matches(w *podspec.Workload) bool {
 	return w.Name == p.name && (p.namespace == "" || p.namespace == w.Namespace)
 }
 
-// listenServicePorts opens each --service-port on the front door's host
-// and serves the named workload's target on it, whatever the Host header:
-// for clients that cannot set one.
-func (f *frontDoor) listenServicePorts(flags []servicePortFlag, routed []*podspec.Workload, errorLog *log.Logger) error {
-	host, _, err := net.SplitHostPort(f.ln.Addr().String())
-	if err != nil {
-		return err
+// checkRoutes reports what would keep the front door from routing the
+// workloads that get the gate (routed): two of them under one host, or a
+// --service-port that names no routed workload, several, one that has a
+// port already, or a port given twice. For each flag it returns the index
+// in routed of its workload. It takes no address: it runs before
+// anything listens.
+func checkRoutes(routed []*podspec.Workload, domain string, flags []servicePortFlag) ([]int, error) {
+	router := activator.NewRouter(domain)
+	hosts := map[string]*podspec.Workload{}
+	for _, w := range routed {
+		host := router.Host(w.Namespace, w.Name)
+		if other, ok := hosts[host]; ok {
+			return nil, fmt.Errorf("%s: %s and %s: %s would share the front door host %s: rename one",
+				other.Source, other.ID(), w.Source, w.ID(), host)
+		}
+		hosts[host] = w
 	}
 	taken := map[int]string{}
+	given := map[int]string{}
+	var out []int
 	for _, p := range flags {
 		var found []int
 		for i, w := range routed {
@@ -73,18 +85,35 @@ func (f *frontDoor) listenServicePorts(flags []servicePortFlag, routed []*podspe
 		}
 		switch {
 		case len(found) == 0:
-			return fmt.Errorf("--service-port %s: no workload named %s reachable through the front door (with the gate); check the name and namespace", p.raw, p.name)
+			return nil, fmt.Errorf("--service-port %s: no workload named %s reachable through the front door (with the gate); check the name and namespace", p.raw, p.name)
 		case len(found) > 1:
-			return fmt.Errorf("--service-port %s: %d workloads are named %s; give the namespace, e.g. --service-port %s/%s=%d", p.raw, len(found), p.name, routed[found[0]].Namespace, p.name, p.port)
+			return nil, fmt.Errorf("--service-port %s: %d workloads are named %s; give the namespace, e.g. --service-port %s/%s=%d", p.raw, len(found), p.name, routed[found[0]].Namespace, p.name, p.port)
 		}
 		if other, ok := taken[p.port]; ok && p.port != 0 {
-			return fmt.Errorf("--service-port %s: port %d is already given to %s", p.raw, p.port, other)
+			return nil, fmt.Errorf("--service-port %s: port %d is already given to %s", p.raw, p.port, other)
 		}
 		taken[p.port] = p.raw
 		i := found[0]
-		if f.routes[i].port != nil {
-			return fmt.Errorf("--service-port %s: %s already has a port", p.raw, routed[i].ID())
+		if other, ok := given[i]; ok {
+			return nil, fmt.Errorf("--service-port %s: %s already has a port (--service-port %s)", p.raw, routed[i].ID(), other)
 		}
+		given[i] = p.raw
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// listenServicePorts opens each --service-port on the front door's host
+// and serves the named workload's target on it, whatever the Host header:
+// for clients that cannot set one.
+// index is checkRoutes' answer: the route of each flag.
+func (f *frontDoor) listenServicePorts(flags []servicePortFlag, index []int, errorLog *log.Logger) error {
+	host, _, err := net.SplitHostPort(f.ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	for n, p := range flags {
+		i := index[n]
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p.port)))
 		if err != nil {
 			return fmt.Errorf("--service-port %s: %w", p.raw, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -15,50 +14,6 @@ import (
 
 	"github.com/podgate/podgate/objstore"
 )
-
-func TestFrontDoorFlagErrors(t *testing.T) {
-	sleeper := runManifest(t, `apiVersion: v1
-kind: Pod
-metadata: {name: sleeper}
-spec:
-  containers:
-  - {name: c, image: busybox, command: ["sleep", "600"]}
-`)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	for _, tc := range []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantErr  string
-	}{
-		{"a front door off loopback is invalid", []string{"--listen", "0.0.0.0:0"}, exitInvalid, `--listen "0.0.0.0:0": the front door listens on loopback only`},
-		{"a front door address without a port is invalid", []string{"--listen", "127.0.0.1"}, exitInvalid, `--listen "127.0.0.1"`},
-		{"a front door address in use names the flag", []string{"--listen", taken.Addr().String()}, exitInvalid, "Choose another address with --listen"},
-		{"a domain that is no DNS name is a usage error", []string{"--domain", "Not A Domain"}, exitUsage, `--domain "Not A Domain"`},
-		{"a zero gate probe interval is a usage error", []string{"--gate-probe-interval", "0s"}, exitUsage, "--gate-probe-interval and --gate-probe-timeout must be positive"},
-		{"a service port without a port is a usage error", []string{"--service-port", "sleeper"}, exitUsage, `--service-port "sleeper": want [NAMESPACE/]NAME=PORT`},
-		{"a service port out of range is a usage error", []string{"--service-port", "sleeper=70000"}, exitUsage, `port "70000": must be a number from 0`},
-		{"a service port for no workload is invalid", []string{"--service-port", "nope=0"}, exitInvalid, "--service-port nope=0: no workload named nope"},
-		{"a service port in another namespace is invalid", []string{"--service-port", "shop/sleeper=0"}, exitInvalid, "--service-port shop/sleeper=0: no workload named sleeper"},
-		{"a service port in use names the flag", []string{"--service-port", "sleeper=" + portOf(taken)}, exitInvalid, "--service-port sleeper=" + portOf(taken) + ": listen tcp"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"run", "-f", sleeper, "--api", "127.0.0.1:0", "--pod-cidr", "127.0.66.0/24"}, tc.args...)
-			code := run(args, &stdout, &stderr)
-			if code != tc.wantCode {
-				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
-			}
-		})
-	}
-}
 
 func portOf(ln net.Listener) string {
 	_, p, _ := net.SplitHostPort(ln.Addr().String())

@@ -20,7 +20,10 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
@@ -59,7 +62,7 @@ Exit status: 0 ok, 1 not found or podgate not reachable, 2 usage error.`,
 		Example: `  podgate get pods
   podgate get pods -o wide -w
   podgate get events
-  podgate get pods -l app=hello -o yaml
+  podgate get pods -l serving.knative.dev/service=hello -o yaml
   podgate get endpoints --api 127.0.0.1:9701`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,7 +73,7 @@ Exit status: 0 ok, 1 not found or podgate not reachable, 2 usage error.`,
 	f.StringVar(&o.api, "api", api.DefaultAddr, "address of the control API of 'podgate run'")
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print a row for every change")
-	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. app=hello,tier!=db")
+	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. serving.knative.dev/service=hello,app!=db")
 	f.StringVar(&o.fieldSelector, "field-selector", "", "field selector, e.g. status.phase=Running")
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace to show")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "show every namespace")
@@ -91,6 +94,17 @@ func runGet(cmd *cobra.Command, o getOptions, args []string) error {
 	case "", "wide", "json", "yaml", "name":
 	default:
 		return usageErrorf("-o %q: must be wide, json, yaml or name", o.output)
+	}
+	if err := checkNamespaceFlag(o.namespace); err != nil {
+		return err
+	}
+	// Selectors are parsed here as the API server would parse them: a
+	// malformed one is a usage error, not a refusal by the server.
+	if _, err := labels.Parse(o.selector); err != nil {
+		return usageErrorf("-l %q: %v", o.selector, err)
+	}
+	if _, err := fields.ParseSelector(o.fieldSelector); err != nil {
+		return usageErrorf("--field-selector %q: %v", o.fieldSelector, err)
 	}
 	if len(names) > 0 && o.selector != "" {
 		return usageErrorf("name cannot be provided when a selector is specified")
@@ -200,6 +214,14 @@ func watchAndPrint(ctx context.Context, c *api.Client, p *printer, opts api.List
 			return err
 		}
 	}
+}
+
+// checkNamespaceFlag refuses a -n that can be no namespace (a DNS label).
+func checkNamespaceFlag(ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return usageErrorf("-n %q: %s", ns, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // cliError turns client errors into exit 1 with the message a user can act

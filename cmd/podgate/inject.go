@@ -13,10 +13,10 @@ import (
 func init() { register(newInjectCmd) }
 
 func newInjectCmd() *cobra.Command {
-	var files []string
+	var mf manifestFlags
 	var opts podspec.Options
 	cmd := &cobra.Command{
-		Use:   "inject -f FILE...",
+		Use:   "inject -f FILE|DIR|-...",
 		Short: "Print manifests with the gate injected, as podgate runs them",
 		Long: `Print the manifests with the gate sidecar injected: readiness probes moved
 into the gate, liveness and startup probes routed through it, a drain hook on
@@ -34,19 +34,25 @@ serves, and it stops after them. --gate-as-container makes it the first
 regular container instead, for older clusters: the other containers may
 then start before it listens, and it stops at the same time as they do.
 
+-f takes a file, a directory (its *.yaml, *.yml and *.json files; -R for
+subdirectories too) or - for standard input, as kubectl does.
+
 Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 		// Extra arguments are more files, so `-f examples/*.yaml` works as
 		// the shell expands it.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files = append(files, args...)
-			if len(files) == 0 {
-				return usageErrorf("at least one -f FILE is required")
-			}
 			if opts.GateImage == "" {
 				return usageErrorf("--gate-image must not be empty")
 			}
-			m, problems, err := loadAndValidate(files)
+			if err := checkLoopbackAddr("--api", opts.APIAddr, podspec.DefaultAPIAddr); err != nil {
+				return err
+			}
+			inputs, err := mf.inputs(args, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			m, problems, err := loadAndValidate(inputs)
 			if err != nil {
 				return invalidf("%v", err)
 			}
@@ -77,7 +83,7 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 			return err
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (YAML or JSON); repeat for more")
+	mf.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.Local, "local", false, "inject for 'podgate run' (own loopback address per pod, node agent status)")
 	cmd.Flags().StringVar(&opts.GateImage, "gate-image", gateenv.DefaultImage, "image of the gate container")
 	cmd.Flags().StringVar(&opts.APIAddr, "api", podspec.DefaultAPIAddr, "with --local: address of the node agent's control API")

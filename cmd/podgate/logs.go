@@ -30,13 +30,15 @@ func newLogsCmd() *cobra.Command {
 		Use:   "logs POD [-c CONTAINER] [-f]",
 		Short: "Print the output of a container of a running 'podgate run'",
 		Long: `Print what a container wrote to stdout and stderr, as kubectl logs does.
--c picks the container of a pod with several; -f keeps printing until the
-container stops or Ctrl-C; -p prints the previous (restarted) instance.
+-c picks the container (default: the pod's kubectl.kubernetes.io/default-container
+annotation, which the gate injection sets to the serving container; the gate
+itself is "podgate"); -f keeps printing until the container stops or Ctrl-C;
+-p prints the previous (restarted) instance.
 
 Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 2 usage error.`,
-		Example: `  podgate logs hello-7d9c4-x2x4q
-  podgate logs hello-7d9c4-x2x4q -c gate -f
+		Example: `  podgate logs hello-00001-deployment-7d9c4kq-x2x4q -c user-container
+  podgate logs hello-00001-deployment-7d9c4kq-x2x4q -c podgate -f    # the gate
   podgate logs pod/web-0 -p --tail 20`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,6 +51,9 @@ Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 					return usageErrorf("%q: podgate prints logs of pods only", pod)
 				}
 				pod = name
+			}
+			if err := checkNamespaceFlag(namespace); err != nil {
+				return err
 			}
 			if tail < -1 {
 				return usageErrorf("--tail %d: must be -1 (all lines) or more", tail)

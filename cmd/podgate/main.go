@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by every subcommand (DESIGN.md contract).
+// Exit codes shared by every subcommand (docs/cli.md#exit-codes).
 const (
 	exitOK      = 0
 	exitInvalid = 1 // invalid input or a failed check
@@ -63,7 +63,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 readiness of every container, and rides out container restarts without errors.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate("podgate {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	// Flag parse errors are usage errors (exit 2), like a missing argument.

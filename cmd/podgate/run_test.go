@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,80 +33,6 @@ import (
 // to other subcommands.
 
 const runWait = 90 * time.Second
-
-func TestRunUsageAndInputErrors(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	badProbe := write("bad.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: bad}
-spec:
-  containers:
-  - name: c
-    image: busybox
-    command: ["true"]
-    livenessProbe:
-      httpGet: {path: /, port: web}
-`)
-	noEntrypoint := write("nginx.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers:
-  - {name: c, image: nginx:1.27}
-`)
-	sleeper := write("sleep.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: sleeper}
-spec:
-  containers:
-  - {name: c, image: busybox, command: ["sleep", "600"]}
-`)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	empty := write("cm.yaml", `apiVersion: v1
-kind: ConfigMap
-metadata: {name: cfg}
-`)
-	for _, tc := range []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantErr  string
-	}{
-		{"no file is a usage error", []string{"run"}, exitUsage, "at least one -f FILE is required"},
-		{"a negative replica count is a usage error", []string{"run", "-f", badProbe, "--replicas", "-1"}, exitUsage, "--replicas -1"},
-		{"a malformed --image is a usage error", []string{"run", "-f", badProbe, "--image", "nginx"}, exitUsage, `--image "nginx": want NAME=PATH`},
-		{"an --image path that does not exist is invalid", []string{"run", "-f", badProbe, "--image", "nginx=" + filepath.Join(dir, "nope")}, exitInvalid, "no such file"},
-		{"a missing file is invalid input", []string{"run", "-f", filepath.Join(dir, "missing.yaml")}, exitInvalid, "missing.yaml"},
-		{"an invalid manifest names the field", []string{"run", "-f", badProbe}, exitInvalid, "spec.containers[0].livenessProbe.httpGet.port"},
-		{"an image without a local entrypoint names the flag", []string{"run", "-f", noEntrypoint, "--api", "127.0.0.1:0"}, exitInvalid, "--image nginx=/path/to/program"},
-		{"a file without workloads is invalid", []string{"run", "-f", empty}, exitInvalid, "no Pod, Deployment or Knative Service"},
-		{"a control API address in use is invalid input", []string{"run", "-f", sleeper, "--api", taken.Addr().String()}, exitInvalid, "is another 'podgate run' using it?"},
-		{"a control API address off loopback is invalid", []string{"run", "-f", sleeper, "--api", "0.0.0.0:0"}, exitInvalid, "loopback only"},
-		{"a pod range outside loopback is invalid", []string{"run", "-f", noEntrypoint, "--pod-cidr", "10.0.0.0/24"}, exitInvalid, "inside 127.0.0.0/8"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(tc.args, &stdout, &stderr)
-			if code != tc.wantCode {
-				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
-			}
-		})
-	}
-}
 
 // runProcess is a running `podgate run`.
 type runProcess struct {
@@ -268,9 +198,44 @@ func runPodReady(p *corev1.Pod) bool {
 	return false
 }
 
+var (
+	runReadyLine   = regexp.MustCompile(`podgate: hello\.default is ready \((\d+)/(\d+) pods\): curl -H 'Host: hello\.default\.example\.com' http://(127\.0\.0\.1:\d+)/\n`)
+	runMetricsLine = regexp.MustCompile(`podgate: front door metrics on http://(127\.0\.0\.1:\d+)/metrics`)
+)
+
 func TestRunHelloEndToEnd(t *testing.T) {
 	bin := podgateBinary(t)
-	r := runStart(t, bin, "-f", "../../examples/hello.yaml", "--pod-cidr", "127.0.61.0/24")
+	r := runStart(t, bin, "-f", "../../examples/hello.yaml", "--pod-cidr", "127.0.61.0/24", "--metrics-listen", "127.0.0.1:0")
+
+	// First, while it happens: the ready line.
+	ready := r.waitFor(r.errOut, runReadyLine)
+	readyPods, err := r.client.ListPods(context.Background(), api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("the ready line comes after the curl line, once the pod is Ready", func(t *testing.T) {
+		if len(readyPods.Items) != 1 || !runPodReady(&readyPods.Items[0]) {
+			t.Errorf("when the ready line was printed, pods were %+v, want the one pod Ready", readyPods.Items)
+		}
+		if ready[1] != "1" || ready[2] != "1" {
+			t.Errorf("ready line %q, want 1/1 pods", ready[0])
+		}
+		errOut := r.errOut()
+		curl := frontDoorCurl.FindStringIndex(errOut)
+		readyAt := runReadyLine.FindStringIndex(errOut)
+		if curl == nil || curl[0] > readyAt[0] {
+			t.Errorf("the curl line does not come before the ready line:\n%s", errOut)
+		}
+		if m := frontDoorCurl.FindStringSubmatch(errOut); m == nil || m[2] != ready[3] {
+			t.Errorf("the ready line's address %s is not the front door's (%v)", ready[3], m)
+		}
+		if !strings.Contains(errOut, "holds requests until a pod is ready") {
+			t.Errorf("the front door line does not say that requests are held until a pod is ready:\n%s", errOut)
+		}
+		if n := len(runReadyLine.FindAllString(errOut, -1)); n != 1 {
+			t.Errorf("%d ready lines, want 1", n)
+		}
+	})
 	p := r.waitPod("ready", runPodReady)
 	if !strings.HasPrefix(p.Name, "hello-00001-deployment-") || p.Labels["serving.knative.dev/service"] != "hello" {
 		t.Errorf("pod %s labels %v: want Knative's naming and labels", p.Name, p.Labels)
@@ -302,14 +267,85 @@ func TestRunHelloEndToEnd(t *testing.T) {
 	if viaGate.StatusCode != 200 || !strings.Contains(string(gateBody), p.Name) {
 		t.Errorf("GET / through the gate = %d %q, want 200 from the app", viaGate.StatusCode, gateBody)
 	}
-	slices, err := r.client.ListEndpointSlices(context.Background(), api.ListOptions{})
+	eps, err := r.client.ListEndpointSlices(context.Background(), api.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(slices.Items) != 1 || len(slices.Items[0].Ports) != 1 || slices.Items[0].Ports[0].Port == nil ||
-		*slices.Items[0].Ports[0].Port != 8012 {
-		t.Errorf("endpoint slices %+v: want one slice on the gate's port 8012", slices.Items)
+	if len(eps.Items) != 1 || len(eps.Items[0].Ports) != 1 || eps.Items[0].Ports[0].Port == nil ||
+		*eps.Items[0].Ports[0].Port != 8012 {
+		t.Errorf("endpoint slices %+v: want one slice on the gate's port 8012", eps.Items)
 	}
+
+	t.Run("the front door's metrics are served on --metrics-listen", func(t *testing.T) {
+		door := r.waitFor(r.errOut, frontDoorCurl)[2]
+		req, err := http.NewRequest(http.MethodGet, "http://"+door+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "hello.default.example.com"
+		client := &http.Client{Timeout: runWait, Transport: &http.Transport{DisableKeepAlives: true}}
+		for range 3 {
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET through the front door = %d, want 200", resp.StatusCode)
+			}
+		}
+		families := runScrape(t, client, "http://"+r.waitFor(r.errOut, runMetricsLine)[1]+"/metrics")
+		for _, tc := range []struct {
+			family  string
+			labels  map[string]string
+			atLeast float64
+		}{
+			{"podgate_activator_requests_total", map[string]string{"target": "default/hello", "code": "200"}, 3},
+			{"podgate_activator_backends_ready", map[string]string{"target": "default/hello"}, 1},
+			{"podgate_activator_backends", map[string]string{"target": "default/hello"}, 1},
+			{"go_goroutines", nil, 1},
+		} {
+			v, ok := runMetricValue(families, tc.family, tc.labels)
+			if !ok || v < tc.atLeast {
+				t.Errorf("%s%v = %v (found %v), want at least %v", tc.family, tc.labels, v, ok, tc.atLeast)
+			}
+		}
+		if v, ok := runMetricValue(families, "podgate_activator_queue_depth", map[string]string{"target": "default/hello"}); !ok || v != 0 {
+			t.Errorf("podgate_activator_queue_depth = %v (found %v), want 0", v, ok)
+		}
+	})
+
+	t.Run("help examples name the labels and containers pods really have", func(t *testing.T) {
+		for _, sub := range []string{"get", "logs"} {
+			code, help, _ := podgateExec(t, "", sub, "--help")
+			if code != 0 {
+				t.Fatalf("podgate %s --help: exit %d", sub, code)
+			}
+			for _, m := range regexp.MustCompile(`(?m)^\s+podgate .* -l (\S+)`).FindAllStringSubmatch(help, -1) {
+				key, value, _ := strings.Cut(m[1], "=")
+				if p.Labels[key] != value {
+					t.Errorf("podgate %s --help shows -l %s; the pod's labels are %v", sub, m[1], p.Labels)
+				}
+			}
+			for _, m := range regexp.MustCompile(`(?m)^\s+podgate .* -c (\S+)`).FindAllStringSubmatch(help, -1) {
+				if !slices.Contains(containerNames(p), m[1]) {
+					t.Errorf("podgate %s --help shows -c %s; the pod's containers are %v", sub, m[1], containerNames(p))
+				}
+			}
+		}
+		// And they work against the running pod.
+		addr := runAPIAddr.FindStringSubmatch(r.errOut())[1]
+		for _, args := range [][]string{
+			{"get", "pods", "-l", "serving.knative.dev/service=hello", "-o", "name", "--api", addr},
+			{"logs", p.Name, "-c", "podgate", "--tail", "1", "--api", addr},
+		} {
+			code, out, errOut := podgateExec(t, "", args...)
+			if code != 0 || out == "" {
+				t.Errorf("podgate %s: exit %d, stdout %q, stderr %q; want output", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+	})
 
 	// Deleting the pod starts a replacement at once.
 	if _, err := r.client.DeletePod(context.Background(), "default", p.Name, metav1.DeleteOptions{}); err != nil {
@@ -457,4 +493,130 @@ spec:
 	if code := r.exit(); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
+}
+
+// runScrape gets and parses a Prometheus text exposition.
+func runScrape(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s = %d", url, resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return families
+}
+
+// runMetricValue is the value of the series of family with these labels
+// (a subset of its labels).
+func runMetricValue(families map[string]*dto.MetricFamily, family string, labels map[string]string) (float64, bool) {
+	f := families[family]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue(), true
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// An example that restarts a container on purpose must not fail its own
+// liveness probe while it starts: its first probes land after the app is
+// up. The failures that say so name what was not there yet — the exec
+// file, a port (the app's, or the gate's that routes the probe); a probe
+// that times out on a loaded machine says nothing about the example.
+// (Startup probes may fail while the app starts: that is what they are
+// for.)
+func TestRunExamplesPassTheirOwnProbesAtStart(t *testing.T) {
+	bin := podgateBinary(t)
+	for i, tc := range []struct {
+		file    string
+		replace []string // old, new: a toggle file of the test's own
+	}{
+		{"exec-liveness.yaml", []string{"/tmp/podgate-example-exec-liveness", "live"}},
+		{"multi-container-liveness.yaml", nil},
+		{"local/lifecycle.yaml", nil},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(filepath.Join("../../examples", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(data)
+			if tc.replace != nil {
+				text = strings.ReplaceAll(text, tc.replace[0], filepath.Join(t.TempDir(), tc.replace[1]))
+			}
+			r := runStart(t, bin, "-f", runManifest(t, text), "--pod-cidr", fmt.Sprintf("127.0.%d.0/24", 72+i))
+			p := r.waitPod("ready", runPodReady)
+			// The window: every probe that could fail while the app
+			// starts (the latest initial delay, plus a period for each
+			// failure the threshold allows) has run by then.
+			var last time.Time
+			for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+				if pr := c.LivenessProbe; pr != nil {
+					started := p.Status.StartTime.Time
+					end := started.Add(time.Duration(pr.InitialDelaySeconds+pr.PeriodSeconds*(pr.FailureThreshold+1)) * time.Second)
+					if end.After(last) {
+						last = end
+					}
+				}
+			}
+			if last.IsZero() {
+				t.Fatalf("%s has no liveness probe: the test is not about it", tc.file)
+			}
+			for {
+				events, err := r.client.ListEvents(context.Background(), api.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range events.Items {
+					notThereYet := strings.Contains(e.Message, "No such file or directory") || strings.Contains(e.Message, "connection refused")
+					if strings.Contains(e.Message, "Liveness probe failed") && notThereYet {
+						t.Fatalf("%s: %s %s at start: %s", tc.file, e.Reason, e.InvolvedObject.FieldPath, e.Message)
+					}
+				}
+				if time.Now().After(last) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// containerNames lists a pod's containers as `podgate logs -c` takes them:
+// init containers (the injected gate is a native sidecar) and then the
+// regular ones.
+func containerNames(p *corev1.Pod) []string {
+	var names []string
+	for _, c := range p.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
 }

@@ -2,22 +2,22 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/runtime"
 )
 
 func init() { register(newValidateCmd) }
 
 func newValidateCmd() *cobra.Command {
-	var files []string
+	var mf manifestFlags
 	var output string
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE...",
+		Use:   "validate -f FILE|DIR|-...",
 		Short: "Check Pod, Deployment and Knative Service manifests as admission would",
 		Long: `Check manifests the way the API server and Knative's webhook would, with
 podgate's own rules on top (see docs/admission.md). Decoding is strict: an
@@ -26,29 +26,43 @@ one line each:
 
   FILE: doc N: Kind/name: field.path: message
 
+-f takes a file, a directory (its *.yaml, *.yml and *.json files; -R for
+subdirectories too) or - for standard input, as kubectl does.
+
+Warnings (on standard error; they do not change the exit status) name what
+Kubernetes accepts but podgate treats differently, such as a container
+without a command whose image 'podgate run' has no local program for.
+
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
+		Example: `  podgate validate -f examples/hello.yaml
+  podgate validate -f examples/
+  podgate inject -f app.yaml | podgate validate -f -`,
 		// Extra arguments are more files, so `-f examples/*.yaml` works as
 		// the shell expands it.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files = append(files, args...)
-			if len(files) == 0 {
-				return usageErrorf("at least one -f FILE is required")
-			}
 			if output != "text" && output != "json" {
 				return usageErrorf("-o %q: want text or json", output)
 			}
-			m, problems, err := loadAndValidate(files)
+			inputs, err := mf.inputs(args, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			m, problems, err := loadAndValidate(inputs)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			images, err := runtime.DefaultImages()
 			if err != nil {
 				return invalidf("%v", err)
 			}
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if output == "json" {
-				if err := writeValidateJSON(out, m, problems); err != nil {
+				if err := writeValidateJSON(out, m, problems, images); err != nil {
 					return err
 				}
 			} else {
-				writeValidateText(out, errOut, m, problems)
+				writeValidateText(out, errOut, m, problems, images)
 			}
 			if len(problems) > 0 {
 				return withCode(exitInvalid)
@@ -56,28 +70,18 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (YAML or JSON); repeat for more")
+	mf.bind(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
 
-// loadAndValidate loads the files and validates every workload in them.
-// Problems come sorted by file and document. The error is for files that
-// cannot be read at all.
-func loadAndValidate(files []string) (*podspec.Manifests, podspec.Problems, error) {
-	m, err := podspec.LoadFiles(files...)
-	var problems podspec.Problems
-	if err != nil && !errors.As(err, &problems) {
-		return nil, nil, err
-	}
-	for _, w := range m.Workloads {
-		problems = append(problems, w.Problems(podspec.Validate(w))...)
-	}
-	podspec.SortProblems(problems, files...)
-	return m, problems, nil
+// workloadWarnings are podspec's warnings plus what keeps a container from
+// running locally though Kubernetes would run it.
+func workloadWarnings(w *podspec.Workload, images runtime.Images) []string {
+	return append(w.Warnings(), runtime.LocalWarnings(w, images)...)
 }
 
-func writeValidateText(out, errOut io.Writer, m *podspec.Manifests, problems podspec.Problems) {
+func writeValidateText(out, errOut io.Writer, m *podspec.Manifests, problems podspec.Problems, images runtime.Images) {
 	for _, p := range problems {
 		fmt.Fprintln(out, p.Error())
 	}
@@ -86,7 +90,7 @@ func writeValidateText(out, errOut io.Writer, m *podspec.Manifests, problems pod
 			s.Source, s.APIVersion, s.Kind, s.Name)
 	}
 	for _, w := range m.Workloads {
-		for _, warn := range w.Warnings() {
+		for _, warn := range workloadWarnings(w, images) {
 			fmt.Fprintf(errOut, "warning: %s: %s: %s\n", w.Source, w.ID(), warn)
 		}
 	}
@@ -134,7 +138,7 @@ type warningSummary struct {
 	Message string `json:"message"`
 }
 
-func writeValidateJSON(out io.Writer, m *podspec.Manifests, problems podspec.Problems) error {
+func writeValidateJSON(out io.Writer, m *podspec.Manifests, problems podspec.Problems, images runtime.Images) error {
 	r := validateReport{
 		Valid:     len(problems) == 0,
 		Problems:  problems,
@@ -151,7 +155,7 @@ func writeValidateJSON(out io.Writer, m *podspec.Manifests, problems podspec.Pro
 			Namespace: w.Namespace, Name: w.Name, Replicas: w.Replicas,
 			ServingContainer: w.ServingContainer, ServingPort: w.ServingPort,
 		})
-		for _, warn := range w.Warnings() {
+		for _, warn := range workloadWarnings(w, images) {
 			r.Warnings = append(r.Warnings, warningSummary{
 				File: w.Source.File, Doc: w.Source.Doc, Kind: w.Kind, Name: w.Name, Message: warn,
 			})
