@@ -235,7 +235,8 @@ func TestManifestSources(t *testing.T) {
 		{"a directory without manifests is invalid and points at -R", "", []string{"validate", "-f", empty}, 1,
 			nil, nil, empty + ": no .yaml, .yml or .json file in the directory (subdirectories are read with -R)"},
 		{"inject reads standard input", string(hello), []string{"inject", "-f", "-"}, 0,
-			[]string{"name: podgate", "name: user-container"}, nil, ""},
+			// The gate is a native sidecar: initContainers print after containers.
+			[]string{"name: user-container", "initContainers:", "name: podgate"}, nil, ""},
 		{"inject reads a directory", "", []string{"inject", "-f", tree}, 0,
 			[]string{"name: a", "name: b", "name: c"}, nil, ""},
 		{"run reads standard input and names it", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: nginx}]}\n",
