@@ -39,7 +39,16 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for open connections once the gate
 	// has drained (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// HealthCheckHold bounds how long a health check is held while the
+	// pod has not been ready yet and a readiness probe is aggressive
+	// (periodSeconds: 0): 0 is queue-proxy's DefaultHealthCheckHold, a
+	// negative value answers every health check at once.
+	HealthCheckHold time.Duration
 }
+
+// DefaultHealthCheckHold is queue-proxy's limit for an aggressive
+// readiness check: it probes for up to 10 s before answering not ready.
+const DefaultHealthCheckHold = 10 * time.Second
 
 // Gate is the sidecar. Create it with New and run it with Serve.
 type Gate struct {
@@ -59,12 +68,38 @@ type Gate struct {
 	termOnce    sync.Once
 	// stopping counts preStop hooks waiting without a SIGTERM: a container
 	// is about to be stopped, so the pod is not ready meanwhile.
-	stopping atomic.Int32
+	stopping signalingCounter
 	// preStops counts preStop hooks inside /wait-for-drain, SIGTERM or not.
 	preStops atomic.Int32
 
 	shutdownTimeout time.Duration
+
+	// readyChanged is closed and replaced whenever the answer to a health
+	// check may have changed (a container's readiness, the drain, a
+	// preStop hook): held health checks wait on it.
+	readyMu      sync.Mutex
+	readyChanged chan struct{}
+	// holdChecks: some readiness probe is aggressive (periodSeconds: 0),
+	// so health checks are held until the pod is first ready.
+	holdChecks bool
+	holdLimit  time.Duration
+	everReady  atomic.Bool // every container was ready at some point
+	held       atomic.Int64
 }
+
+// signalingCounter is an atomic counter that signals every change.
+type signalingCounter struct {
+	n       atomic.Int32
+	changed func()
+}
+
+func (c *signalingCounter) Add(delta int32) int32 {
+	n := c.n.Add(delta)
+	c.changed()
+	return n
+}
+
+func (c *signalingCounter) Load() int32 { return c.n.Load() }
 
 // New builds a Gate from its configuration. Nothing runs until Serve.
 func New(opts Options) (*Gate, error) {
@@ -88,8 +123,13 @@ func New(opts Options) (*Gate, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if opts.HealthCheckHold == 0 {
+		opts.HealthCheckHold = DefaultHealthCheckHold
+	}
 	g := &Gate{
 		shutdownTimeout: opts.ShutdownTimeout,
+		readyChanged:    make(chan struct{}),
+		holdLimit:       opts.HealthCheckHold,
 		cfg:             cfg,
 		clock:           opts.Clock,
 		log:             opts.Logger,
@@ -98,10 +138,14 @@ func New(opts Options) (*Gate, error) {
 		status:          opts.Status,
 		terminating:     make(chan struct{}),
 	}
+	g.stopping.changed = g.signalReadiness
+	for _, p := range cfg.ReadinessProbes {
+		g.holdChecks = g.holdChecks || (p.PeriodSeconds <= 0 && opts.HealthCheckHold > 0)
+	}
 	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
 	lim := newLimiter(cfg.ContainerConcurrency)
 	// Before the aggregator, which reports its first verdicts as it is built.
-	g.metrics = newMetrics(gaugeSources{inFlight: g.drainer.InFlight, queueDepth: lim.depth, ready: g.Ready},
+	g.metrics = newMetrics(gaugeSources{inFlight: g.drainer.InFlight, queueDepth: lim.depth, ready: g.Ready, healthHeld: g.held.Load},
 		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = newAggregator(specs, aggregatorOptions{
 		Clock:            opts.Clock,
@@ -147,11 +191,35 @@ func (g *Gate) readinessChanged(container string, ready bool, reason string, all
 		return
 	}
 	if ready {
+		g.everReady.Store(true)
+	}
+	g.signalReadiness()
+	if ready {
 		g.log.Info("all containers ready")
 	} else {
 		g.log.Info("not all containers ready", "notReady", reason)
 	}
 }
+
+// signalReadiness wakes every held health check to look at the state
+// again.
+func (g *Gate) signalReadiness() {
+	g.readyMu.Lock()
+	close(g.readyChanged)
+	g.readyChanged = make(chan struct{})
+	g.readyMu.Unlock()
+}
+
+// readinessSignal is closed at the next signalReadiness. Take it before
+// reading the state, so no change between the two is missed.
+func (g *Gate) readinessSignal() <-chan struct{} {
+	g.readyMu.Lock()
+	defer g.readyMu.Unlock()
+	return g.readyChanged
+}
+
+// HealthChecksHeld is how many health checks wait for the pod to be ready.
+func (g *Gate) HealthChecksHeld() int { return int(g.held.Load()) }
 
 // refused is the proxy's report of a refused connection: the serving
 // container is down (restarting), so the pod is not ready from now on, and
@@ -169,7 +237,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
 	switch classify(r) {
 	case kindHealth:
-		serveHealth(rec, r, g.drainer.Draining(), g.Ready())
+		g.serveHealth(rec, r)
 		g.logRequest(r, rec, start)
 		return
 	case kindNetworkProbe:
@@ -333,6 +401,7 @@ func (g *Gate) terminate() {
 			"inFlight", g.drainer.InFlight())
 		close(g.terminating)
 		g.drainer.Drain()
+		g.signalReadiness()
 	})
 }
 
