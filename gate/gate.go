@@ -148,19 +148,21 @@ func New(opts Options) (*Gate, error) {
 	g.metrics = newMetrics(gaugeSources{inFlight: g.drainer.InFlight, queueDepth: lim.depth, ready: g.Ready, healthHeld: g.held.Load},
 		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = newAggregator(specs, aggregatorOptions{
-		Clock:            opts.Clock,
-		Runner:           opts.Runner,
-		Target:           g.target,
-		UserPort:         cfg.UserPort,
-		HaveStatusSource: opts.Status != nil,
-		Logger:           opts.Logger,
-		OnChange:         g.readinessChanged,
+		Clock:              opts.Clock,
+		Runner:             opts.Runner,
+		Target:             g.target,
+		UserPort:           cfg.UserPort,
+		HTTP2AutoDetection: cfg.HTTP2AutoDetection,
+		HaveStatusSource:   opts.Status != nil,
+		Logger:             opts.Logger,
+		OnChange:           g.readinessChanged,
 		OnAttempt: func(c string, out probe.Outcome) {
 			g.metrics.probeResult(c, "readiness", out.Result)
 		},
 	})
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
 	g.proxy = newProxy(upstream, opts.Clock, cfg.RevisionTimeout, lim, opts.Logger, g.metrics, g.refused, g.agg.ServingBack)
+	g.proxy.h2cOnly = g.agg.ServingSpeaksH2C
 	if opts.RequestLog != nil {
 		g.reqlog = &requestLog{w: opts.RequestLog, serverIP: cfg.PodIP}
 	}

@@ -31,6 +31,10 @@ type proxy struct {
 	log      *slog.Logger
 	m        *Metrics
 	upstream string
+	// h2cOnly reports whether the serving container speaks only h2c
+	// (found by HTTP/2 auto-detection): HTTP/1.1 requests then go to it
+	// as h2c too. Nil: never.
+	h2cOnly func() bool
 }
 
 func newProxy(upstream string, clk clock.WithDelayedExecution, timeout time.Duration, lim *limiter,
@@ -112,15 +116,15 @@ func (p *proxy) serve(w *recorder, r *http.Request) {
 		}
 		defer p.limiter.release()
 	}
-	if r.ProtoMajor == 2 {
-		p.h2.ServeHTTP(w, r)
-		return
-	}
-	if r.ContentLength != 0 {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		// Let an HTTP/1.1 client keep sending its body while the response
 		// streams back (the server's default stops reading at the first
 		// response write).
 		_ = http.NewResponseController(w).EnableFullDuplex()
+	}
+	if r.ProtoMajor == 2 || (p.h2cOnly != nil && p.h2cOnly()) {
+		p.h2.ServeHTTP(w, r)
+		return
 	}
 	p.h1.ServeHTTP(w, r)
 }
