@@ -129,15 +129,41 @@ func (p *proxy) serve(w *recorder, r *http.Request) {
 	p.h1.ServeHTTP(w, r)
 }
 
-// rewrite aims the request at the serving container, keeping the Host the
-// client asked for (as queue-proxy does) and extending the forwarding
-// headers rather than replacing them.
+// Request headers of Knative's data path (knative.dev/networking's header
+// names and the activator's).
+const (
+	// originalHostHeader carries the Host the activator replaced (so a
+	// mesh routes on its own Host); queue-proxy restores it.
+	originalHostHeader = "K-Original-Host"
+)
+
+// activatorHeaders are set by the activator for its own routing and
+// removed by queue-proxy before the request reaches the container.
+var activatorHeaders = []string{"Knative-Serving-Revision", "Knative-Serving-Namespace"}
+
+// rewrite aims the request at the serving container as queue-proxy does:
+// the Host the client asked for is kept (or restored from K-Original-Host),
+// the activator's routing headers are removed, X-Forwarded-For is extended
+// and Forwarded made from the X-Forwarded-* headers when absent. The query
+// goes out verbatim.
 func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme = "http"
 	pr.Out.URL.Host = p.upstream
 	in, out := pr.In.Header, pr.Out.Header
-	if f, ok := in["Forwarded"]; ok {
-		out["Forwarded"] = f
+	// ReverseProxy's Rewrite mode drops query parameters it cannot parse
+	// (a ";" separator, a bad escape); queue-proxy's proxy passes them on.
+	pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+	host := pr.In.Host
+	if oh := out.Get(originalHostHeader); oh != "" {
+		host = oh
+		pr.Out.Host = oh
+		out.Del(originalHostHeader)
+	}
+	for _, h := range activatorHeaders {
+		out.Del(h)
+	}
+	if strings.TrimSpace(in.Get("Forwarded")) != "" {
+		out["Forwarded"] = in["Forwarded"]
 	} else if fwd := forwardedFrom(in); fwd != "" {
 		out.Set("Forwarded", fwd)
 	}
@@ -148,6 +174,8 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	// An earlier proxy (the ingress) knows the client's host and scheme.
 	if v, ok := in["X-Forwarded-Host"]; ok {
 		out["X-Forwarded-Host"] = v
+	} else {
+		out.Set("X-Forwarded-Host", host)
 	}
 	if v, ok := in["X-Forwarded-Proto"]; ok {
 		out["X-Forwarded-Proto"] = v
