@@ -257,11 +257,11 @@ func (p *proxy) fail(rw http.ResponseWriter, r *http.Request, err error) {
 		http.Error(rw, err.Error(), http.StatusServiceUnavailable)
 	default:
 		// The request may have reached the container: it is not sent
-		// again. queue-proxy answers the same, with the error as body.
+		// again. queue-proxy answers the same: the error, as http.Error
+		// writes it.
 		p.m.upstreamError()
 		p.log.Warn("request failed after reaching the serving container", "method", r.Method, "path", r.URL.Path, "error", err)
-		rw.WriteHeader(http.StatusBadGateway)
-		_, _ = io.WriteString(rw, err.Error())
+		http.Error(rw, err.Error(), http.StatusBadGateway)
 	}
 }
 
