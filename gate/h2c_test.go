@@ -93,11 +93,8 @@ func TestHTTP2AutoDetection(t *testing.T) {
 		{"an h2c-only sidecar is never ready without it", false, "h2c-only", true, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var probed, serving string
-			var ps *protoServer
-			ps = startProtoServer(t, tc.container != "h2c-only", tc.container != "http1-only")
-			probed = ps.addr
-			serving = probed
+			ps := startProtoServer(t, tc.container != "h2c-only", tc.container != "http1-only")
+			probed, serving := ps.addr, ps.addr
 			if tc.sidecar {
 				serving = startApp(t, testapp.Config{Name: "app"}).Addr()
 			}
