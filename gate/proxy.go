@@ -174,7 +174,7 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	// An earlier proxy (the ingress) knows the client's host and scheme.
 	if v, ok := in["X-Forwarded-Host"]; ok {
 		out["X-Forwarded-Host"] = v
-	} else {
+	} else if host != pr.In.Host {
 		out.Set("X-Forwarded-Host", host)
 	}
 	if v, ok := in["X-Forwarded-Proto"]; ok {
