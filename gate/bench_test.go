@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 )
 
@@ -259,6 +262,92 @@ func BenchmarkReadinessPropagation(b *testing.B) {
 		b.StopTimer()
 		cancel()
 		wait()
+		ln.Close()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkHeldHealthCheck measures, through a whole gate, the time from
+// the serving container accepting connections to a health check that was
+// held (aggressive TCP probe, pod not ready yet) being answered 200: what
+// the kubelet or activator waiting on the gate sees. queue-proxy holds
+// such a check too, retrying its probe every 50 ms.
+//
+//	go test -run '^$' -bench HeldHealthCheck -benchtime 200x ./gate/
+func BenchmarkHeldHealthCheck(b *testing.B) {
+	addr, port := closedPort(b)
+	host, _ := splitHostPort(b, addr)
+	cfg := gateenv.Defaults()
+	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
+	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(port, 0)}
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	var lat []time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		g, err := New(Options{Config: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ls Listeners
+		for _, dst := range []*net.Listener{&ls.Serving, &ls.Admin, &ls.Metrics} {
+			if *dst, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- g.Serve(ctx, ls) }()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+ls.Serving.Addr().String()+"/", nil)
+		req.Header.Set("User-Agent", "kube-probe/1.37")
+		req.Header.Set(gateenv.ProbeHeaderName, queueName)
+		answered := make(chan time.Time, 1)
+		go func() {
+			resp, err := client.Do(req)
+			at := time.Now()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Errorf("held check: %v %v", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+			answered <- at
+		}()
+		deadline := time.Now().Add(testWait)
+		for g.HealthChecksHeld() == 0 {
+			if time.Now().After(deadline) {
+				b.Fatal("the health check is not held")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		// Let the prober reach its steady backoff, as for a container
+		// that takes a while to start.
+		time.Sleep(20*time.Millisecond + time.Duration(rand.Int64N(int64(20*time.Millisecond))))
+		b.StartTimer()
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		select {
+		case at := <-answered:
+			lat = append(lat, at.Sub(start))
+		case <-time.After(testWait):
+			b.Fatal("the held check is not answered after the port opened")
+		}
+		b.StopTimer()
+		cancel()
+		select {
+		case err := <-served:
+			if err != nil {
+				b.Fatal(err)
+			}
+		case <-time.After(testWait):
+			b.Fatal("Serve did not return")
+		}
 		ln.Close()
 		b.StartTimer()
 	}

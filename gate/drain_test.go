@@ -193,6 +193,12 @@ func TestWaitForDrainHoldsUntilDrained(t *testing.T) {
 			tg.waitReady(t, false)
 			if !tc.sigtermBefore {
 				tg.terminate()
+				// terminate only cancels Serve's context; the gate starts
+				// draining on its own goroutine. The hook's 1 s timer
+				// already makes the clock have waiters, so the wait below
+				// would not hold the clock until then: moving it first
+				// releases the hook as if no SIGTERM had come.
+				eventually(t, "the gate drains", tg.Drainer().Draining)
 			}
 			// Traffic is still served during the drain.
 			if code, _, _ := tg.do(t, http.MethodGet, tg.url("/"), nil, nil); code != http.StatusOK {

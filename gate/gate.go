@@ -39,7 +39,16 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for open connections once the gate
 	// has drained (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// HealthCheckHold bounds how long a health check is held while the
+	// pod has not been ready yet and a readiness probe is aggressive
+	// (periodSeconds: 0): 0 is queue-proxy's DefaultHealthCheckHold, a
+	// negative value answers every health check at once.
+	HealthCheckHold time.Duration
 }
+
+// DefaultHealthCheckHold is queue-proxy's limit for an aggressive
+// readiness check: it probes for up to 10 s before answering not ready.
+const DefaultHealthCheckHold = 10 * time.Second
 
 // Gate is the sidecar. Create it with New and run it with Serve.
 type Gate struct {
@@ -67,12 +76,38 @@ type Gate struct {
 	quit      chan struct{}
 	// stopping counts preStop hooks waiting without a SIGTERM: a container
 	// is about to be stopped, so the pod is not ready meanwhile.
-	stopping atomic.Int32
+	stopping signalingCounter
 	// preStops counts preStop hooks inside /wait-for-drain, SIGTERM or not.
 	preStops atomic.Int32
 
 	shutdownTimeout time.Duration
+
+	// readyChanged is closed and replaced whenever the answer to a health
+	// check may have changed (a container's readiness, the drain, a
+	// preStop hook): held health checks wait on it.
+	readyMu      sync.Mutex
+	readyChanged chan struct{}
+	// holdChecks: some readiness probe is aggressive (periodSeconds: 0),
+	// so health checks are held until the pod is first ready.
+	holdChecks bool
+	holdLimit  time.Duration
+	everReady  atomic.Bool // every container was ready at some point
+	held       atomic.Int64
 }
+
+// signalingCounter is an atomic counter that signals every change.
+type signalingCounter struct {
+	n       atomic.Int32
+	changed func()
+}
+
+func (c *signalingCounter) Add(delta int32) int32 {
+	n := c.n.Add(delta)
+	c.changed()
+	return n
+}
+
+func (c *signalingCounter) Load() int32 { return c.n.Load() }
 
 // New builds a Gate from its configuration. Nothing runs until Serve.
 func New(opts Options) (*Gate, error) {
@@ -96,8 +131,13 @@ func New(opts Options) (*Gate, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if opts.HealthCheckHold == 0 {
+		opts.HealthCheckHold = DefaultHealthCheckHold
+	}
 	g := &Gate{
 		shutdownTimeout: opts.ShutdownTimeout,
+		readyChanged:    make(chan struct{}),
+		holdLimit:       opts.HealthCheckHold,
 		cfg:             cfg,
 		clock:           opts.Clock,
 		log:             opts.Logger,
@@ -107,25 +147,32 @@ func New(opts Options) (*Gate, error) {
 		terminating:     make(chan struct{}),
 		quit:            make(chan struct{}),
 	}
+	g.stopping.changed = g.signalReadiness
+	for _, p := range cfg.ReadinessProbes {
+		g.holdChecks = g.holdChecks || (p.PeriodSeconds <= 0 && opts.HealthCheckHold > 0)
+	}
 	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
 	lim := newLimiter(cfg.ContainerConcurrency)
 	// Before the aggregator, which reports its first verdicts as it is built.
-	g.metrics = newMetrics(gaugeSources{inFlight: g.drainer.InFlight, queueDepth: lim.depth, ready: g.Ready},
+	g.metrics = newMetrics(gaugeSources{inFlight: g.drainer.InFlight, queueDepth: lim.depth, ready: g.Ready, healthHeld: g.held.Load},
 		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = newAggregator(specs, aggregatorOptions{
-		Clock:            opts.Clock,
-		Runner:           opts.Runner,
-		Target:           g.target,
-		UserPort:         cfg.UserPort,
-		HaveStatusSource: opts.Status != nil,
-		Logger:           opts.Logger,
-		OnChange:         g.readinessChanged,
+		Clock:              opts.Clock,
+		Runner:             opts.Runner,
+		Target:             g.target,
+		UserPort:           cfg.UserPort,
+		HTTP2AutoDetection: cfg.HTTP2AutoDetection,
+		HaveStatusSource:   opts.Status != nil,
+		Logger:             opts.Logger,
+		OnChange:           g.readinessChanged,
 		OnAttempt: func(c string, out probe.Outcome) {
 			g.metrics.probeResult(c, "readiness", out.Result)
 		},
 	})
+	g.signalReadiness() // the aggregator's first verdict
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
 	g.proxy = newProxy(upstream, opts.Clock, cfg.RevisionTimeout, lim, opts.Logger, g.metrics, g.refused, g.agg.ServingBack)
+	g.proxy.h2cOnly = g.agg.ServingSpeaksH2C
 	if opts.RequestLog != nil {
 		g.reqlog = &requestLog{w: opts.RequestLog, serverIP: cfg.PodIP}
 	}
@@ -159,12 +206,38 @@ func (g *Gate) readinessChanged(container string, ready bool, reason string, all
 		g.metrics.containerReady(container, ready)
 		return
 	}
+	g.signalReadiness()
 	if ready {
 		g.log.Info("all containers ready")
 	} else {
 		g.log.Info("not all containers ready", "notReady", reason)
 	}
 }
+
+// signalReadiness wakes every held health check to look at the state
+// again. Every input of Ready calls it when it changes, so it is also where
+// the gate notes that it has been ready once (which ends the holding of
+// health checks).
+func (g *Gate) signalReadiness() {
+	if g.agg != nil && g.Ready() { // nil: New is still building it
+		g.everReady.Store(true)
+	}
+	g.readyMu.Lock()
+	close(g.readyChanged)
+	g.readyChanged = make(chan struct{})
+	g.readyMu.Unlock()
+}
+
+// readinessSignal is closed at the next signalReadiness. Take it before
+// reading the state, so no change between the two is missed.
+func (g *Gate) readinessSignal() <-chan struct{} {
+	g.readyMu.Lock()
+	defer g.readyMu.Unlock()
+	return g.readyChanged
+}
+
+// HealthChecksHeld is how many health checks wait for the pod to be ready.
+func (g *Gate) HealthChecksHeld() int { return int(g.held.Load()) }
 
 // refused is the proxy's report of a refused connection: the serving
 // container is down (restarting), so the pod is not ready from now on, and
@@ -182,7 +255,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
 	switch classify(r) {
 	case kindHealth:
-		serveHealth(rec, r, g.drainer.Draining(), g.Ready())
+		g.serveHealth(rec, r)
 		g.logRequest(r, rec, start)
 		return
 	case kindNetworkProbe:
@@ -356,6 +429,7 @@ func (g *Gate) terminate(why string) {
 		g.drainer.Drain()
 		g.reporting.Add(1)
 		go g.reportDrain()
+		g.signalReadiness()
 	})
 }
 
@@ -404,6 +478,14 @@ const (
 	statusRetryMax = 5 * time.Second
 )
 
+// statusReported notes the status source's report: the first one may make
+// the gate ready.
+func (g *Gate) statusReported() {
+	if !g.statusSeen.Swap(true) {
+		g.signalReadiness()
+	}
+}
+
 // watchStatus feeds the status source's reports to the aggregator until
 // ctx ends, watching again after a pause when the source fails.
 func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
@@ -415,14 +497,14 @@ func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
 	watch := func(ctx context.Context) error {
 		return g.status.Watch(ctx, func(cs []ContainerStatus) {
 			g.agg.SetStatuses(cs)
-			g.statusSeen.Store(true)
+			g.statusReported()
 		})
 	}
 	if pw, ok := g.status.(PodWatcher); ok {
 		watch = func(ctx context.Context) error {
 			return pw.WatchPod(ctx, func(ps PodStatus) {
 				g.agg.SetStatuses(ps.Containers)
-				g.statusSeen.Store(true)
+				g.statusReported()
 				if ps.Terminating {
 					g.terminate("the pod is being deleted (status source)")
 				}

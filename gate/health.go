@@ -54,9 +54,19 @@ func classify(r *http.Request) requestKind {
 }
 
 // serveHealth answers a health check from state kept current in the
-// background: no probe runs on this path, so the answer is immediate.
-func serveHealth(w http.ResponseWriter, r *http.Request, draining, ready bool) {
-	if draining {
+// background: no probe runs on this path. The answer is immediate, except
+// while the pod has not been ready yet and a readiness probe is aggressive
+// (periodSeconds: 0): queue-proxy then probes until the container is ready
+// or 10 s pass, so a check is a long poll that turns 200 the moment the
+// pod is ready. The gate holds such a check the same way, woken by the
+// readiness change itself.
+//
+// Once the pod has been ready, every check is answered at once, also while
+// periodSeconds is 0 (queue-proxy would hold it again): a container that
+// went away should leave the endpoints now, and a caller learns that from
+// an immediate 503, not from its own timeout.
+func (g *Gate) serveHealth(w *recorder, r *http.Request) {
+	if g.drainer.Draining() {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
@@ -64,12 +74,47 @@ func serveHealth(w http.ResponseWriter, r *http.Request, draining, ready bool) {
 		http.Error(w, "unexpected probe header value: "+ph, http.StatusBadRequest)
 		return
 	}
-	if !ready {
+	if g.Ready() {
+		_, _ = io.WriteString(w, queueName)
+		return
+	}
+	if !g.holdsHealthChecks() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
-	_, _ = io.WriteString(w, queueName)
+	g.held.Add(1)
+	defer g.held.Add(-1)
+	limit := g.clock.NewTimer(g.holdLimit)
+	defer limit.Stop()
+	for {
+		changed := g.readinessSignal()
+		switch {
+		case g.drainer.Draining():
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		case g.Ready():
+			_, _ = io.WriteString(w, queueName)
+			return
+		case !g.holdsHealthChecks():
+			// Ready and unready again while this check slept.
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		select {
+		case <-changed:
+		case <-limit.C():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		case <-r.Context().Done():
+			// The caller gave up (its timeout): nobody reads an answer.
+			w.status = statusClientClosed
+			return
+		}
+	}
 }
+
+// holdsHealthChecks: a not-ready answer waits for readiness instead.
+func (g *Gate) holdsHealthChecks() bool { return g.holdChecks && !g.everReady.Load() }
 
 // serveNetworkProbe answers K-Network-Probe: probe by echoing its hash.
 func serveNetworkProbe(w http.ResponseWriter, r *http.Request, draining bool) {

@@ -70,7 +70,9 @@ func TestHealthCheckHeaderMatrix(t *testing.T) {
 			cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, app.Addr()), 0)}
 			if tc.state == "unready" {
 				// Nothing listens on port 1 of 127.0.0.1: the probe fails.
-				cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(1, 0)}
+				// Not aggressive: an aggressive probe would hold the check
+				// until the pod is first ready (TestHeldHealthCheck…).
+				cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(1, 1)}
 			}
 			tg := startGate(t, cfg, Options{})
 			switch tc.state {

@@ -27,6 +27,7 @@ import (
 //	podgate_ridethrough_held                              requests held right now
 //	podgate_upstream_errors_total                         failed after reaching the container (502, not replayed)
 //	podgate_ready                                         1 when health checks are answered ready
+//	podgate_health_checks_held                            health checks held until the pod is first ready
 //	podgate_container_ready{container}                    1 when the container counts as ready
 //	podgate_probe_results_total{container,kind,result}    probe attempts run by the gate
 //
@@ -67,6 +68,8 @@ type gaugeSources struct {
 	inFlight   func() int64
 	queueDepth func() int64
 	ready      func() bool
+	// healthHeld may be nil (none are ever held).
+	healthHeld func() int64
 }
 
 // latencyBounds are the request duration buckets, in seconds: from well
@@ -74,6 +77,9 @@ type gaugeSources struct {
 var latencyBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 
 func newMetrics(src gaugeSources, errLog *log.Logger) *Metrics {
+	if src.healthHeld == nil {
+		src.healthHeld = func() int64 { return 0 }
+	}
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -125,6 +131,10 @@ func newMetrics(src gaugeSources, errLog *log.Logger) *Metrics {
 			Name: "podgate_ready",
 			Help: "1 when the gate answers health checks with ready.",
 		}, func() float64 { return b2f(src.ready()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "podgate_health_checks_held",
+			Help: "Health checks held until every container is ready (a periodSeconds: 0 readiness probe, before the pod was first ready).",
+		}, func() float64 { return float64(src.healthHeld()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

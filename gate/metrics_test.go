@@ -200,6 +200,7 @@ func TestMetricsPageOverSocket(t *testing.T) {
 		"podgate_ridethrough_held":          dto.MetricType_GAUGE,
 		"podgate_upstream_errors_total":     dto.MetricType_COUNTER,
 		"podgate_ready":                     dto.MetricType_GAUGE,
+		"podgate_health_checks_held":        dto.MetricType_GAUGE,
 		"podgate_container_ready":           dto.MetricType_GAUGE,
 		"podgate_probe_results_total":       dto.MetricType_COUNTER,
 		"go_goroutines":                     dto.MetricType_GAUGE,

@@ -31,6 +31,10 @@ type proxy struct {
 	log      *slog.Logger
 	m        *Metrics
 	upstream string
+	// h2cOnly reports whether the serving container speaks only h2c
+	// (found by HTTP/2 auto-detection): HTTP/1.1 requests then go to it
+	// as h2c too. Nil: never.
+	h2cOnly func() bool
 }
 
 func newProxy(upstream string, clk clock.WithDelayedExecution, timeout time.Duration, lim *limiter,
@@ -112,28 +116,54 @@ func (p *proxy) serve(w *recorder, r *http.Request) {
 		}
 		defer p.limiter.release()
 	}
-	if r.ProtoMajor == 2 {
-		p.h2.ServeHTTP(w, r)
-		return
-	}
-	if r.ContentLength != 0 {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		// Let an HTTP/1.1 client keep sending its body while the response
 		// streams back (the server's default stops reading at the first
 		// response write).
 		_ = http.NewResponseController(w).EnableFullDuplex()
 	}
+	if r.ProtoMajor == 2 || (p.h2cOnly != nil && p.h2cOnly()) {
+		p.h2.ServeHTTP(w, r)
+		return
+	}
 	p.h1.ServeHTTP(w, r)
 }
 
-// rewrite aims the request at the serving container, keeping the Host the
-// client asked for (as queue-proxy does) and extending the forwarding
-// headers rather than replacing them.
+// Request headers of Knative's data path (knative.dev/networking's header
+// names and the activator's).
+const (
+	// originalHostHeader carries the Host the activator replaced (so a
+	// mesh routes on its own Host); queue-proxy restores it.
+	originalHostHeader = "K-Original-Host"
+)
+
+// activatorHeaders are set by the activator for its own routing and
+// removed by queue-proxy before the request reaches the container.
+var activatorHeaders = []string{"Knative-Serving-Revision", "Knative-Serving-Namespace"}
+
+// rewrite aims the request at the serving container as queue-proxy does:
+// the Host the client asked for is kept (or restored from K-Original-Host),
+// the activator's routing headers are removed, X-Forwarded-For is extended
+// and Forwarded made from the X-Forwarded-* headers when absent. The query
+// goes out verbatim.
 func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme = "http"
 	pr.Out.URL.Host = p.upstream
 	in, out := pr.In.Header, pr.Out.Header
-	if f, ok := in["Forwarded"]; ok {
-		out["Forwarded"] = f
+	// ReverseProxy's Rewrite mode drops query parameters it cannot parse
+	// (a ";" separator, a bad escape); queue-proxy's proxy passes them on.
+	pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+	host := pr.In.Host
+	if oh := out.Get(originalHostHeader); oh != "" {
+		host = oh
+		pr.Out.Host = oh
+		out.Del(originalHostHeader)
+	}
+	for _, h := range activatorHeaders {
+		out.Del(h)
+	}
+	if strings.TrimSpace(in.Get("Forwarded")) != "" {
+		out["Forwarded"] = in["Forwarded"]
 	} else if fwd := forwardedFrom(in); fwd != "" {
 		out.Set("Forwarded", fwd)
 	}
@@ -144,6 +174,8 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	// An earlier proxy (the ingress) knows the client's host and scheme.
 	if v, ok := in["X-Forwarded-Host"]; ok {
 		out["X-Forwarded-Host"] = v
+	} else if host != pr.In.Host {
+		out.Set("X-Forwarded-Host", host)
 	}
 	if v, ok := in["X-Forwarded-Proto"]; ok {
 		out["X-Forwarded-Proto"] = v
@@ -225,11 +257,11 @@ func (p *proxy) fail(rw http.ResponseWriter, r *http.Request, err error) {
 		http.Error(rw, err.Error(), http.StatusServiceUnavailable)
 	default:
 		// The request may have reached the container: it is not sent
-		// again. queue-proxy answers the same, with the error as body.
+		// again. queue-proxy answers the same: the error, as http.Error
+		// writes it.
 		p.m.upstreamError()
 		p.log.Warn("request failed after reaching the serving container", "method", r.Method, "path", r.URL.Path, "error", err)
-		rw.WriteHeader(http.StatusBadGateway)
-		_, _ = io.WriteString(rw, err.Error())
+		http.Error(rw, err.Error(), http.StatusBadGateway)
 	}
 }
 

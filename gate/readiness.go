@@ -26,6 +26,12 @@ type container struct {
 	fastProbe *corev1.Probe
 	// kick wakes the worker when the container turns suspect.
 	kick chan struct{}
+	// With HTTP/2 auto-detection: try h2c first (set once h2c passed
+	// where HTTP/1.1 failed; HTTP/1.1 comes first again once it passes
+	// where h2c failed), and whether the probe's protocol is the serving
+	// port's. Only the worker touches these.
+	h2cFirst       bool
+	probesUserPort bool
 
 	// Guarded by Aggregator.mu.
 	verdict    bool // thresholded result of the gate's own probe; true without one
@@ -111,6 +117,9 @@ type aggregatorOptions struct {
 	// UserPort is the serving container's port, checked by TCP when that
 	// container has no readiness probe of its own and was marked down.
 	UserPort int
+	// HTTP2AutoDetection tries plain-HTTP readiness probes as h2c (HTTP/2
+	// with prior knowledge) first (ENABLE_HTTP2_AUTO_DETECTION).
+	HTTP2AutoDetection bool
 	// HaveStatusSource says whether statuses will come; without one,
 	// delegated containers never count as ready.
 	HaveStatusSource bool
@@ -128,6 +137,10 @@ type Aggregator struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	serving *container
+	h2c     *h2cProber // nil without HTTP/2 auto-detection
+	// servingH2C: the serving container's readiness probe, on its
+	// traffic port, last passed over h2c only, so it speaks h2c there.
+	servingH2C atomic.Bool
 
 	mu         sync.Mutex
 	containers []*container
@@ -159,8 +172,15 @@ func newAggregator(specs []containerSpec, opts aggregatorOptions) *Aggregator {
 		back:       make(chan struct{}),
 		readyState: map[string]bool{},
 	}
+	if opts.HTTP2AutoDetection {
+		a.h2c = newH2CProber(opts.Runner.UserAgent())
+	}
 	for _, s := range specs {
 		c := &container{containerSpec: s, kick: make(chan struct{}, 1), verdict: s.probe == nil}
+		if p := s.probe; s.serving && isPlainHTTP(p) && p.HTTPGet.Port.IntValue() == opts.UserPort &&
+			(p.HTTPGet.Host == "" || p.HTTPGet.Host == opts.Target.PodIP) {
+			c.probesUserPort = true
+		}
 		c.fastProbe = s.probe
 		if s.probe != nil {
 			c.timing = timingOf(s.probe)
@@ -189,6 +209,11 @@ func (a *Aggregator) Ready() bool { return a.ready.Load() }
 
 // Serving is the name of the serving container.
 func (a *Aggregator) Serving() string { return a.serving.name }
+
+// ServingSpeaksH2C reports whether the serving container's traffic port
+// was found to answer h2c and not HTTP/1.1 (HTTP/2 auto-detection), so the
+// proxy sends it HTTP/1.1 requests as h2c too.
+func (a *Aggregator) ServingSpeaksH2C() bool { return a.servingH2C.Load() }
 
 // start runs one probe worker per container that has something to probe,
 // until ctx ends; wait blocks until they all returned.

@@ -78,12 +78,7 @@ func (a *Aggregator) work(ctx context.Context, c *container) {
 		fast := c.fast()
 		a.mu.Unlock()
 		if fast || c.probe != nil {
-			var out probe.Outcome
-			if fast {
-				out = a.attemptFast(ctx, c)
-			} else {
-				out = a.opts.Runner.Run(ctx, c.probe, a.opts.Target)
-			}
+			out := a.attempt(ctx, c, fast)
 			if ctx.Err() != nil {
 				return
 			}
@@ -135,6 +130,53 @@ func (a *Aggregator) sleep(ctx context.Context, d time.Duration, kick <-chan str
 	case <-kick:
 	}
 	return true
+}
+
+// attempt is one probe of the container: a fast attempt or a kubelet
+// tick. With HTTP/2 auto-detection a plain-HTTP probe passes over h2c or
+// HTTP/1.1, as queue-proxy's. queue-proxy tries h2c first; the gate tries
+// HTTP/1.1 first, then h2c, and keeps the order that last passed, so the
+// verdict is the same, a container costs one request per probe once its
+// protocol is known, and one that speaks both is still sent HTTP/1.1:
+// only a container that failed HTTP/1.1 and passed h2c counts as
+// speaking h2c only. When both fail, the HTTP/1.1 outcome (the
+// kubelet's) is the result.
+func (a *Aggregator) attempt(ctx context.Context, c *container, fast bool) probe.Outcome {
+	http1 := func() probe.Outcome {
+		if fast {
+			return a.attemptFast(ctx, c)
+		}
+		return a.opts.Runner.Run(ctx, c.probe, a.opts.Target)
+	}
+	p := c.probe
+	if fast {
+		p = c.fastProbe
+	}
+	if a.h2c == nil || !isPlainHTTP(p) {
+		return http1()
+	}
+	h2c := func() probe.Outcome {
+		return a.h2c.attempt(ctx, p.HTTPGet, a.opts.Target.PodIP, c.timing.timeout)
+	}
+	first, second := h2c, http1
+	if !c.h2cFirst {
+		first, second = http1, h2c
+	}
+	out := first()
+	if !out.Result.Passed() && ctx.Err() == nil {
+		out2 := second()
+		// Report HTTP/1.1's verdict when neither passes.
+		if out2.Result.Passed() || c.h2cFirst {
+			out = out2
+		}
+		if out2.Result.Passed() {
+			c.h2cFirst = !c.h2cFirst
+		}
+	}
+	if out.Result.Passed() && c.probesUserPort {
+		a.servingH2C.Store(c.h2cFirst)
+	}
+	return out
 }
 
 // attemptFast makes one attempt, without the retries of a kubelet tick

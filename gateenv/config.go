@@ -38,6 +38,9 @@ type Config struct {
 
 	// MultiContainerProbes selects the list form of SERVING_READINESS_PROBE.
 	MultiContainerProbes bool
+	// HTTP2AutoDetection: HTTP readiness probes try h2c (HTTP/2 with prior
+	// knowledge) first (ENABLE_HTTP2_AUTO_DETECTION).
+	HTTP2AutoDetection bool
 	// ReadinessProbes are the probes the gate runs itself, serving
 	// container first. Every one has an httpGet, tcpSocket or grpc handler
 	// with a numeric port.

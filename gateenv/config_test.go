@@ -30,6 +30,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	c.RevisionTimeout = 90 * time.Second
 	c.Namespace, c.Service, c.Configuration, c.Revision = "ns", "svc", "svc", "svc-00001"
 	c.MultiContainerProbes = true
+	c.HTTP2AutoDetection = true
 	c.ReadinessProbes = []*corev1.Probe{
 		{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(3000), Host: "127.0.0.1"}}, SuccessThreshold: 1},
 		{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}, PeriodSeconds: 2},
@@ -117,6 +118,9 @@ func TestDecodeRejectsMalformedValues(t *testing.T) {
 		{"probe JSON broken", map[string]string{EnvServingReadinessProbe: `{"tcpSocket":`}, `SERVING_READINESS_PROBE: not a JSON probe`},
 		{"probe unknown field", map[string]string{EnvServingReadinessProbe: `{"tcpSockett":{"port":1}}`}, `SERVING_READINESS_PROBE: not a JSON probe: json: unknown field "tcpSockett"`},
 		{"array without multi", map[string]string{EnvServingReadinessProbe: `[]`}, `SERVING_READINESS_PROBE: is a JSON array, which needs ENABLE_MULTI_CONTAINER_PROBES=true`},
+		{"array with multi=false", map[string]string{EnvMultiContainerProbes: "false", EnvServingReadinessProbe: `[{"tcpSocket":{"port":1}}]`}, `SERVING_READINESS_PROBE: is a JSON array, which needs ENABLE_MULTI_CONTAINER_PROBES=true`},
+		{"one object with multi", map[string]string{EnvMultiContainerProbes: "true", EnvServingReadinessProbe: `{"tcpSocket":{"port":1}}`}, `SERVING_READINESS_PROBE: is not a JSON array, which ENABLE_MULTI_CONTAINER_PROBES=true needs`},
+		{"http2 detection bool", map[string]string{EnvHTTP2AutoDetection: "on"}, `ENABLE_HTTP2_AUTO_DETECTION: "on" is not true or false`},
 		{"exec probe", map[string]string{EnvServingReadinessProbe: `{"exec":{"command":["x"]}}`}, `SERVING_READINESS_PROBE: the probe: exec probes run in their container`},
 		{"named port", map[string]string{EnvMultiContainerProbes: "true", EnvServingReadinessProbe: `[{"tcpSocket":{"port":1}},{"tcpSocket":{"port":"http"}}]`}, `SERVING_READINESS_PROBE: probe 1: port "http" is a name`},
 		{"no handler", map[string]string{EnvServingReadinessProbe: `{"periodSeconds":1}`}, `SERVING_READINESS_PROBE: the probe: has no httpGet, tcpSocket or grpc handler`},
@@ -214,6 +218,117 @@ func TestProbePath(t *testing.T) {
 			t.Errorf("ParseProbePath(%q) = %q, %q, %v", tt.path, c, k, err)
 		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 			t.Errorf("ParseProbePath(%q) error %v, want %q", tt.path, err, tt.err)
+		}
+	}
+}
+
+// queueProxyEnv is a complete environment as Knative's reconciler writes
+// it for queue-proxy (downward API values resolved).
+func queueProxyEnv() map[string]string {
+	return map[string]string{
+		"SERVING_NAMESPACE": "default", "SERVING_SERVICE": "hello", "SERVING_CONFIGURATION": "hello",
+		"SERVING_REVISION": "hello-00001", "QUEUE_SERVING_PORT": "8012", "QUEUE_SERVING_TLS_PORT": "8112",
+		"USER_PORT": "8080", "CONTAINER_CONCURRENCY": "0", "REVISION_TIMEOUT_SECONDS": "300",
+		"SERVING_POD": "hello-00001-deployment-abc", "SERVING_POD_IP": "10.42.0.7",
+		"SERVING_LOGGING_CONFIG": "", "SERVING_LOGGING_LEVEL": "",
+		"SERVING_READINESS_PROBE":       `{"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1}`,
+		"ENABLE_MULTI_CONTAINER_PROBES": "false",
+		"ENABLE_HTTP2_AUTO_DETECTION":   "false",
+	}
+}
+
+func lookuper(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func TestDecodeEnvAcceptsQueueProxysEnvironment(t *testing.T) {
+	env := queueProxyEnv()
+	strict, err := DecodeEnv(lookuper(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lenient, err := Decode(getter(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(strict, lenient) {
+		t.Errorf("DecodeEnv and Decode differ on a valid environment:\n%+v\n%+v", strict, lenient)
+	}
+	// Set but empty counts as set, as for queue-proxy: an identity variable
+	// may be empty.
+	for _, name := range []string{EnvServingNamespace, EnvServingConfiguration, EnvServingRevision, EnvServingPod, EnvServingPodIP} {
+		env := queueProxyEnv()
+		env[name] = ""
+		if _, err := DecodeEnv(lookuper(env)); err != nil {
+			t.Errorf("%s set to the empty string: %v", name, err)
+		}
+	}
+	// An empty podgate variable still means unset.
+	env[EnvAdminPort] = ""
+	if c, err := DecodeEnv(lookuper(env)); err != nil || c.AdminPort != DefaultAdminPort {
+		t.Errorf("empty %s: admin port %d, %v", EnvAdminPort, c.AdminPort, err)
+	}
+}
+
+func TestDecodeEnvRejectsWhatQueueProxyRejects(t *testing.T) {
+	tests := []struct {
+		name  string
+		unset string            // a variable to remove
+		set   map[string]string // variables to change
+		want  string
+	}{
+		{"QUEUE_SERVING_PORT missing", EnvQueueServingPort, nil, "QUEUE_SERVING_PORT: is required (queue-proxy's environment) but not set"},
+		{"USER_PORT missing", EnvUserPort, nil, "USER_PORT: is required"},
+		{"CONTAINER_CONCURRENCY missing", EnvContainerConcurrency, nil, "CONTAINER_CONCURRENCY: is required"},
+		{"REVISION_TIMEOUT_SECONDS missing", EnvRevisionTimeoutSeconds, nil, "REVISION_TIMEOUT_SECONDS: is required"},
+		{"SERVING_NAMESPACE missing", EnvServingNamespace, nil, "SERVING_NAMESPACE: is required"},
+		{"SERVING_CONFIGURATION missing", EnvServingConfiguration, nil, "SERVING_CONFIGURATION: is required"},
+		{"SERVING_REVISION missing", EnvServingRevision, nil, "SERVING_REVISION: is required"},
+		{"SERVING_POD missing", EnvServingPod, nil, "SERVING_POD: is required"},
+		{"SERVING_POD_IP missing", EnvServingPodIP, nil, "SERVING_POD_IP: is required"},
+		{"USER_PORT empty", "", map[string]string{EnvUserPort: ""}, `USER_PORT: "" is not a port number (1-65535)`},
+		{"USER_PORT a name", "", map[string]string{EnvUserPort: "http"}, `USER_PORT: "http" is not a port number (1-65535)`},
+		{"QUEUE_SERVING_PORT empty", "", map[string]string{EnvQueueServingPort: ""}, `QUEUE_SERVING_PORT: "" is not a port number (0-65535)`},
+		{"CONTAINER_CONCURRENCY empty", "", map[string]string{EnvContainerConcurrency: ""}, `CONTAINER_CONCURRENCY: "" is not a whole number >= 0`},
+		{"REVISION_TIMEOUT_SECONDS empty", "", map[string]string{EnvRevisionTimeoutSeconds: ""}, `REVISION_TIMEOUT_SECONDS: "" is not a whole number >= 0`},
+		{"ENABLE_MULTI_CONTAINER_PROBES empty", "", map[string]string{EnvMultiContainerProbes: ""}, `ENABLE_MULTI_CONTAINER_PROBES: "" is not true or false`},
+		{"ENABLE_HTTP2_AUTO_DETECTION empty", "", map[string]string{EnvHTTP2AutoDetection: ""}, `ENABLE_HTTP2_AUTO_DETECTION: "" is not true or false`},
+		{"one probe object with the multi-container flag", "", map[string]string{EnvMultiContainerProbes: "true"}, "SERVING_READINESS_PROBE: is not a JSON array"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := queueProxyEnv()
+			delete(env, tt.unset)
+			for k, v := range tt.set {
+				env[k] = v
+			}
+			_, err := DecodeEnv(lookuper(env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestEncodedEnvironmentPassesDecodeEnv: what the injector writes, with
+// the downward API resolved, is a complete environment for the gate.
+func TestEncodedEnvironmentPassesDecodeEnv(t *testing.T) {
+	knative := Defaults()
+	knative.Namespace, knative.Service, knative.Configuration, knative.Revision = "ns", "svc", "svc", "svc-00001"
+	knative.MultiContainerProbes = true
+	knative.ReadinessProbes = []*corev1.Probe{{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}}
+	for name, c := range map[string]Config{"defaults (a Deployment: no Knative identity)": Defaults(), "a Knative revision": knative} {
+		for _, local := range []bool{false, true} {
+			env := envMap(c.Encode())
+			for _, e := range DownwardAPIEnv(local) {
+				env[e.Name] = map[string]string{"metadata.name": "p", "status.podIP": "127.0.1.3"}[e.ValueFrom.FieldRef.FieldPath]
+			}
+			if _, err := DecodeEnv(lookuper(env)); err != nil {
+				t.Errorf("%s, local=%v: %v", name, local, err)
+			}
 		}
 	}
 }

@@ -16,9 +16,35 @@ import (
 // in the gate). Unset variables take their defaults. Every malformed value
 // is reported, each as "NAME: problem", joined into one error; the Config
 // returned alongside holds whatever could be read.
+//
+// Decode cannot tell an unset variable from an empty one, so it checks
+// values only. `podgate gate` reads its own environment with DecodeEnv,
+// which also applies queue-proxy's rules about presence.
 func Decode(getenv func(string) string) (Config, error) {
-	d := decoder{getenv: getenv}
+	return decode(decoder{lookup: func(name string) (string, bool) {
+		v := getenv(name)
+		return v, v != ""
+	}})
+}
+
+// DecodeEnv is Decode with queue-proxy's rules about presence (lookup is
+// os.LookupEnv in the gate): every variable of Required must be set, and
+// a number, port or boolean of queue-proxy's that is set to the empty
+// string is malformed, as queue-proxy's parser fails on it (an empty
+// PODGATE_* variable still means unset).
+func DecodeEnv(lookup func(string) (string, bool)) (Config, error) {
+	d := decoder{lookup: lookup, strict: true}
+	for _, name := range Required {
+		if _, ok := lookup(name); !ok {
+			d.fail(name, "is required (queue-proxy's environment) but not set")
+		}
+	}
+	return decode(d)
+}
+
+func decode(d decoder) (Config, error) {
 	c := Defaults()
+	getenv := d.getenv
 
 	d.port(EnvQueueServingPort, &c.ServingPort, true)
 	d.port(EnvAdminPort, &c.AdminPort, true)
@@ -42,6 +68,7 @@ func Decode(getenv func(string) string) (Config, error) {
 	}
 
 	d.boolean(EnvMultiContainerProbes, &c.MultiContainerProbes)
+	d.boolean(EnvHTTP2AutoDetection, &c.HTTP2AutoDetection)
 	c.ReadinessProbes = d.readinessProbes(c.MultiContainerProbes)
 	c.ReadinessContainers = d.names(EnvReadinessContainers)
 	if c.ReadinessContainers != nil && len(c.ReadinessContainers) != len(c.ReadinessProbes) {
@@ -78,9 +105,30 @@ func Decode(getenv func(string) string) (Config, error) {
 }
 
 type decoder struct {
-	getenv func(string) string
+	lookup func(string) (string, bool)
+	// strict: a queue-proxy number, port or boolean that is set to the
+	// empty string is malformed rather than unset.
+	strict bool
 	errs   []error
 }
+
+func (d *decoder) getenv(name string) string {
+	v, _ := d.lookup(name)
+	return v
+}
+
+// value reads a queue-proxy variable of a parsed type: ok is false when
+// it is to be left at its default (unset, or empty outside strict mode).
+func (d *decoder) value(name string) (string, bool) {
+	v, set := d.lookup(name)
+	if v == "" && !(d.strict && set && isKnative(name)) {
+		return "", false
+	}
+	return v, true
+}
+
+// isKnative tells queue-proxy's variables from podgate's additions.
+func isKnative(name string) bool { return !strings.HasPrefix(name, "PODGATE_") }
 
 func (d *decoder) fail(name, format string, args ...any) {
 	d.errs = append(d.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
@@ -88,8 +136,8 @@ func (d *decoder) fail(name, format string, args ...any) {
 
 // port reads a TCP port; listen ports may be 0 (pick a free one).
 func (d *decoder) port(name string, dst *int, zeroOK bool) {
-	v := d.getenv(name)
-	if v == "" {
+	v, ok := d.value(name)
+	if !ok {
 		return
 	}
 	n, err := strconv.Atoi(v)
@@ -105,8 +153,8 @@ func (d *decoder) port(name string, dst *int, zeroOK bool) {
 }
 
 func (d *decoder) nonNegative(name string, dst *int) bool {
-	v := d.getenv(name)
-	if v == "" {
+	v, ok := d.value(name)
+	if !ok {
 		return false
 	}
 	n, err := strconv.Atoi(v)
@@ -119,8 +167,8 @@ func (d *decoder) nonNegative(name string, dst *int) bool {
 }
 
 func (d *decoder) boolean(name string, dst *bool) {
-	v := d.getenv(name)
-	if v == "" {
+	v, ok := d.value(name)
+	if !ok {
 		return
 	}
 	b, err := strconv.ParseBool(v)
@@ -193,16 +241,22 @@ func (d *decoder) readinessProbes(multi bool) []*corev1.Probe {
 	}
 	name := EnvServingReadinessProbe
 	var probes []*corev1.Probe
-	if strings.HasPrefix(v, "[") {
-		if !multi {
-			d.fail(name, "is a JSON array, which needs %s=true", EnvMultiContainerProbes)
-			return nil
-		}
+	// The flag decides the form, as for queue-proxy, which fails to start
+	// on the other one.
+	isArray := strings.HasPrefix(v, "[")
+	switch {
+	case isArray && !multi:
+		d.fail(name, "is a JSON array, which needs %s=true", EnvMultiContainerProbes)
+		return nil
+	case !isArray && multi:
+		d.fail(name, "is not a JSON array, which %s=true needs (one probe per container, serving container first)", EnvMultiContainerProbes)
+		return nil
+	case isArray:
 		if err := strictJSON(v, &probes); err != nil {
 			d.fail(name, "not a JSON array of probes: %v", err)
 			return nil
 		}
-	} else {
+	default:
 		p := &corev1.Probe{}
 		if err := strictJSON(v, p); err != nil {
 			d.fail(name, "not a JSON probe: %v", err)

@@ -31,6 +31,11 @@ func (c Config) Encode() []corev1.EnvVar {
 		{Name: EnvServingReadinessProbe, Value: encodeProbes(c.ReadinessProbes, multi)},
 	}
 	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
+	// Optional for queue-proxy too, and off unless set: written only when
+	// on, so pod specs that do not use it stay as they were.
+	if c.HTTP2AutoDetection {
+		add(EnvHTTP2AutoDetection, "true")
+	}
 	if len(c.ReadinessContainers) > 0 {
 		add(EnvReadinessContainers, strings.Join(c.ReadinessContainers, ","))
 	}

@@ -21,6 +21,10 @@ const (
 	// EnvMultiContainerProbes selects the array form of
 	// SERVING_READINESS_PROBE ("true"/"false").
 	EnvMultiContainerProbes = "ENABLE_MULTI_CONTAINER_PROBES"
+	// EnvHTTP2AutoDetection ("true"/"false") makes HTTP readiness probes
+	// try HTTP/2 with prior knowledge (h2c) before HTTP/1.1, so a
+	// container that speaks only h2c can be ready.
+	EnvHTTP2AutoDetection = "ENABLE_HTTP2_AUTO_DETECTION"
 	// EnvQueueServingPort is the port the gate serves traffic and health
 	// checks on.
 	EnvQueueServingPort = "QUEUE_SERVING_PORT"
@@ -41,6 +45,18 @@ const (
 	EnvServingPod   = "SERVING_POD"
 	EnvServingPodIP = "SERVING_POD_IP"
 )
+
+// Required are the variables queue-proxy refuses to start without (its
+// environment struct marks them required) among those the gate reads: a
+// pod spec written for queue-proxy sets them all. A variable set to the
+// empty string counts as set, as for queue-proxy; whether its value is
+// valid is a separate check. queue-proxy also requires
+// QUEUE_SERVING_TLS_PORT, SERVING_LOGGING_CONFIG and SERVING_LOGGING_LEVEL,
+// which the gate does not read, so it does not require them either.
+var Required = []string{
+	EnvQueueServingPort, EnvUserPort, EnvContainerConcurrency, EnvRevisionTimeoutSeconds,
+	EnvServingNamespace, EnvServingConfiguration, EnvServingRevision, EnvServingPod, EnvServingPodIP,
+}
 
 // podgate additions.
 const (

@@ -9,7 +9,8 @@
 //     (stopped, started again 1 s later on the same port) under 16
 //     connections, through the gate and through the plain proxy;
 //   - readiness propagation: from the serving container accepting
-//     connections to the gate answering its health check ready.
+//     connections to the gate answering ready the health check it held
+//     since before the container listened.
 //
 // Everything runs on loopback (the pod gets an address 127.0.0.x of its
 // own). The podgate binary is built into a temporary directory and run with

@@ -14,11 +14,11 @@ import (
 
 // measureReadiness is the pod start: each trial starts a gate process
 // whose serving container is not listening yet (the gate probes it with
-// the injected aggressive TCP probe), opens the container's port 20-40 ms
-// later (the gate's prober has reached its steady backoff by then), and
-// times from the moment the port accepts connections until the gate
-// answers a kubelet-style health check with 200. The health check is
-// polled back to back on a keep-alive connection.
+// the injected aggressive TCP probe), sends a kubelet-style health check,
+// which the gate holds until the pod is first ready (queue-proxy's long
+// poll), opens the container's port 20-40 ms later (the gate's prober has
+// reached its steady backoff by then), and times from the moment the port
+// accepts connections until the held check is answered 200.
 func measureReadiness(ctx context.Context, p *pod, trials int) ([]time.Duration, error) {
 	if p.gate != nil {
 		p.gate.kill()
@@ -61,10 +61,22 @@ func readinessOnce(ctx context.Context, p *pod) (time.Duration, error) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	url := "http://" + p.gateAddr(p.cfg.ServingPort) + "/"
-	if code, err := health(client, url); err != nil || code != http.StatusServiceUnavailable {
-		return 0, fmt.Errorf("before the container listens the gate answered %d (%v), want 503", code, err)
+	type answer struct {
+		code int
+		err  error
+		at   time.Time
 	}
+	answered := make(chan answer, 1)
+	go func() {
+		code, err := health(client, url)
+		answered <- answer{code, err, time.Now()}
+	}()
 	time.Sleep(20*time.Millisecond + rand.N(20*time.Millisecond))
+	select {
+	case a := <-answered:
+		return 0, fmt.Errorf("before the container listens the gate answered %d (%v), want the health check held", a.code, a.err)
+	default:
+	}
 
 	ln, err := net.Listen("tcp", p.appAddr())
 	if err != nil {
@@ -81,14 +93,15 @@ func readinessOnce(ctx context.Context, p *pod) (time.Duration, error) {
 		_ = srv.Close()
 		<-served
 	}()
-	deadline := opened.Add(startWait)
-	for {
-		code, err := health(client, url)
-		if err == nil && code == http.StatusOK {
-			return time.Since(opened), nil
+	select {
+	case a := <-answered:
+		if a.err != nil || a.code != http.StatusOK {
+			return 0, fmt.Errorf("the held health check was answered %d (%v), want 200; log %s", a.code, a.err, g.log)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return 0, fmt.Errorf("the gate did not answer ready within %s (last: %d %v); log %s", startWait, code, err, g.log)
-		}
+		return a.at.Sub(opened), nil
+	case <-time.After(startWait):
+		return 0, fmt.Errorf("the held health check was not answered within %s; log %s", startWait, g.log)
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
 }

@@ -40,13 +40,21 @@ restarts, and drains before the pod stops.
 It is configured by environment, as Knative's queue-proxy is
 (SERVING_READINESS_PROBE, QUEUE_SERVING_PORT, USER_PORT, CONTAINER_CONCURRENCY,
 REVISION_TIMEOUT_SECONDS, SERVING_*), plus PODGATE_* variables for what
-queue-proxy lacks. See docs/gate.md. A malformed variable exits 1 naming it.
+queue-proxy lacks. See docs/gate.md. As queue-proxy, it requires QUEUE_SERVING_PORT,
+USER_PORT, CONTAINER_CONCURRENCY, REVISION_TIMEOUT_SECONDS, SERVING_NAMESPACE,
+SERVING_CONFIGURATION, SERVING_REVISION, SERVING_POD and SERVING_POD_IP to be
+set; a missing or malformed variable exits 1 naming it.
 
 It listens on $SERVING_POD_IP (else $POD_IP) when that is a loopback
 address (local mode: every pod has its own), else on every interface. SIGTERM starts the drain; the gate exits once drained.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := gateenv.Decode(os.Getenv)
+			// A usage error is one whatever the environment holds.
+			logger, err := gateLogger(cmd.ErrOrStderr(), logFormat)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			cfg, err := gateenv.DecodeEnv(os.LookupEnv)
 			if err != nil {
 				return invalidf("%v", err)
 			}
@@ -62,10 +70,6 @@ address (local mode: every pod has its own), else on every interface. SIGTERM st
 					}
 					requestLog = on
 				}
-			}
-			logger, err := gateLogger(cmd.ErrOrStderr(), logFormat)
-			if err != nil {
-				return usageErrorf("%v", err)
 			}
 			opts := gate.Options{Config: cfg, Logger: logger}
 			if requestLog {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -29,7 +28,7 @@ const gateWait = 60 * time.Second
 
 // gateEnvNames are every variable the gate reads; tests clear them all.
 var gateEnvNames = []string{
-	gateenv.EnvServingReadinessProbe, gateenv.EnvMultiContainerProbes, gateenv.EnvQueueServingPort,
+	gateenv.EnvServingReadinessProbe, gateenv.EnvMultiContainerProbes, gateenv.EnvHTTP2AutoDetection, gateenv.EnvQueueServingPort,
 	gateenv.EnvUserPort, gateenv.EnvContainerConcurrency, gateenv.EnvRevisionTimeoutSeconds,
 	gateenv.EnvServingNamespace, gateenv.EnvServingService, gateenv.EnvServingConfiguration,
 	gateenv.EnvServingRevision, gateenv.EnvServingPod, gateenv.EnvServingPodIP,
@@ -45,31 +44,93 @@ func gateClearEnv(t *testing.T) {
 	}
 }
 
-func TestGateMalformedEnvironmentExits1NamingTheVariable(t *testing.T) {
+// gateEnv is a complete environment for `podgate gate` on loopback, free
+// ports, in front of the serving container on userPort: every variable
+// queue-proxy requires is set.
+func gateEnv(userPort string) map[string]string {
+	return map[string]string{
+		"SERVING_NAMESPACE": "default", "SERVING_SERVICE": "hello", "SERVING_CONFIGURATION": "hello",
+		"SERVING_REVISION": "hello-00001", "SERVING_POD": "hello-00001-pod",
+		"SERVING_POD_IP":     "127.0.0.1", // listen on loopback only
+		"QUEUE_SERVING_PORT": "0", "PODGATE_ADMIN_PORT": "0", "PODGATE_METRICS_PORT": "0",
+		"USER_PORT": userPort, "CONTAINER_CONCURRENCY": "0", "REVISION_TIMEOUT_SECONDS": "300",
+		"ENABLE_MULTI_CONTAINER_PROBES": "false",
+		"SERVING_READINESS_PROBE":       `{"tcpSocket":{"port":` + userPort + `,"host":"127.0.0.1"},"successThreshold":1}`,
+		"PODGATE_STATUS_SOURCE":         "none",
+	}
+}
+
+// gateEnviron is env as a process environment: nothing of the test's own.
+func gateEnviron(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// TestGateConfigErrorsExit1NamingTheVariable runs the real binary with an
+// environment that queue-proxy would refuse (a required variable missing,
+// a value it cannot parse, the wrong probe form for the flag) or that the
+// gate cannot use: it exits 1 at start, naming the variable, instead of
+// serving with a default.
+func TestGateConfigErrorsExit1NamingTheVariable(t *testing.T) {
+	bin := podgateBinary(t)
 	for _, tc := range []struct {
 		name    string
-		env     map[string]string
+		unset   string
+		set     map[string]string
 		wantErr string
 	}{
-		{"a port that is not a number", map[string]string{"QUEUE_SERVING_PORT": "web"}, `QUEUE_SERVING_PORT: "web" is not a port number`},
-		{"a user port out of range", map[string]string{"USER_PORT": "70000"}, `USER_PORT: "70000" is not a port number`},
-		{"negative concurrency", map[string]string{"CONTAINER_CONCURRENCY": "-1"}, `CONTAINER_CONCURRENCY: "-1" is not a whole number >= 0`},
-		{"a readiness probe that is not JSON", map[string]string{"SERVING_READINESS_PROBE": `{"tcpSocket":`}, "SERVING_READINESS_PROBE: not a JSON probe"},
-		{"an exec readiness probe", map[string]string{"SERVING_READINESS_PROBE": `{"exec":{"command":["true"]}}`}, "SERVING_READINESS_PROBE: the probe: exec probes run in their container"},
-		{"a drain period that is no duration", map[string]string{"PODGATE_DRAIN_QUIET_PERIOD": "soon"}, `PODGATE_DRAIN_QUIET_PERIOD: "soon" is not a duration`},
-		{"a pod IP that is no IP", map[string]string{"SERVING_POD_IP": "pod"}, `SERVING_POD_IP: "pod" is not an IP address`},
-		{"a POD_IP that is no IP", map[string]string{"POD_IP": "pod"}, `POD_IP: "pod" is not an IP address`},
-		{"a request log switch that is no boolean", map[string]string{"SERVING_ENABLE_REQUEST_LOG": "maybe"}, `SERVING_ENABLE_REQUEST_LOG: "maybe" is not true or false`},
-		{"a status source without a pod name", map[string]string{"PODGATE_STATUS_SOURCE": "http://127.0.0.1:9700"}, "PODGATE_STATUS_SOURCE: the pod name (SERVING_POD) is empty"},
+		{"QUEUE_SERVING_PORT missing", "QUEUE_SERVING_PORT", nil, "QUEUE_SERVING_PORT: is required (queue-proxy's environment) but not set"},
+		{"USER_PORT missing", "USER_PORT", nil, "USER_PORT: is required (queue-proxy's environment) but not set"},
+		{"CONTAINER_CONCURRENCY missing", "CONTAINER_CONCURRENCY", nil, "CONTAINER_CONCURRENCY: is required"},
+		{"REVISION_TIMEOUT_SECONDS missing", "REVISION_TIMEOUT_SECONDS", nil, "REVISION_TIMEOUT_SECONDS: is required"},
+		{"SERVING_NAMESPACE missing", "SERVING_NAMESPACE", nil, "SERVING_NAMESPACE: is required"},
+		{"SERVING_CONFIGURATION missing", "SERVING_CONFIGURATION", nil, "SERVING_CONFIGURATION: is required"},
+		{"SERVING_REVISION missing", "SERVING_REVISION", nil, "SERVING_REVISION: is required"},
+		{"SERVING_POD missing", "SERVING_POD", nil, "SERVING_POD: is required"},
+		{"SERVING_POD_IP missing", "SERVING_POD_IP", nil, "SERVING_POD_IP: is required"},
+		{"USER_PORT empty", "", map[string]string{"USER_PORT": ""}, `USER_PORT: "" is not a port number (1-65535)`},
+		{"USER_PORT not a number", "", map[string]string{"USER_PORT": "http"}, `USER_PORT: "http" is not a port number (1-65535)`},
+		{"USER_PORT out of range", "", map[string]string{"USER_PORT": "70000"}, `USER_PORT: "70000" is not a port number`},
+		{"QUEUE_SERVING_PORT not a number", "", map[string]string{"QUEUE_SERVING_PORT": "web"}, `QUEUE_SERVING_PORT: "web" is not a port number`},
+		{"CONTAINER_CONCURRENCY empty", "", map[string]string{"CONTAINER_CONCURRENCY": ""}, `CONTAINER_CONCURRENCY: "" is not a whole number >= 0`},
+		{"CONTAINER_CONCURRENCY negative", "", map[string]string{"CONTAINER_CONCURRENCY": "-1"}, `CONTAINER_CONCURRENCY: "-1" is not a whole number >= 0`},
+		{"REVISION_TIMEOUT_SECONDS not whole seconds", "", map[string]string{"REVISION_TIMEOUT_SECONDS": "5m"}, `REVISION_TIMEOUT_SECONDS: "5m" is not a whole number >= 0`},
+		{"ENABLE_MULTI_CONTAINER_PROBES empty", "", map[string]string{"ENABLE_MULTI_CONTAINER_PROBES": ""}, `ENABLE_MULTI_CONTAINER_PROBES: "" is not true or false`},
+		{"ENABLE_HTTP2_AUTO_DETECTION not a boolean", "", map[string]string{"ENABLE_HTTP2_AUTO_DETECTION": "auto"}, `ENABLE_HTTP2_AUTO_DETECTION: "auto" is not true or false`},
+		{"multi-container probes with one probe object", "", map[string]string{"ENABLE_MULTI_CONTAINER_PROBES": "true"},
+			"SERVING_READINESS_PROBE: is not a JSON array, which ENABLE_MULTI_CONTAINER_PROBES=true needs"},
+		{"a probe list without the multi-container flag", "", map[string]string{"SERVING_READINESS_PROBE": `[{"tcpSocket":{"port":1}}]`},
+			"SERVING_READINESS_PROBE: is a JSON array, which needs ENABLE_MULTI_CONTAINER_PROBES=true"},
+		{"a probe list with the flag unset", "ENABLE_MULTI_CONTAINER_PROBES", map[string]string{"SERVING_READINESS_PROBE": `[{"tcpSocket":{"port":1}}]`},
+			"SERVING_READINESS_PROBE: is a JSON array, which needs ENABLE_MULTI_CONTAINER_PROBES=true"},
+		{"a readiness probe that is not JSON", "", map[string]string{"SERVING_READINESS_PROBE": `{"tcpSocket":`}, "SERVING_READINESS_PROBE: not a JSON probe"},
+		{"an exec readiness probe", "", map[string]string{"SERVING_READINESS_PROBE": `{"exec":{"command":["true"]}}`}, "SERVING_READINESS_PROBE: the probe: exec probes run in their container"},
+		{"a drain period that is no duration", "", map[string]string{"PODGATE_DRAIN_QUIET_PERIOD": "soon"}, `PODGATE_DRAIN_QUIET_PERIOD: "soon" is not a duration`},
+		{"a pod IP that is no IP", "", map[string]string{"SERVING_POD_IP": "pod"}, `SERVING_POD_IP: "pod" is not an IP address`},
+		{"a POD_IP that is no IP", "", map[string]string{"SERVING_POD_IP": "", "POD_IP": "pod"}, `POD_IP: "pod" is not an IP address`},
+		{"a request log switch that is no boolean", "", map[string]string{"SERVING_ENABLE_REQUEST_LOG": "maybe"}, `SERVING_ENABLE_REQUEST_LOG: "maybe" is not true or false`},
+		{"a status source without a pod name", "", map[string]string{"SERVING_POD": "", "PODGATE_STATUS_SOURCE": "http://127.0.0.1:9700"},
+			"PODGATE_STATUS_SOURCE: the pod name (SERVING_POD) is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gateClearEnv(t)
-			for k, v := range tc.env {
-				t.Setenv(k, v)
+			env := gateEnv("8080")
+			delete(env, tc.unset)
+			for k, v := range tc.set {
+				env[k] = v
 			}
-			var stdout, stderr bytes.Buffer
-			if code := run([]string{"gate"}, &stdout, &stderr); code != exitInvalid {
-				t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitInvalid, stderr.String())
+			ctx, cancel := context.WithTimeout(context.Background(), gateWait)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "gate")
+			cmd.Env = gateEnviron(env)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitInvalid {
+				t.Errorf("podgate gate: %v, want exit code %d; stderr:\n%s", err, exitInvalid, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.wantErr) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
@@ -148,14 +209,9 @@ func TestGateBinaryDrainsOnSigterm(t *testing.T) {
 	_, appPort, _ := strings.Cut(app.Addr(), ":")
 
 	cmd := exec.Command(bin, "gate")
-	cmd.Env = append(os.Environ(),
-		"SERVING_POD_IP=127.0.0.1", // listen on loopback only
-		"QUEUE_SERVING_PORT=0", "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0",
-		"USER_PORT="+appPort,
-		`SERVING_READINESS_PROBE={"tcpSocket":{"port":`+appPort+`,"host":"127.0.0.1"},"successThreshold":1}`,
-		"PODGATE_DRAIN_QUIET_PERIOD=500ms",
-		"PODGATE_STATUS_SOURCE=none",
-	)
+	env := gateEnv(appPort)
+	env["PODGATE_DRAIN_QUIET_PERIOD"] = "500ms"
+	cmd.Env = gateEnviron(env)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
