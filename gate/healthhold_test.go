@@ -232,3 +232,30 @@ func TestHealthCheckHolding(t *testing.T) {
 		<-hook
 	})
 }
+
+// TestHeldHealthCheckAnsweredAtTheStatusSourcesFirstReport: every probed
+// container is ready, but a gate with a status source is not ready until
+// the source first reported; the check held meanwhile is answered 200 at
+// that report, not answered 503 (nor held on) because the probes were
+// ready first.
+func TestHeldHealthCheckAnsweredAtTheStatusSourcesFirstReport(t *testing.T) {
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, app.Addr()), 0)}
+	cfg.ReadinessContainers = []string{"app"}
+	src := newFeedSource()
+	tg := startGate(t, cfg, Options{Status: src})
+	eventually(t, "the serving container is probed ready", func() bool { return tg.agg.Ready() })
+
+	res := sendHealth(tg, 0)
+	eventually(t, "the check is held", func() bool { return tg.HealthChecksHeld() == 1 })
+	noAnswerYet(t, res, "before the status source reported")
+	select {
+	case src.ch <- []ContainerStatus{{Name: "app", Ready: true, Running: true, ContainerID: "id-app"}}:
+	case <-time.After(testWait):
+		t.Fatal("the gate does not watch its status source")
+	}
+	if a := waitAnswer(t, res); a.code != http.StatusOK || a.body != queueName {
+		t.Errorf("held check at the first report: %d %q, want 200 %q", a.code, a.body, queueName)
+	}
+}
