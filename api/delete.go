@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -92,7 +94,11 @@ func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 	if err != nil {
 		return opts, apierrors.NewBadRequest(fmt.Sprintf("reading DeleteOptions: %v", err))
 	}
-	if len(body) > 0 {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); len(body) > 0 && mt == runtime.ContentTypeProtobuf {
+		if err := decodeProtobuf(body, &opts); err != nil {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("DeleteOptions: %v", err))
+		}
+	} else if len(body) > 0 {
 		if err := json.Unmarshal(body, &opts); err != nil {
 			return opts, apierrors.NewBadRequest(fmt.Sprintf("DeleteOptions: %v", err))
 		}

@@ -8,9 +8,13 @@ import (
 	"net/http"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/podgate/podgate/objstore"
@@ -57,9 +61,11 @@ func readBody(r *http.Request) ([]byte, error) {
 // client that prefers them fall back to JSON.
 func (c *collection[T]) decodeBody(r *http.Request) (T, error) {
 	var zero T
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
+	ct := r.Header.Get("Content-Type")
+	mt := "application/json"
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil || (mt != "application/json" && mt != runtime.ContentTypeProtobuf) {
 			return zero, unsupportedMediaType(ct)
 		}
 	}
@@ -68,7 +74,13 @@ func (c *collection[T]) decodeBody(r *http.Request) (T, error) {
 		return zero, err
 	}
 	o := newObject[T]()
-	if err := json.Unmarshal(body, o); err != nil {
+	if mt == runtime.ContentTypeProtobuf {
+		// client-go's generated clients send built-in kinds as protobuf
+		// unless told otherwise (their answers they take as JSON).
+		if err := decodeProtobuf(body, o); err != nil {
+			return zero, apierrors.NewBadRequest(fmt.Sprintf("decoding %s from protobuf: %v", c.res.Kind, err))
+		}
+	} else if err := json.Unmarshal(body, o); err != nil {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", c.res.Kind, err))
 	}
 	if gvk := o.GetObjectKind().GroupVersionKind(); (gvk.Kind != "" && gvk.Kind != c.res.Kind) || (gvk.Version != "" && gvk.GroupVersion() != c.res.GroupVersion()) {
@@ -241,6 +253,21 @@ func mergeValue(doc, patch any) any {
 func unsupportedMediaType(ct string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/merge-patch+json, application/strategic-merge-patch+json (got %q)", ct),
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf, application/merge-patch+json, application/strategic-merge-patch+json (got %q)", ct),
 	}}
+}
+
+// protobufScheme knows the kinds a client may send as protobuf.
+var protobufScheme = func() *runtime.Scheme {
+	sch := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(sch))
+	return sch
+}()
+
+// decodeProtobuf reads the API server's protobuf envelope ("k8s\x00" and a
+// runtime.Unknown holding the object) into o.
+func decodeProtobuf(body []byte, o runtime.Object) error {
+	s := protobuf.NewSerializer(protobufScheme, protobufScheme)
+	_, _, err := s.Decode(body, nil, o)
+	return err
 }
