@@ -66,6 +66,15 @@ func TestClientGoTypedClientset(t *testing.T) {
 	if _, err := pods.Create(ctx, boundPod("web"), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Errorf("second create: got %v, want 409 AlreadyExists", err)
 	}
+	if _, err := pods.Create(ctx, &corev1.Pod{}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("create without a name: got %v, want 422 Invalid", err)
+	}
+	if _, err := pods.List(ctx, metav1.ListOptions{Continue: "token-never-issued"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("list with a foreign continue token: got %v, want 400 BadRequest", err)
+	}
+	if _, err := cs.CoreV1().Pods("other").Create(ctx, boundPod("web"), metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("create in a namespace other than the object's: got %v, want 400 BadRequest", err)
+	}
 	if _, err := pods.Get(ctx, "nope", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get missing: got %v, want 404 NotFound", err)
 	}
