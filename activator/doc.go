@@ -8,7 +8,8 @@
 //
 //   - Kubernetes' view, the pod's endpoint (ready, not terminating), fed in
 //     through the Backends interface by whoever watches EndpointSlices
-//     (activator/objstoresource locally, package kube on a cluster);
+//     (activator/kubebackends, on client-go informers, against podgate
+//     run's control API and a cluster's API server alike);
 //   - the gate's view: the sidecar on port 8012 answers a Knative activator
 //     health check with 200 "queue" when every container of the pod is
 //     ready. The activator probes every gate continuously.

@@ -31,7 +31,7 @@ type Pod struct {
 }
 
 // Backends is a source of a target's pods: package kube on a cluster,
-// activator/objstoresource locally. It is defined here, by its consumer.
+// activator/kubebackends on client-go informers, locally and on a cluster. It is defined here, by its consumer.
 type Backends interface {
 	// Pods streams complete snapshots of the target's pods: the current
 	// set first, then a new snapshot after every change. The channel is

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,10 @@ type collection[T objstore.Object] struct {
 	// leaves them out of built-in lists and keeps them in custom resources'
 	// (Knative's) lists.
 	itemsTyped bool
-	log        *slog.Logger
+	writes     writes[T]
+	// bookmarkEvery is how often a watch that allows bookmarks gets one.
+	bookmarkEvery time.Duration
+	log           *slog.Logger
 }
 
 // list answers a list or, with ?watch=true, a watch of the collection in
@@ -95,7 +99,7 @@ func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string,
 		ctx, cancel = context.WithTimeout(ctx, q.timeout)
 		defer cancel()
 	}
-	events, err := c.store.Watch(ctx, q.resourceVersion)
+	events, err := c.store.WatchWith(ctx, objstore.WatchOptions{ResourceVersion: q.resourceVersion, SendInitialEvents: q.sendInitialEvents})
 	if err != nil && !apierrors.IsResourceExpired(err) {
 		writeError(w, c.log, err)
 		return
@@ -123,10 +127,26 @@ func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string,
 	if rc.Flush() != nil {
 		return
 	}
-	for ev := range events {
-		out, ok := c.filter(ev, ns, q)
-		if ok && !send(out) {
-			return
+	var tick <-chan time.Time
+	if q.bookmarks && c.bookmarkEvery > 0 {
+		t := time.NewTicker(c.bookmarkEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-tick:
+			// Queued behind the changes already sent to this watch, so its
+			// version is one the client has seen everything up to.
+			c.store.Bookmark(events)
+		case ev, open := <-events:
+			if !open {
+				return
+			}
+			out, ok := c.filter(ev, ns, q)
+			if ok && !send(out) {
+				return
+			}
 		}
 	}
 }
@@ -135,8 +155,13 @@ func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string,
 // object that stops matching is sent as DELETED and one that starts
 // matching as ADDED, as the API server's watch does.
 func (c *collection[T]) filter(ev objstore.Event[T], ns string, q listQuery) (watchEvent, bool) {
-	if ev.Type == watch.Error {
+	switch ev.Type {
+	case watch.Error:
 		return watchEvent{Type: watch.Error, Object: ev.Status}, true
+	case watch.Bookmark:
+		// The end of the initial events is always sent (the client waits
+		// for it); other bookmarks only to clients that allow them.
+		return watchEvent{Type: watch.Bookmark, Object: ev.Object}, q.bookmarks || q.sendInitialEvents
 	}
 	if ns != "" && ev.Object.GetNamespace() != ns {
 		return watchEvent{}, false

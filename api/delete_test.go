@@ -139,3 +139,38 @@ func TestClientDeleteOfAMissingPodIsNotFound(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// seeingDeleter records whether the pod already carried its
+// deletionTimestamp when the (transitional) PodDeleter was called.
+type seeingDeleter struct {
+	store *objstore.Store
+	saw   chan *metav1.Time
+}
+
+func (d *seeingDeleter) DeletePod(_ context.Context, ns, name string, _ metav1.DeleteOptions) error {
+	p, err := d.store.Pods.Get(ns, name)
+	if err != nil {
+		return err
+	}
+	d.saw <- p.DeletionTimestamp
+	return nil
+}
+
+func TestDeleteOfABoundPodSetsTheTimestampBeforeThePodDeleter(t *testing.T) {
+	store := objstore.New(objstore.Options{})
+	d := &seeingDeleter{store: store, saw: make(chan *metav1.Time, 1)}
+	s := startServer(t, Config{Store: store, Pods: d})
+	p := testPod("default", "web", nil)
+	p.Spec.NodeName = "node-1"
+	s.createPod(t, p)
+	out, err := s.client.DeletePod(t.Context(), "default", "web", metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := <-d.saw; ts == nil {
+		t.Error("the PodDeleter was called before the deletionTimestamp was set")
+	}
+	if out == nil || out.DeletionTimestamp == nil || *out.DeletionGracePeriodSeconds != 30 {
+		t.Fatalf("answer %+v, want the pod terminating with the default 30 s", out)
+	}
+}

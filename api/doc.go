@@ -2,21 +2,30 @@
 // endpoints `podgate run` serves from its object store (objstore), and the
 // Go client the CLI reads them with.
 //
-// Paths, list and watch bodies, selectors and error Status objects follow
-// the Kubernetes API server, so what a client knows about Kubernetes holds
-// here (docs/cli.md, "The control API"):
+// It speaks enough of the Kubernetes REST protocol for client-go (typed
+// clientsets, informers, discovery) and kubectl-like clients; paths, list
+// and watch bodies, selectors and error Status objects follow the
+// Kubernetes API server (docs/cli.md, "The control API"):
 //
-//	GET    /api/v1/pods                                 PodList
-//	GET    /api/v1/namespaces/{ns}/pods[/{name}]
-//	DELETE /api/v1/namespaces/{ns}/pods/{name}          PodDeleter (the node agent)
+//	GET    /api/v1/[namespaces/{ns}/]pods[/{name}]      PodList, Pod
+//	POST   /api/v1/namespaces/{ns}/pods                 create
+//	PUT    /api/v1/namespaces/{ns}/pods/{name}[/status] update (spec and metadata, or status)
+//	PATCH  /api/v1/namespaces/{ns}/pods/{name}[/status] merge and strategic merge patches
+//	DELETE /api/v1/namespaces/{ns}/pods/{name}          graceful deletion (deletionTimestamp)
 //	GET    /api/v1/namespaces/{ns}/pods/{name}/log      LogSource (the node agent)
-//	GET    /api/v1/[namespaces/{ns}/]events[/{name}]    EventList
+//	GET    /api/v1/[namespaces/{ns}/]events[/{name}]    EventList; POST, PUT, PATCH
 //	GET    /apis/discovery.k8s.io/v1/[namespaces/{ns}/]endpointslices[/{name}]
 //	GET    /apis/serving.knative.dev/v1/[namespaces/{ns}/]services[/{name}]
+//	GET    /api, /api/v1, /apis, /apis/{group}[/{version}], /version  discovery
 //
 // Lists take ?labelSelector=, ?fieldSelector= (metadata.name and
 // metadata.namespace everywhere, plus the fields the API server supports
-// for pods and events), ?watch=true (newline-delimited watch events, as
-// `kubectl get -w` reads them), ?resourceVersion= and ?timeoutSeconds= for
-// watches. The server listens on loopback only: it has no authentication.
+// for pods and events) and ?limit= (every list is one page);
+// ?watch=true streams newline-delimited watch events from
+// ?resourceVersion= (410 Expired when that is too old, so clients list
+// again), with ?allowWatchBookmarks=true BOOKMARKs and
+// ?sendInitialEvents=true the watch-list protocol; ?timeoutSeconds= ends
+// it. Answers are JSON; request bodies are JSON or, as client-go's
+// generated clients send them, protobuf. The server listens on loopback
+// only: it has no authentication.
 package api

@@ -19,12 +19,16 @@ type listQuery struct {
 	resourceVersion string
 	watch           bool
 	timeout         time.Duration // 0: until the client or server goes away
+	// bookmarks: allowWatchBookmarks=true.
+	bookmarks bool
+	// sendInitialEvents: a watch-list request (client-go's WatchListClient).
+	sendInitialEvents bool
 }
 
 // parseListQuery reads the query parameters the API server takes on a
-// list. Unknown parameters (limit, continue, allowWatchBookmarks, …) are
-// accepted and ignored: podgate answers every list in one page, which is a
-// valid answer to a paginated request.
+// list. limit is accepted and ignored: podgate answers every list in one
+// page with no continue token, which is a valid answer to a paginated
+// request; so a continue token can only be one it never issued (400).
 func parseListQuery(q url.Values, selectable []string) (listQuery, error) {
 	out := listQuery{labels: labels.Everything(), fields: fields.Everything(), resourceVersion: q.Get("resourceVersion")}
 	if s := q.Get("labelSelector"); s != "" {
@@ -53,6 +57,32 @@ func parseListQuery(q url.Values, selectable []string) (listQuery, error) {
 			return out, apierrors.NewBadRequest(fmt.Sprintf("watch %q: want true or false", s))
 		}
 		out.watch = w
+	}
+	if s := q.Get("continue"); s != "" {
+		return out, apierrors.NewBadRequest(fmt.Sprintf("continue %q: not a continue token this server issued", s))
+	}
+	for _, b := range []struct {
+		name string
+		into *bool
+	}{{"allowWatchBookmarks", &out.bookmarks}, {"sendInitialEvents", &out.sendInitialEvents}} {
+		if s := q.Get(b.name); s != "" {
+			v, err := strconv.ParseBool(s)
+			if err != nil {
+				return out, apierrors.NewBadRequest(fmt.Sprintf("%s %q: want true or false", b.name, s))
+			}
+			*b.into = v
+		}
+	}
+	if out.sendInitialEvents {
+		// The API server's rules for a watch-list request.
+		switch {
+		case !out.watch:
+			return out, apierrors.NewBadRequest("sendInitialEvents is only allowed on a watch")
+		case q.Get("resourceVersionMatch") != "NotOlderThan":
+			return out, apierrors.NewBadRequest(`sendInitialEvents requires resourceVersionMatch=NotOlderThan`)
+		case !out.bookmarks:
+			return out, apierrors.NewBadRequest("sendInitialEvents requires allowWatchBookmarks=true")
+		}
 	}
 	if s := q.Get("timeoutSeconds"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
@@ -27,13 +28,22 @@ const DefaultAddr = "127.0.0.1:9700"
 type Config struct {
 	// Store is read for every GET and watch. Required.
 	Store *objstore.Store
-	// Pods terminates pods on DELETE; nil answers DELETE with 405.
+	// Pods, when set, is told of every pod DELETE (see PodDeleter); nil
+	// leaves deletion to the store alone (a kubelet watching its pods
+	// terminates the ones that get a deletionTimestamp).
 	Pods PodDeleter
 	// Logs serves pod logs; nil answers .../log with 405.
 	Logs LogSource
 	// Logger reports server-side failures; nil discards them.
 	Logger *slog.Logger
+	// BookmarkInterval is how often a watch with allowWatchBookmarks=true
+	// gets a BOOKMARK (default DefaultBookmarkInterval).
+	BookmarkInterval time.Duration
 }
+
+// DefaultBookmarkInterval is how often watches get bookmarks: the API
+// server sends them about once a minute.
+const DefaultBookmarkInterval = time.Minute
 
 // Server is the control API as an http.Handler.
 type Server struct {
@@ -49,15 +59,21 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if cfg.BookmarkInterval == 0 {
+		cfg.BookmarkInterval = DefaultBookmarkInterval
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
-	st, log := cfg.Store, cfg.Logger
-	mount(s.mux, &collection[*corev1.Pod]{res: Pods, store: st.Pods, selectable: podFields, fieldSet: podFieldSet, log: log},
+	st, log, every := cfg.Store, cfg.Logger, cfg.BookmarkInterval
+	mount(s.mux, &collection[*corev1.Pod]{res: Pods, store: st.Pods, selectable: podFields, fieldSet: podFieldSet, log: log, bookmarkEvery: every,
+		writes: writes[*corev1.Pod]{create: true, update: podSpecUpdate, status: podStatusUpdate, patchSchema: corev1.Pod{}}},
 		map[string]http.HandlerFunc{http.MethodDelete: s.deletePod})
-	mount(s.mux, &collection[*corev1.Event]{res: Events, store: st.Events, selectable: eventFields, fieldSet: eventFieldSet, log: log}, nil)
-	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log}, nil)
-	mount(s.mux, &collection[*objstore.KnativeService]{res: Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log}, nil)
+	mount(s.mux, &collection[*corev1.Event]{res: Events, store: st.Events, selectable: eventFields, fieldSet: eventFieldSet, log: log, bookmarkEvery: every,
+		writes: writes[*corev1.Event]{create: true, update: replaceAll[*corev1.Event], patchSchema: corev1.Event{}}}, nil)
+	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log, bookmarkEvery: every}, nil)
+	mount(s.mux, &collection[*objstore.KnativeService]{res: Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log, bookmarkEvery: every}, nil)
 	s.mux.HandleFunc(Pods.Path("{ns}", "{name}")+"/log", s.methods(schema.GroupResource{Resource: "pods/log"},
 		map[string]http.HandlerFunc{http.MethodGet: s.podLogs}))
+	s.mountDiscovery()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, log, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
@@ -67,19 +83,50 @@ func NewServer(cfg Config) *Server {
 	return s
 }
 
-// mount routes the collection's list, namespaced list and object paths;
-// objectExtra adds methods on the object path (DELETE for pods).
+// mount routes the collection's list, namespaced list and object paths,
+// and its status subresource; objectExtra adds methods on the object path
+// (DELETE for pods).
 func mount[T objstore.Object](mux *http.ServeMux, c *collection[T], objectExtra map[string]http.HandlerFunc) {
 	gr := c.res.GroupResource()
 	list := map[string]http.HandlerFunc{http.MethodGet: c.list}
 	mux.HandleFunc(c.res.Path("", ""), methods(c.log, gr, list))
-	mux.HandleFunc(c.res.Path("{ns}", ""), methods(c.log, gr, list))
+	nsList := map[string]http.HandlerFunc{http.MethodGet: c.list}
+	if c.writes.create {
+		nsList[http.MethodPost] = c.createObject
+	}
+	mux.HandleFunc(c.res.Path("{ns}", ""), methods(c.log, gr, nsList))
 	object := map[string]http.HandlerFunc{http.MethodGet: c.get}
+	if c.writes.update != nil {
+		object[http.MethodPut] = c.updateObject
+		object[http.MethodPatch] = c.patchObject
+	}
 	for m, h := range objectExtra {
 		object[m] = h
 	}
 	mux.HandleFunc(c.res.Path("{ns}", "{name}"), methods(c.log, gr, object))
+	if c.writes.status != nil {
+		status := schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/status"}
+		mux.HandleFunc(c.res.Path("{ns}", "{name}")+"/status", methods(c.log, status, map[string]http.HandlerFunc{
+			http.MethodGet: c.get, http.MethodPut: c.updateStatus, http.MethodPatch: c.patchStatus}))
+	}
 }
+
+// podSpecUpdate is a PUT or PATCH of a pod: everything but the status,
+// which only the status subresource changes.
+func podSpecUpdate(cur, in *corev1.Pod) *corev1.Pod {
+	in.Status = cur.Status
+	return in
+}
+
+// podStatusUpdate is a PUT or PATCH of pods/{name}/status: the status (and
+// nothing else) of the client's version.
+func podStatusUpdate(cur, in *corev1.Pod) *corev1.Pod {
+	out := cur.DeepCopy()
+	out.Status = in.Status
+	return out
+}
+
+func replaceAll[T objstore.Object](_, in T) T { return in }
 
 // methods dispatches on the method and answers others with the API
 // server's 405 Status (ServeMux's own 405 would be plain text).
@@ -103,7 +150,35 @@ func (s *Server) methods(gr schema.GroupResource, byMethod map[string]http.Handl
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !acceptsJSON(r) {
+		writeError(w, s.cfg.Logger, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, r.Method, schema.GroupResource{}, "",
+			fmt.Sprintf("only application/json is served, not %q", r.Header.Get("Accept")), 0, false))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// acceptsJSON reports whether the client takes a JSON answer: podgate
+// speaks no protobuf or CBOR. A client that lists only those gets 406.
+// Logs are plain text whatever the Accept says, as the API server's are.
+func acceptsJSON(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	if accept == "" || strings.HasSuffix(r.URL.Path, "/log") {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json", "*/*", "application/*", "application/json-seq":
+			return true
+		}
+	}
+	return false
+}
 
 // Serve answers requests on ln until ctx is done, then ends open watches
 // and log streams and shuts down (waiting up to 5 s for handlers to

@@ -115,7 +115,7 @@ func TestErrorsAreStatusObjects(t *testing.T) {
 		{"an unknown path is 404", "GET", "/api/v1/nodes", 404, metav1.StatusReasonNotFound, "the server could not find the requested resource (GET /api/v1/nodes)"},
 		{"a write to a list is 405", "POST", "/api/v1/pods", 405, metav1.StatusReasonMethodNotAllowed, `post is not supported on resources of kind "pods"`},
 		{"deleting an event is 405", "DELETE", "/api/v1/namespaces/default/events/x", 405, metav1.StatusReasonMethodNotAllowed, `delete is not supported on resources of kind "events"`},
-		{"delete without a PodDeleter is 405", "DELETE", "/api/v1/namespaces/default/pods/web", 405, metav1.StatusReasonMethodNotAllowed, `delete is not supported`},
+		{"deleting an endpointslice is 405", "DELETE", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/x", 405, metav1.StatusReasonMethodNotAllowed, `delete is not supported`},
 		{"logs without a LogSource are 405", "GET", "/api/v1/namespaces/default/pods/web/log", 405, metav1.StatusReasonMethodNotAllowed, `is not supported`},
 		{"a bad label selector is 400", "GET", "/api/v1/pods?labelSelector=a%20in%20(", 400, metav1.StatusReasonBadRequest, `labelSelector "a in ("`},
 		{"an unknown field label is 400 like the API server", "GET", "/api/v1/pods?fieldSelector=spec.foo%3Dx", 400, metav1.StatusReasonBadRequest, `field label not supported: spec.foo`},

@@ -24,7 +24,8 @@ type ContainerStatus struct {
 // probes), and a second view of the others.
 //
 // The interface lives here, with its consumer; implementations live with
-// what they read (package gate/agentstatus for the local node agent).
+// what they read (package gate/podstatus, on a client-go informer, for both the local
+// control API and a real API server).
 type StatusSource interface {
 	// Watch calls update with the status of every container of the pod:
 	// once when first known and again on every change, one call at a time,

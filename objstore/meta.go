@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,3 +90,9 @@ func parseRV(s string) (uint64, error) {
 	}
 	return v, nil
 }
+
+func errPrecondition(what, want, have string) error {
+	return fmt.Errorf("precondition failed: %s in precondition: %s, %s in object meta: %s", what, want, what, have)
+}
+
+func secondsDuration(n int64) time.Duration { return time.Duration(n) * time.Second }

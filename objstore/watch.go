@@ -11,7 +11,9 @@ import (
 
 // Event is one change seen by a watcher.
 type Event[T Object] struct {
-	// Type is watch.Added, watch.Modified, watch.Deleted or watch.Error.
+	// Type is watch.Added, watch.Modified, watch.Deleted, watch.Error, or
+	// watch.Bookmark (see Bookmark and WatchOptions.SendInitialEvents; its
+	// Object is empty but for resourceVersion and annotations).
 	Type watch.EventType
 	// Object is the new state; for Deleted the last state, stamped with the
 	// version of the deletion. Each watcher gets its own copy.
@@ -43,6 +45,18 @@ func (c *Collection[T]) Watch(ctx context.Context, resourceVersion string) (<-ch
 	if err != nil {
 		return nil, err
 	}
+	return c.watch(ctx, from, false)
+}
+
+func tooLarge(from, cur uint64) error {
+	// The API server waits a few seconds for such a version, then answers
+	// 504 with this message; nothing here will catch up.
+	return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", from, cur), 1)
+}
+
+// watch starts a watch after version from (0: with the current objects);
+// initialEnd adds the bookmark that ends the initial events.
+func (c *Collection[T]) watch(ctx context.Context, from uint64, initialEnd bool) (<-chan Event[T], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var backlog []Event[T]
@@ -57,9 +71,7 @@ func (c *Collection[T]) Watch(ctx context.Context, resourceVersion string) (<-ch
 		}
 	} else {
 		if cur := c.store.rv.Load(); from > cur {
-			// The API server waits a few seconds for such a version, then
-			// answers 504 with this message; nothing here will catch up.
-			return nil, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", from, cur), 1)
+			return nil, tooLarge(from, cur)
 		}
 		if from < c.compacted {
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, c.compacted+1))
@@ -69,6 +81,10 @@ func (c *Collection[T]) Watch(ctx context.Context, resourceVersion string) (<-ch
 				backlog = append(backlog, ev)
 			}
 		}
+	}
+	if initialEnd {
+		backlog = append(backlog, Event[T]{Type: watch.Bookmark,
+			Object: c.bookmark(map[string]string{InitialEventsEndAnnotation: "true"})})
 	}
 	// One spare slot so that the overflow ERROR always fits.
 	w := &watcher[T]{ch: make(chan Event[T], len(backlog)+c.store.opts.WatchBuffer+1)}

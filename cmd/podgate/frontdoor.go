@@ -12,10 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/activator/objstoresource"
+	"github.com/podgate/podgate/activator/kubebackends"
 	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 )
 
@@ -123,7 +124,8 @@ func gatePort(w *podspec.Workload) int32 {
 
 // frontDoorConfig is what newFrontDoor builds from.
 type frontDoorConfig struct {
-	store     *objstore.Store
+	// client reads EndpointSlices and Pods (the control API's).
+	client    kubernetes.Interface
 	workloads []*podspec.Workload
 	domain    string
 	// servicePorts are the --service-port flags, not yet checked against
@@ -141,7 +143,7 @@ type frontDoorConfig struct {
 }
 
 // newFrontDoor makes one activator target per workload, fed from the
-// store's EndpointSlices and Pods, and routes NAME.NAMESPACE.DOMAIN to it,
+// control API's EndpointSlices and Pods, and routes NAME.NAMESPACE.DOMAIN to it,
 // plus a listener of its own per --service-port. Workloads without the
 // gate get no route: the activator talks only to gates (it health-checks
 // them the way Knative's activator checks queue-proxy). It does not serve
@@ -201,8 +203,8 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopFeeds = cancel
 	for i, w := range routed {
-		src := &objstoresource.Source{
-			Store:     c.store,
+		src := &kubebackends.Source{
+			Client:    c.client,
 			Namespace: w.Namespace,
 			Service:   frontDoorService(w),
 			Port:      gatePort(w),

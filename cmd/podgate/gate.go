@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/gate"
-	"github.com/podgate/podgate/gate/agentstatus"
+	"github.com/podgate/podgate/gate/podstatus"
 	"github.com/podgate/podgate/gateenv"
 )
 
@@ -78,14 +78,13 @@ address (local mode: every pod has its own), else on every interface. SIGTERM st
 			switch src := cfg.StatusSource; src {
 			case gateenv.StatusSourceNone:
 			case gateenv.StatusSourceKubernetes:
-				// The API server watch is not built yet: delegated
-				// containers cannot count as ready, and the gate says so.
-				if len(cfg.DelegatedReadiness) > 0 {
-					logger.Error("status source \"kubernetes\" is not supported yet: delegated containers will not count as ready",
-						"containers", cfg.DelegatedReadiness)
+				s, err := podstatus.ForCluster(cfg.Namespace, cfg.Pod)
+				if err != nil {
+					return invalidf("%s: %v", gateenv.EnvStatusSource, err)
 				}
+				opts.Status = s
 			default:
-				s, err := agentstatus.New(src, cfg.Namespace, cfg.Pod)
+				s, err := podstatus.ForURL(src, cfg.Namespace, cfg.Pod)
 				if err != nil {
 					return invalidf("%s: %v", gateenv.EnvStatusSource, err)
 				}

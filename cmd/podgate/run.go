@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/activator/prommetrics"
@@ -338,8 +340,14 @@ func runPods(parent context.Context, o runOptions, inputs []podspec.Input, stdou
 		return fail(err)
 	}
 	opened = append(opened, doorLn)
+	// The front door reads the control API like any client would (it
+	// answers once the API serves, below; the listener queues till then).
+	apiClient, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + ln.Addr().String()})
+	if err != nil {
+		return fail(err)
+	}
 	doorCfg := frontDoorConfig{
-		store: store, workloads: workloads, domain: o.domain, servicePorts: o.ports,
+		client: apiClient, workloads: workloads, domain: o.domain, servicePorts: o.ports,
 		probeInterval: o.probeInterval, probeTimeout: o.probeTimeout,
 		onChange: agent.ResyncService, logger: logger, stderr: stderr,
 	}

@@ -1,11 +1,12 @@
-// Package objstoresource feeds an activator target from podgate's local
-// object store: the EndpointSlices of a service give the pods and their
-// readiness, the Pods give each pod's spec for the fast-path rule.
-package objstoresource
+// Package kubebackends feeds an activator target from the Kubernetes API,
+// through client-go informers: the EndpointSlices of a service give the
+// pods and their readiness, the Pods give each pod's spec for the
+// fast-path rule. The same code serves `podgate run` (its local control
+// API) and a cluster (the API server).
+package kubebackends
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"sort"
@@ -13,12 +14,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/watch"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/objstore"
 )
 
 // GatePort is the gate's traffic and health port (queue-proxy's 8012).
@@ -27,9 +30,9 @@ const GatePort = 8012
 // ServiceNameLabel ties an EndpointSlice to its service.
 const ServiceNameLabel = discoveryv1.LabelServiceName
 
-// Source is an activator.Backends over a Store.
+// Source is an activator.Backends over a Kubernetes API.
 type Source struct {
-	Store     *objstore.Store
+	Client    kubernetes.Interface
 	Namespace string
 	// Service is the kubernetes.io/service-name label of the slices (the
 	// revision name for a Knative Service, the workload name otherwise).
@@ -43,9 +46,10 @@ type Source struct {
 
 var _ activator.Backends = (*Source)(nil)
 
-// Pods streams snapshots: one from a consistent list, then one after each
-// change that concerns the service. A watch that falls behind is
-// re-listed. A slow reader only ever gets the latest snapshot.
+// Pods streams snapshots: the first once both informers have synced, then
+// one after each change that concerns the service. The informers list and
+// watch again by themselves when a watch breaks (410 Expired included). A
+// slow reader only ever gets the latest snapshot.
 func (s *Source) Pods(ctx context.Context) <-chan []activator.Pod {
 	out := make(chan []activator.Pod)
 	go s.run(ctx, out)
@@ -59,99 +63,87 @@ type state struct {
 
 func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 	defer close(out)
-	log := s.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	selector := labels.SelectorFromSet(labels.Set{ServiceNameLabel: s.Service}).String()
+	slicesFactory := informers.NewSharedInformerFactoryWithOptions(s.Client, 0, informers.WithNamespace(s.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	podsFactory := informers.NewSharedInformerFactoryWithOptions(s.Client, 0, informers.WithNamespace(s.Namespace))
+	defer podsFactory.Shutdown()
+	defer slicesFactory.Shutdown()
+	slicesInf := slicesFactory.Discovery().V1().EndpointSlices().Informer()
+	podsInf := podsFactory.Core().V1().Pods().Informer()
+	// Handlers only ring the bell; snapshots are made here from the
+	// informers' stores.
+	changed := make(chan struct{}, 1)
+	ring := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
 	}
-	name := s.Namespace + "/" + s.Service
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: ring, UpdateFunc: func(_, o any) { ring(o) }, DeleteFunc: ring}
+	var synced []cache.InformerSynced
+	for _, inf := range []cache.SharedIndexInformer{slicesInf, podsInf} {
+		reg, err := inf.AddEventHandler(handler)
+		if err != nil {
+			s.logger().Error("endpoint source: informer", "service", s.Namespace+"/"+s.Service, "err", err)
+			return
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	slicesFactory.Start(runCtx.Done())
+	podsFactory.Start(runCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
 	var (
 		pending, last []activator.Pod
 		dirty, sent   bool
 	)
-	for ctx.Err() == nil {
-		round, endRound := context.WithCancel(ctx)
-		st, slicesCh, podsCh, err := s.listAndWatch(round)
-		if err != nil {
-			endRound()
-			if apierrors.IsResourceExpired(err) {
-				continue // the history moved on between list and watch
-			}
-			log.Error("endpoint source: watch failed", "service", name, "err", err)
+	publish := func() {
+		select {
+		case <-changed: // this snapshot covers it
+		default:
+		}
+		st := &state{slices: map[string]*discoveryv1.EndpointSlice{}, pods: map[string]*corev1.Pod{}}
+		for _, o := range slicesInf.GetStore().List() {
+			sl := o.(*discoveryv1.EndpointSlice)
+			st.slices[sl.Name] = sl
+		}
+		for _, o := range podsInf.GetStore().List() {
+			p := o.(*corev1.Pod)
+			st.pods[p.Name] = p
+		}
+		snap := s.snapshot(st)
+		if sent && equal(snap, last) {
+			dirty = false // back to what the reader has
 			return
 		}
-		publish := func() {
-			snap := s.snapshot(st)
-			if sent && equal(snap, last) {
-				dirty = false // back to what the reader has
-				return
-			}
-			pending, dirty = snap, true
+		pending, dirty = snap, true
+	}
+	publish()
+	for {
+		var send chan<- []activator.Pod
+		if dirty {
+			send = out
 		}
-		publish()
-		for slicesCh != nil && podsCh != nil {
-			var send chan<- []activator.Pod
-			if dirty {
-				send = out
-			}
-			select {
-			case <-ctx.Done():
-			case send <- pending:
-				last, sent, dirty = pending, true, false
-			case ev, ok := <-slicesCh:
-				if !ok || ev.Type == watch.Error {
-					slicesCh = nil
-					continue
-				}
-				applyEvent(st.slices, ev.Type, ev.Object)
-				publish()
-			case ev, ok := <-podsCh:
-				if !ok || ev.Type == watch.Error {
-					podsCh = nil
-					continue
-				}
-				applyEvent(st.pods, ev.Type, ev.Object)
-				publish()
-			}
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		endRound()
-		if ctx.Err() == nil {
-			log.Info("endpoint source: watch fell behind, listing again", "service", name)
+		select {
+		case <-ctx.Done():
+			return
+		case send <- pending:
+			last, sent, dirty = pending, true, false
+		case <-changed:
+			publish()
 		}
 	}
 }
 
-// listAndWatch lists each kind and watches it from its list's version, so
-// no change falls between a list and its watch. The watches end with ctx.
-func (s *Source) listAndWatch(ctx context.Context) (*state, <-chan objstore.Event[*discoveryv1.EndpointSlice], <-chan objstore.Event[*corev1.Pod], error) {
-	slices, slicesRV := s.Store.EndpointSlices.List(s.Namespace)
-	pods, podsRV := s.Store.Pods.List(s.Namespace)
-	st := &state{slices: map[string]*discoveryv1.EndpointSlice{}, pods: map[string]*corev1.Pod{}}
-	for _, sl := range slices {
-		st.slices[sl.Name] = sl
+func (s *Source) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	for _, p := range pods {
-		st.pods[p.Name] = p
-	}
-	sch, err := s.Store.EndpointSlices.Watch(ctx, slicesRV)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("watch endpointslices in %q: %w", s.Namespace, err)
-	}
-	pch, err := s.Store.Pods.Watch(ctx, podsRV)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("watch pods in %q: %w", s.Namespace, err)
-	}
-	return st, sch, pch, nil
-}
-
-func applyEvent[T interface{ GetName() string }](m map[string]T, typ watch.EventType, obj T) {
-	if typ == watch.Deleted {
-		delete(m, obj.GetName())
-		return
-	}
-	m[obj.GetName()] = obj
+	return s.Logger
 }
 
 // snapshot is the service's pods, sorted by name. A pod listed in two

@@ -1,4 +1,4 @@
-package objstoresource
+package kubebackends
 
 import (
 	"context"
@@ -15,14 +15,41 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/objstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const ns = "default"
+
+// startAPI serves store through a real control API on 127.0.0.1:0 and
+// returns a real client-go clientset on it.
+func startAPI(t *testing.T, store *objstore.Store) kubernetes.Interface {
+	t.Helper()
+	ln, err := api.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- api.NewServer(api.Config{Store: store}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("control API: %v", err)
+		}
+	})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
 
 var execProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/ready"}}}}
 
@@ -95,7 +122,7 @@ func TestSnapshots(t *testing.T) {
 	put(t, store.EndpointSlices, slice("other-1", "other", ep{pod: "x", ip: "127.0.1.9", ready: true}))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	src := &Source{Store: store, Namespace: ns, Service: "web"}
+	src := &Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}
 	ch := src.Pods(ctx)
 
 	t.Run("first snapshot: addresses on the gate port, fast path from each pod's spec", func(t *testing.T) {
@@ -150,11 +177,29 @@ func TestSlowReaderGetsLatest(t *testing.T) {
 	put(t, store.Pods, pod("web-a", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := (&Source{Store: store, Namespace: ns, Service: "web"}).Pods(ctx)
+	ch := (&Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}).Pods(ctx)
 	until(t, ch, []activator.Pod{})
 	for i := 0; i < 50; i++ {
 		put(t, store.EndpointSlices, slice("web-1", "web", ep{pod: "web-a", ip: "127.0.1.1", ready: i%2 == 0}))
 	}
+	put(t, store.EndpointSlices, slice("web-1", "web", ep{pod: "web-a", ip: "127.0.1.1", ready: true}))
+	until(t, ch, []activator.Pod{{Name: "web-a", Addr: "127.0.1.1:8012", Ready: true, FastPath: true}})
+	cancel()
+	for range ch {
+	}
+}
+
+// A compaction ends the informers' watches with 410 Expired: they list
+// again, and a change made meanwhile still reaches the reader.
+func TestRelistAfterExpired(t *testing.T) {
+	store := objstore.New(objstore.Options{})
+	put(t, store.Pods, pod("web-a", nil))
+	put(t, store.EndpointSlices, slice("web-1", "web", ep{pod: "web-a", ip: "127.0.1.1"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := (&Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}).Pods(ctx)
+	until(t, ch, []activator.Pod{{Name: "web-a", Addr: "127.0.1.1:8012", FastPath: true}})
+	store.Compact()
 	put(t, store.EndpointSlices, slice("web-1", "web", ep{pod: "web-a", ip: "127.0.1.1", ready: true}))
 	until(t, ch, []activator.Pod{{Name: "web-a", Addr: "127.0.1.1:8012", Ready: true, FastPath: true}})
 	cancel()
@@ -184,11 +229,12 @@ func TestSourceFeedsTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer target.Close()
+	client := startAPI(t, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		target.Run(ctx, &Source{Store: store, Namespace: ns, Service: "web", Port: int32(portN)})
+		target.Run(ctx, &Source{Client: client, Namespace: ns, Service: "web", Port: int32(portN)})
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -255,7 +301,7 @@ func TestGateAdminAddress(t *testing.T) {
 		ep{pod: "web-c", ip: "127.0.1.3", ready: true}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := (&Source{Store: store, Namespace: ns, Service: "web"}).Pods(ctx)
+	ch := (&Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}).Pods(ctx)
 	until(t, ch, []activator.Pod{
 		{Name: "web-a", Addr: "127.0.1.1:8012", Ready: true, FastPath: true, AdminAddr: "127.0.1.1:8022"},
 		{Name: "web-b", Addr: "127.0.1.2:8012", Ready: true, FastPath: true, AdminAddr: "127.0.1.2:8022"},

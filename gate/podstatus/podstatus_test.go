@@ -1,11 +1,14 @@
-package agentstatus
+package podstatus
 
 import (
 	"context"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,7 +97,7 @@ func (r *recorder) get() ([]gate.ContainerStatus, int) {
 
 func TestSourceReportsThePodsContainers(t *testing.T) {
 	st, url := startAPI(t)
-	src, err := New(url, "default", "web-1")
+	src, err := ForURL(url, "default", "web-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +144,7 @@ func TestSourceReportsThePodsContainers(t *testing.T) {
 }
 
 func TestNewNeedsThePodName(t *testing.T) {
-	if _, err := New("http://127.0.0.1:9700", "default", ""); err == nil {
+	if _, err := ForURL("http://127.0.0.1:9700", "default", ""); err == nil {
 		t.Error("no error without a pod name")
 	}
 }
@@ -168,7 +171,7 @@ func TestGateFollowsTheNodeAgent(t *testing.T) {
 	cfg.ReadinessContainers = []string{"web"}
 	cfg.Containers = []string{"web", "exec-sidecar"}
 	cfg.DelegatedReadiness = []string{"exec-sidecar"}
-	src, err := New(url, cfg.Namespace, cfg.Pod)
+	src, err := ForURL(url, cfg.Namespace, cfg.Pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +238,7 @@ func TestSourceReportsThePodsDeletion(t *testing.T) {
 	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
 		t.Fatal(err)
 	}
-	src, err := New(url, "default", "web-1")
+	src, err := ForURL(url, "default", "web-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +313,7 @@ func TestGateDrainsOnTheNodeAgentsDeletion(t *testing.T) {
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, time.Hour
 	cfg.Namespace, cfg.Pod, cfg.StatusSource, cfg.OnlyRouter = "default", "web-1", url, gateenv.OnlyRouterActivator
 	cfg.Containers = []string{"web"}
-	src, err := New(url, cfg.Namespace, cfg.Pod)
+	src, err := ForURL(url, cfg.Namespace, cfg.Pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,5 +391,49 @@ func TestGateDrainsOnTheNodeAgentsDeletion(t *testing.T) {
 		}
 	case <-time.After(testWait):
 		t.Fatal("Serve did not return after SIGTERM")
+	}
+}
+
+// TestForClusterReadsKubeconfig: outside a pod, PODGATE_STATUS_SOURCE=
+// kubernetes finds the API server as kubectl does, by $KUBECONFIG.
+func TestForClusterReadsKubeconfig(t *testing.T) {
+	st, url := startAPI(t)
+	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "`+url+`"}}]
+contexts: [{name: local, context: {cluster: local, user: me}}]
+users: [{name: me, user: {}}]
+current-context: local
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	src, err := ForCluster("default", "web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Watch(ctx, rec.update) }()
+	eventually(t, "the pod's container is reported", func() bool { s, _ := rec.get(); return len(s) == 1 && s[0].Ready })
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Watch after cancel: %v", err)
+	}
+}
+
+func TestForClusterWithoutAClusterSaysSo(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("HOME", t.TempDir())
+	_, err := ForCluster("default", "web-1")
+	if err == nil || !strings.Contains(err.Error(), "kubeconfig") {
+		t.Fatalf("got %v, want an error naming the kubeconfig", err)
 	}
 }

@@ -1,0 +1,37 @@
+package podstatus
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestGateAndActivatorReadTheAPIThroughClientGo pins the layering: the
+// gate and the activator read pods and endpoints only through client-go,
+// so the same code runs against podgate run's control API and a real API
+// server; neither may reach into the local object store.
+func TestGateAndActivatorReadTheAPIThroughClientGo(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-deps", "./gate/...", "./activator/...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	for _, want := range []string{"k8s.io/client-go/informers", "k8s.io/client-go/kubernetes"} {
+		if !slices.Contains(deps, want) {
+			t.Errorf("gate and activator do not depend on %s", want)
+		}
+	}
+	for _, banned := range []string{"github.com/podgate/podgate/objstore", "github.com/podgate/podgate/api"} {
+		if slices.Contains(deps, banned) {
+			t.Errorf("gate or activator depends on %s: they must read the API through client-go", banned)
+		}
+	}
+}

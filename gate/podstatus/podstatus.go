@@ -1,0 +1,195 @@
+// Package podstatus is the gate's status source: a client-go informer on
+// the gate's own pod, over any Kubernetes API. The same code serves both
+// places the gate runs: `podgate run` (PODGATE_STATUS_SOURCE=http://…, the
+// local control API) and a cluster (PODGATE_STATUS_SOURCE=kubernetes, the
+// API server by in-cluster config or $KUBECONFIG). It reports the pod's
+// containers' statuses (native sidecars included) and its deletion.
+package podstatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podgate/podgate/gate"
+)
+
+// Source implements gate.PodWatcher with an informer on one pod.
+type Source struct {
+	client    kubernetes.Interface
+	namespace string
+	pod       string
+}
+
+var _ gate.PodWatcher = (*Source)(nil)
+
+// New returns a Source for pod in namespace over client. The pod name
+// comes from SERVING_POD (the downward API): without it the gate cannot
+// find itself.
+func New(client kubernetes.Interface, namespace, pod string) (*Source, error) {
+	if pod == "" {
+		return nil, errors.New("the pod name (SERVING_POD) is empty: the gate cannot find its own pod in the API")
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	return &Source{client: client, namespace: namespace, pod: pod}, nil
+}
+
+// ForURL is New over the API at url (podgate run's control API, which has
+// no authentication).
+func ForURL(url, namespace, pod string) (*Source, error) {
+	return forConfig(&rest.Config{Host: url}, namespace, pod)
+}
+
+// ForCluster is New over the cluster's API server: the in-cluster config
+// (the pod's service account) when running in a pod, else $KUBECONFIG (or
+// ~/.kube/config), as kubectl finds it.
+func ForCluster(namespace, pod string) (*Source, error) {
+	cfg, err := clusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	return forConfig(cfg, namespace, pod)
+}
+
+func clusterConfig() (*rest.Config, error) {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("not in a cluster (no KUBERNETES_SERVICE_HOST) and no usable kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+func forConfig(cfg *rest.Config, namespace, pod string) (*Source, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
+	}
+	return New(cs, namespace, pod)
+}
+
+// Close is a no-op kept for callers: informers end with WatchPod's ctx.
+func (s *Source) Close() {}
+
+// Watch reports the pod's containers: once the informer has synced (an
+// empty slice while the pod does not exist), then on every change, until
+// ctx ends.
+func (s *Source) Watch(ctx context.Context, update func([]gate.ContainerStatus)) error {
+	return s.WatchPod(ctx, func(ps gate.PodStatus) { update(ps.Containers) })
+}
+
+// WatchPod is Watch with the pod's deletion: a deletionTimestamp (the API
+// sets it when the deletion starts) or the pod gone from the API. The
+// informer lists and watches again by itself when a watch breaks, so it
+// only returns ctx.Err().
+func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.pod).String()
+		}))
+	defer factory.Shutdown()
+	inf := factory.Core().V1().Pods().Informer()
+	// Handlers only ring the bell; reports are made here, one at a time,
+	// from the informer's current state.
+	changed := make(chan struct{}, 1)
+	ring := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: ring, UpdateFunc: func(_, o any) { ring(o) }, DeleteFunc: ring,
+	})
+	if err != nil {
+		return fmt.Errorf("watch pod %s/%s: %w", s.namespace, s.pod, err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	factory.Start(runCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return ctx.Err()
+	}
+	seen := false
+	report := func() {
+		select {
+		case <-changed: // this report covers it
+		default:
+		}
+		obj, exists, _ := inf.GetStore().GetByKey(s.namespace + "/" + s.pod)
+		if !exists {
+			// A pod that is not there (yet) has no statuses and is not
+			// being deleted; one that was there and is gone is deleted.
+			update(gate.PodStatus{Containers: []gate.ContainerStatus{}, Terminating: seen})
+			return
+		}
+		seen = true
+		update(PodStatusOf(obj.(*corev1.Pod)))
+	}
+	report()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+			report()
+		}
+	}
+}
+
+// PodStatusOf is the gate's view of a pod: its containers' statuses and
+// whether it is being deleted.
+func PodStatusOf(p *corev1.Pod) gate.PodStatus {
+	return gate.PodStatus{Containers: Statuses(p), Terminating: p.DeletionTimestamp != nil}
+}
+
+// Statuses turns a pod's container statuses (regular containers and
+// native sidecars) into the gate's.
+func Statuses(p *corev1.Pod) []gate.ContainerStatus {
+	out := make([]gate.ContainerStatus, 0, len(p.Status.ContainerStatuses)+len(p.Status.InitContainerStatuses))
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			out = append(out, gate.ContainerStatus{
+				Name:         cs.Name,
+				Ready:        cs.Ready,
+				Running:      cs.State.Running != nil,
+				RestartCount: cs.RestartCount,
+				ContainerID:  cs.ContainerID,
+				Message:      stateMessage(cs.State),
+			})
+		}
+	}
+	return out
+}
+
+func stateMessage(s corev1.ContainerState) string {
+	switch {
+	case s.Waiting != nil:
+		if s.Waiting.Message != "" {
+			return "waiting: " + s.Waiting.Reason + ": " + s.Waiting.Message
+		}
+		return "waiting: " + s.Waiting.Reason
+	case s.Terminated != nil:
+		return fmt.Sprintf("terminated: %s (exit code %d)", s.Terminated.Reason, s.Terminated.ExitCode)
+	}
+	return ""
+}
