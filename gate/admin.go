@@ -13,6 +13,7 @@ import (
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 )
 
 // preStopRelease is how long /wait-for-drain waits for a SIGTERM before it
@@ -147,11 +148,7 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	g.metrics.probeResult(name, string(kind), out.Result)
 	switch kind {
 	case gateenv.Liveness:
-		threshold := int(p.FailureThreshold)
-		if threshold <= 0 {
-			threshold = probe.DefaultFailureThreshold
-		}
-		g.agg.LivenessResult(name, out, threshold)
+		g.agg.LivenessResult(name, out, prober.FailureThresholdOf(p))
 	case gateenv.Startup:
 		g.agg.StartupResult(name, out)
 	}
@@ -210,11 +207,7 @@ const routedMargin = 100 * time.Millisecond
 // count here as it counts there.
 func (g *Gate) runRouted(ctx context.Context, p *corev1.Probe) probe.Outcome {
 	ctx = context.WithoutCancel(ctx)
-	timeout := time.Duration(p.TimeoutSeconds) * time.Second
-	if timeout <= 0 {
-		timeout = probe.DefaultTimeoutSeconds * time.Second
-	}
-	timeout -= routedMargin
+	timeout := prober.TimeoutOf(p) - routedMargin
 	var out probe.Outcome
 	for i := 0; i < probe.MaxAttempts; i++ {
 		out = g.runner.Attempt(ctx, p, g.target, timeout)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 )
 
 // DefaultAPIAddr is the local node agent's control API (docs/cli.md).
@@ -271,7 +271,7 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 				HTTPHeaders: []corev1.HTTPHeader{{Name: gateenv.ProbeHeaderName, Value: gateenv.ProbeHeaderValue}},
 			}},
 			PeriodSeconds:    period,
-			TimeoutSeconds:   probe.DefaultTimeoutSeconds,
+			TimeoutSeconds:   prober.DefaultTimeoutSeconds,
 			SuccessThreshold: 1,
 			FailureThreshold: 1,
 		},
