@@ -14,6 +14,7 @@ import (
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/wire"
 )
 
 // preStopRelease is how long /wait-for-drain waits for a SIGTERM before it
@@ -158,7 +159,7 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 // writeRouted answers a routed probe with its outcome (see routedProbe).
 func writeRouted(w http.ResponseWriter, out probe.Outcome) {
 	h := w.Header()
-	h.Set(gateenv.ProbeMessageHeader, strconv.QuoteToASCII(out.Message))
+	h.Set(wire.ProbeMessageHeader, strconv.QuoteToASCII(out.Message))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	switch out.Result {
