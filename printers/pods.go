@@ -91,9 +91,27 @@ func summarizePod(p *corev1.Pod) podSummary {
 		}
 	}
 
-	var sidecarRestarts int
-	var lastSidecarRestart time.Time
-	initializing := false
+	initializing, sidecarRestarts, lastSidecarRestart := s.addInitContainers(p, sidecar)
+	if !initializing || podConditionTrue(p, corev1.PodInitialized) {
+		s.restarts, s.lastRestart = sidecarRestarts, lastSidecarRestart
+		s.addContainers(p)
+	}
+
+	if p.DeletionTimestamp != nil {
+		switch {
+		case p.Status.Reason == "NodeLost":
+			s.status = "Unknown"
+		case p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+			s.status = "Terminating"
+		}
+	}
+	return s
+}
+
+// addInitContainers counts the init containers and native sidecars, and
+// reports whether the pod is still initializing (the status is then
+// Init:…) and the sidecars' own restarts.
+func (s *podSummary) addInitContainers(p *corev1.Pod, sidecar map[string]bool) (initializing bool, sidecarRestarts int, lastSidecarRestart time.Time) {
 	for i, cs := range p.Status.InitContainerStatuses {
 		s.restarts += int(cs.RestartCount)
 		s.lastRestart = later(s.lastRestart, cs.LastTerminationState)
@@ -111,7 +129,6 @@ func summarizePod(p *corev1.Pod) podSummary {
 			}
 			continue
 		}
-		initializing = true
 		switch {
 		case term != nil:
 			s.status = "Init:" + terminatedReason(term)
@@ -120,50 +137,42 @@ func summarizePod(p *corev1.Pod) podSummary {
 		default:
 			s.status = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
 		}
-		break
+		return true, sidecarRestarts, lastSidecarRestart
 	}
+	return false, sidecarRestarts, lastSidecarRestart
+}
 
-	if !initializing || podConditionTrue(p, corev1.PodInitialized) {
-		s.restarts, s.lastRestart = sidecarRestarts, lastSidecarRestart
-		running, failure := false, ""
-		for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			cs := p.Status.ContainerStatuses[i]
-			s.restarts += int(cs.RestartCount)
-			s.lastRestart = later(s.lastRestart, cs.LastTerminationState)
-			switch {
-			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
-				s.status = cs.State.Waiting.Reason
-			case cs.State.Terminated != nil:
-				s.status = terminatedReason(cs.State.Terminated)
-				if cs.State.Terminated.ExitCode != 0 {
-					failure = s.status
-				}
-			case cs.Ready && cs.State.Running != nil:
-				running = true
-				s.ready++
-			}
-		}
-		if s.status == "Completed" {
-			switch {
-			case running && podConditionTrue(p, corev1.PodReady):
-				s.status = "Running"
-			case failure != "":
-				s.status = failure
-			case running:
-				s.status = "NotReady"
-			}
-		}
-	}
-
-	if p.DeletionTimestamp != nil {
+// addContainers counts the main containers, last to first as kubectl
+// does, so the first container's state names the status.
+func (s *podSummary) addContainers(p *corev1.Pod) {
+	running, failure := false, ""
+	for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
+		cs := p.Status.ContainerStatuses[i]
+		s.restarts += int(cs.RestartCount)
+		s.lastRestart = later(s.lastRestart, cs.LastTerminationState)
 		switch {
-		case p.Status.Reason == "NodeLost":
-			s.status = "Unknown"
-		case p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
-			s.status = "Terminating"
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+			s.status = cs.State.Waiting.Reason
+		case cs.State.Terminated != nil:
+			s.status = terminatedReason(cs.State.Terminated)
+			if cs.State.Terminated.ExitCode != 0 {
+				failure = s.status
+			}
+		case cs.Ready && cs.State.Running != nil:
+			running = true
+			s.ready++
 		}
 	}
-	return s
+	if s.status == "Completed" {
+		switch {
+		case running && podConditionTrue(p, corev1.PodReady):
+			s.status = "Running"
+		case failure != "":
+			s.status = failure
+		case running:
+			s.status = "NotReady"
+		}
+	}
 }
 
 func terminatedReason(t *corev1.ContainerStateTerminated) string {
