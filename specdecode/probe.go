@@ -23,23 +23,10 @@ func Probe(data []byte, root *field.Path) (p *corev1.Probe, errs field.ErrorList
 	if err != nil {
 		return nil, field.ErrorList{field.Invalid(orDocument(root), nil, "is not valid YAML or JSON: "+err.Error())}
 	}
-	return probeJSON(js, root)
-}
-
-// ProbeJSON is Probe for input that must be JSON (an environment variable
-// in Knative's contract): YAML's looser syntax is not accepted.
-func ProbeJSON(js []byte, root *field.Path) (*corev1.Probe, field.ErrorList) {
-	if len(bytes.TrimSpace(js)) == 0 {
-		return nil, field.ErrorList{field.Required(orDocument(root), "the probe is empty")}
-	}
-	return probeJSON(js, root)
-}
-
-func probeJSON(js []byte, root *field.Path) (*corev1.Probe, field.ErrorList) {
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, field.ErrorList{field.Required(orDocument(root), "the probe is empty")}
 	}
-	p := &corev1.Probe{}
+	p = &corev1.Probe{}
 	errs, ok := Strict(js, p, root)
 	if !ok {
 		return nil, errs

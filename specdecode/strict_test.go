@@ -46,16 +46,6 @@ func TestProbeRejectsWithFieldPaths(t *testing.T) {
 	}
 }
 
-func TestProbeJSONRefusesYAML(t *testing.T) {
-	if _, errs := ProbeJSON([]byte("tcpSocket: {port: 1}"), nil); len(errs) == 0 {
-		t.Fatal("YAML accepted where JSON is required")
-	}
-	p, errs := ProbeJSON([]byte(`{"tcpSocket":{"port":1}}`), nil)
-	if len(errs) > 0 || p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 1 {
-		t.Fatalf("ProbeJSON = %+v, %v", p, errs)
-	}
-}
-
 func TestStrictPathsStartAtTheRoot(t *testing.T) {
 	var probes []*corev1.Probe
 	errs, ok := Strict([]byte(`[{"exec":{"command":["true"]}},{"exec":{"comand":["x"]}}]`), &probes, field.NewPath("PROBES"))
