@@ -7,16 +7,18 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/podgate/podgate/wire"
 )
 
 // The health check of Knative's activator (docs/facts.md §4–5), which
 // the gate and queue-proxy both answer.
 const (
 	HealthPath        = "/healthz"
-	ProbeHeader       = "K-Network-Probe"
-	ProbeHeaderValue  = "queue"
-	ProbeUserAgent    = "Knative-Activator-Probe"
-	healthyBody       = "queue"
+	ProbeHeader       = wire.NetworkProbeHeader
+	ProbeHeaderValue  = wire.NetworkProbeQueue
+	ProbeUserAgent    = wire.ActivatorProbeUserAgent
+	healthyBody       = wire.NetworkProbeQueue
 	maxHealthBodySize = 1 << 10
 )
 

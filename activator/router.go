@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/podgate/podgate/wire"
 )
 
 // DefaultDomain is Knative's default domain.
-const DefaultDomain = "example.com"
+const DefaultDomain = wire.Domain
 
 // Router is the front door: it sends a request to the handler of the
 // service its Host names, NAME.NAMESPACE.DOMAIN (Knative's URL scheme).

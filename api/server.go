@@ -19,10 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/wire"
 )
 
 // DefaultAddr is where `podgate run` serves the control API.
-const DefaultAddr = "127.0.0.1:9700"
+const DefaultAddr = wire.APIAddr
 
 // Config wires a Server to the state it serves.
 type Config struct {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/wire"
 )
 
 // preStopRelease is how long /wait-for-drain waits for a SIGTERM before it
@@ -147,11 +149,7 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	g.metrics.probeResult(name, string(kind), out.Result)
 	switch kind {
 	case gateenv.Liveness:
-		threshold := int(p.FailureThreshold)
-		if threshold <= 0 {
-			threshold = probe.DefaultFailureThreshold
-		}
-		g.agg.LivenessResult(name, out, threshold)
+		g.agg.LivenessResult(name, out, prober.FailureThresholdOf(p))
 	case gateenv.Startup:
 		g.agg.StartupResult(name, out)
 	}
@@ -161,7 +159,7 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 // writeRouted answers a routed probe with its outcome (see routedProbe).
 func writeRouted(w http.ResponseWriter, out probe.Outcome) {
 	h := w.Header()
-	h.Set(gateenv.ProbeMessageHeader, strconv.QuoteToASCII(out.Message))
+	h.Set(wire.ProbeMessageHeader, strconv.QuoteToASCII(out.Message))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	switch out.Result {
@@ -210,11 +208,7 @@ const routedMargin = 100 * time.Millisecond
 // count here as it counts there.
 func (g *Gate) runRouted(ctx context.Context, p *corev1.Probe) probe.Outcome {
 	ctx = context.WithoutCancel(ctx)
-	timeout := time.Duration(p.TimeoutSeconds) * time.Second
-	if timeout <= 0 {
-		timeout = probe.DefaultTimeoutSeconds * time.Second
-	}
-	timeout -= routedMargin
+	timeout := prober.TimeoutOf(p) - routedMargin
 	var out probe.Outcome
 	for i := 0; i < probe.MaxAttempts; i++ {
 		out = g.runner.Attempt(ctx, p, g.target, timeout)

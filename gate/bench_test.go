@@ -21,6 +21,7 @@ import (
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/wire"
 )
 
 // benchUpstream is a minimal app: "ok" to every request.
@@ -304,7 +305,7 @@ func BenchmarkHeldHealthCheck(b *testing.B) {
 		go func() { served <- g.Serve(ctx, ls) }()
 		req, _ := http.NewRequest(http.MethodGet, "http://"+ls.Serving.Addr().String()+"/", nil)
 		req.Header.Set("User-Agent", "kube-probe/1.37")
-		req.Header.Set(gateenv.ProbeHeaderName, queueName)
+		req.Header.Set(wire.NetworkProbeHeader, queueName)
 		answered := make(chan time.Time, 1)
 		go func() {
 			resp, err := client.Do(req)

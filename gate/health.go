@@ -6,20 +6,15 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
-// The health-check protocol of Knative's queue-proxy (docs/facts.md §4).
+// The health-check protocol of Knative's queue-proxy (docs/facts.md §4):
+// its headers and User-Agents are in package wire.
 const (
-	kubeProbeUAPrefix   = "kube-probe/"
-	activatorProbeUA    = "Knative-Activator-Probe"
-	autoscalingProbeUA  = "Knative-Autoscaling-Probe"
-	kubeletProbeHeader  = "K-Kubelet-Probe"
-	networkHashHeader   = "K-Network-Hash"
-	networkProbeIngress = "probe"
 	// queueName is what a healthy gate answers, and the K-Network-Probe
 	// value a health check must carry.
-	queueName = gateenv.ProbeHeaderValue
+	queueName = wire.NetworkProbeQueue
 )
 
 // requestKind says how the serving port treats a request.
@@ -42,12 +37,12 @@ func classify(r *http.Request) requestKind {
 	h := r.Header
 	ua := h.Get("User-Agent")
 	switch {
-	case strings.HasPrefix(ua, kubeProbeUAPrefix),
-		strings.HasPrefix(ua, activatorProbeUA),
-		strings.HasPrefix(ua, autoscalingProbeUA),
-		h.Get(kubeletProbeHeader) != "":
+	case strings.HasPrefix(ua, wire.KubeProbeUserAgentPrefix),
+		strings.HasPrefix(ua, wire.ActivatorProbeUserAgent),
+		strings.HasPrefix(ua, wire.AutoscalingProbeUserAgent),
+		h.Get(wire.KubeletProbeHeader) != "":
 		return kindHealth
-	case h.Get(gateenv.ProbeHeaderName) == networkProbeIngress:
+	case h.Get(wire.NetworkProbeHeader) == wire.NetworkProbeIngress:
 		return kindNetworkProbe
 	}
 	return kindTraffic
@@ -70,7 +65,7 @@ func (g *Gate) serveHealth(w *recorder, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	if ph := r.Header.Get(gateenv.ProbeHeaderName); ph != queueName {
+	if ph := r.Header.Get(wire.NetworkProbeHeader); ph != queueName {
 		http.Error(w, "unexpected probe header value: "+ph, http.StatusBadRequest)
 		return
 	}
@@ -122,11 +117,11 @@ func serveNetworkProbe(w http.ResponseWriter, r *http.Request, draining bool) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	hash := r.Header.Get(networkHashHeader)
+	hash := r.Header.Get(wire.NetworkHashHeader)
 	if hash == "" {
-		http.Error(w, fmt.Sprintf("a probe request must contain a non-empty %q header", networkHashHeader), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("a probe request must contain a non-empty %q header", wire.NetworkHashHeader), http.StatusBadRequest)
 		return
 	}
-	w.Header().Set(networkHashHeader, hash)
+	w.Header().Set(wire.NetworkHashHeader, hash)
 	w.WriteHeader(http.StatusOK)
 }

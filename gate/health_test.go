@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/wire"
 )
 
 // TestHealthCheckHeaderMatrix pins queue-proxy's health-check protocol
@@ -108,7 +108,7 @@ func TestKubeletProbeOfTheGate(t *testing.T) {
 	host, port := splitHostPort(t, tg.serving)
 	kubelet := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/", Port: intstr.FromInt(port),
-		HTTPHeaders: []corev1.HTTPHeader{{Name: gateenv.ProbeHeaderName, Value: gateenv.ProbeHeaderValue}},
+		HTTPHeaders: []corev1.HTTPHeader{{Name: wire.NetworkProbeHeader, Value: wire.NetworkProbeQueue}},
 	}}}
 	run := func() probe.Outcome {
 		return probe.NewRunner().Run(context.Background(), kubelet, probe.Target{PodIP: host})

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/wire"
 )
 
 // closedPort is a loopback port nobody listens on (yet): the test may
@@ -50,7 +50,7 @@ func sendHealth(tg *testGate, timeout time.Duration) <-chan healthAnswer {
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tg.url("/"), nil)
 		req.Header.Set("User-Agent", "kube-probe/1.37")
-		req.Header.Set(gateenv.ProbeHeaderName, queueName)
+		req.Header.Set(wire.NetworkProbeHeader, queueName)
 		resp, err := tg.client.Do(req)
 		if err != nil {
 			res <- healthAnswer{err: err, at: time.Now()}

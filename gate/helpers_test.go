@@ -19,6 +19,7 @@ import (
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/wire"
 )
 
 // testWait bounds every wait in these tests; polls end as soon as their
@@ -158,7 +159,7 @@ func (tg *testGate) do(t testing.TB, method, url string, body io.Reader, header 
 func (tg *testGate) health(t testing.TB) int {
 	t.Helper()
 	code, _, _ := tg.do(t, http.MethodGet, tg.url("/"), nil, http.Header{
-		"User-Agent": {"kube-probe/1.37"}, gateenv.ProbeHeaderName: {queueName},
+		"User-Agent": {"kube-probe/1.37"}, wire.NetworkProbeHeader: {queueName},
 	})
 	return code
 }

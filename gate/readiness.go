@@ -14,12 +14,16 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 )
 
 // container is the Aggregator's view of one container.
 type container struct {
 	containerSpec
-	timing timing
+	// timing is the readiness probe's, with the defaults applied;
+	// aggressive is Knative's periodSeconds: 0 mode.
+	timing     prober.Config
+	aggressive bool
 	// fastProbe is what fast mode runs: the readiness probe, or for a
 	// serving container without one a TCP check of its port, so a
 	// container marked down by the proxy can be seen coming back.
@@ -34,10 +38,9 @@ type container struct {
 	probesUserPort bool
 
 	// Guarded by Aggregator.mu.
-	verdict    bool // thresholded result of the gate's own probe; true without one
-	successes  int  // consecutive, counted attempts
-	failures   int
-	attempts   int // all attempts, for messages
+	verdict    bool           // thresholded result of the gate's own probe; true without one
+	counter    prober.Counter // consecutive, counted attempts
+	attempts   int            // all attempts, for messages
 	last       probe.Outcome
 	lastAt     time.Time
 	fastSince  time.Time // start of the current fast-probing episode
@@ -104,7 +107,7 @@ func (c *container) lastMessage() string {
 // fast reports whether the worker probes as fast as it can: an aggressive
 // probe that is not ready yet, or a container marked down at once.
 func (c *container) fast() bool {
-	return c.suspect != "" || (c.timing.aggressive && c.probe != nil && !c.verdict)
+	return c.suspect != "" || (c.aggressive && c.probe != nil && !c.verdict)
 }
 
 // aggregatorOptions configure an Aggregator.
@@ -183,13 +186,13 @@ func newAggregator(specs []containerSpec, opts aggregatorOptions) *Aggregator {
 		}
 		c.fastProbe = s.probe
 		if s.probe != nil {
-			c.timing = timingOf(s.probe)
+			c.timing, c.aggressive = prober.Timing(s.probe, true)
 		} else if s.serving && opts.UserPort > 0 {
 			c.fastProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(opts.UserPort)},
 			}}
 		}
-		if c.timing.aggressive {
+		if c.aggressive {
 			c.fastSince = a.clock.Now()
 		}
 		if s.serving {
@@ -402,7 +405,7 @@ func (a *Aggregator) Report() []ContainerReport {
 			Attempts: c.attempts, LastAt: c.lastAt,
 		}
 		if c.probe != nil {
-			r.Probe = describeProbe(c.probe, c.timing)
+			r.Probe = describeProbe(c.probe, c.timing, c.aggressive)
 		}
 		if c.attempts > 0 {
 			r.LastResult, r.LastMessage = c.last.Result.String(), c.last.Message
@@ -412,14 +415,14 @@ func (a *Aggregator) Report() []ContainerReport {
 	return out
 }
 
-func describeProbe(p *corev1.Probe, t timing) string {
+func describeProbe(p *corev1.Probe, t prober.Config, aggressive bool) string {
 	var b strings.Builder
 	b.WriteString(probe.HandlerKind(p))
-	if t.aggressive {
+	if aggressive {
 		b.WriteString(", aggressive until ready")
 	} else {
-		fmt.Fprintf(&b, ", every %s", t.period)
+		fmt.Fprintf(&b, ", every %s", t.Period)
 	}
-	fmt.Fprintf(&b, ", success %d, failure %d", t.successThreshold, t.failureThreshold)
+	fmt.Fprintf(&b, ", success %d, failure %d", t.SuccessThreshold, t.FailureThreshold)
 	return b.String()
 }

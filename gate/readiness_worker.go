@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 )
 
 // Fast probing: a periodSeconds: 0 probe that is not ready yet, or a
@@ -22,43 +21,7 @@ const (
 	fastMaxInterval  = 5 * time.Millisecond
 	fastEpisode      = 10 * time.Second
 	fastSlowInterval = 100 * time.Millisecond
-	// aggressiveSteadyPeriod re-checks an aggressive probe once it passed:
-	// the kubelet's shortest period.
-	aggressiveSteadyPeriod = time.Second
 )
-
-// timing is a readiness probe's schedule with Kubernetes' defaults
-// applied (docs/facts.md §2), except that periodSeconds 0 is Knative's aggressive
-// mode rather than the default of 10 s.
-type timing struct {
-	aggressive       bool
-	period           time.Duration
-	timeout          time.Duration
-	initialDelay     time.Duration
-	successThreshold int
-	failureThreshold int
-}
-
-func timingOf(p *corev1.Probe) timing {
-	orDefault := func(v, def int32) int32 {
-		if v <= 0 {
-			return def
-		}
-		return v
-	}
-	t := timing{
-		aggressive:       p.PeriodSeconds <= 0,
-		period:           time.Duration(p.PeriodSeconds) * time.Second,
-		timeout:          time.Duration(orDefault(p.TimeoutSeconds, probe.DefaultTimeoutSeconds)) * time.Second,
-		initialDelay:     time.Duration(max(0, p.InitialDelaySeconds)) * time.Second,
-		successThreshold: int(orDefault(p.SuccessThreshold, probe.DefaultSuccessThreshold)),
-		failureThreshold: int(orDefault(p.FailureThreshold, probe.DefaultFailureThreshold)),
-	}
-	if t.aggressive {
-		t.period = aggressiveSteadyPeriod
-	}
-	return t
-}
 
 // work is one container's probe loop. Regular ticks follow the kubelet: the
 // first at once (after initialDelaySeconds, counted from the gate's start,
@@ -66,7 +29,7 @@ func timingOf(p *corev1.Probe) timing {
 // periodSeconds; a slow attempt drops the ticks it overran. Fast mode
 // probes back to back with a short backoff.
 func (a *Aggregator) work(ctx context.Context, c *container) {
-	if d := c.timing.initialDelay; d > 0 {
+	if d := c.timing.InitialDelay; d > 0 {
 		if !a.sleep(ctx, d, nil) {
 			return
 		}
@@ -102,11 +65,7 @@ func (a *Aggregator) work(ctx context.Context, c *container) {
 			wait, backoff = -1, fastMinInterval // nothing to do until kicked
 		default:
 			backoff = fastMinInterval
-			period := c.timing.period
-			next := anchor.Add(period)
-			if !next.After(now) {
-				next = anchor.Add((now.Sub(anchor)/period + 1) * period)
-			}
+			next := prober.NextTick(anchor, c.timing.Period, now)
 			anchor, wait = next, next.Sub(now)
 		}
 		if !a.sleep(ctx, wait, c.kick) {
@@ -156,7 +115,7 @@ func (a *Aggregator) attempt(ctx context.Context, c *container, fast bool) probe
 		return http1()
 	}
 	h2c := func() probe.Outcome {
-		return a.h2c.attempt(ctx, p.HTTPGet, a.opts.Target.PodIP, c.timing.timeout)
+		return a.h2c.attempt(ctx, p.HTTPGet, a.opts.Target.PodIP, c.timing.Timeout)
 	}
 	first, second := h2c, http1
 	if !c.h2cFirst {
@@ -183,9 +142,9 @@ func (a *Aggregator) attempt(ctx context.Context, c *container, fast bool) probe
 // (the next attempt comes in milliseconds anyway).
 func (a *Aggregator) attemptFast(ctx context.Context, c *container) probe.Outcome {
 	p := c.fastProbe
-	timeout := c.timing.timeout
+	timeout := c.timing.Timeout
 	if timeout <= 0 {
-		timeout = time.Second
+		timeout = prober.DefaultTimeout // a serving container's port check
 	}
 	switch {
 	case p.TCPSocket != nil:
@@ -228,7 +187,7 @@ func (a *Aggregator) dial(ctx context.Context, addr string, timeout time.Duratio
 func (a *Aggregator) record(c *container, out probe.Outcome, fast bool) {
 	a.mu.Lock()
 	now := a.clock.Now()
-	counted := c.probe != nil && (!fast || (c.timing.aggressive && !c.verdict))
+	counted := c.probe != nil && (!fast || (c.aggressive && !c.verdict))
 	c.attempts++
 	c.last, c.lastAt = out, now
 	switch {
@@ -250,26 +209,19 @@ func (a *Aggregator) record(c *container, out probe.Outcome, fast bool) {
 			// the next failure drops readiness again at once.
 			c.liveHold, c.liveDown = "", false
 		}
-		if counted {
-			c.failures = 0
-			c.successes++
-			if !c.verdict && c.successes >= c.timing.successThreshold {
-				c.verdict = true
-				a.log.Info("container ready", "container", c.name, "attempts", c.attempts)
-			}
+		if counted && c.counter.Observe(true, c.timing.SuccessThreshold, c.timing.FailureThreshold) == prober.Success && !c.verdict {
+			c.verdict = true
+			a.log.Info("container ready", "container", c.name, "attempts", c.attempts)
 		}
 	default:
 		if c.liveHold != "" {
 			c.liveDown = true
 		}
-		if counted {
-			c.successes = 0
-			c.failures++
-			if c.verdict && c.failures >= c.timing.failureThreshold {
-				c.verdict = false
-				c.fastSince = now
-				a.log.Info("container not ready", "container", c.name, "failures", c.failures, "message", out.Message)
-			}
+		if counted && c.counter.Observe(false, c.timing.SuccessThreshold, c.timing.FailureThreshold) == prober.Failure && c.verdict {
+			c.verdict = false
+			c.fastSince = now
+			failures, _ := c.counter.Streak()
+			a.log.Info("container not ready", "container", c.name, "failures", failures, "message", out.Message)
 		}
 	}
 	a.recomputeLocked()

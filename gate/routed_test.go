@@ -16,6 +16,7 @@ import (
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/wire"
 )
 
 // kubeletCall runs the probe the kubelet has after injection: httpGet on
@@ -329,7 +330,7 @@ func TestRoutedOutcomeIsWhatProbingDirectlyGives(t *testing.T) {
 				if kubelet.Result != tc.want || kubelet.Message != wantKubelet {
 					t.Errorf("%s through the gate, as the kubelet sees it: %v %q; want %v %q", kind, kubelet.Result, kubelet.Message, tc.want, wantKubelet)
 				}
-				agent := routedCall(t, tg, "app", kind, gateenv.ProbeMessageHeader)
+				agent := routedCall(t, tg, "app", kind, wire.ProbeMessageHeader)
 				if agent.Result != tc.want || agent.Message != direct.Message {
 					t.Errorf("%s through the gate, as the node agent sees it: %v %q; want %v %q", kind, agent.Result, agent.Message, tc.want, direct.Message)
 				}

@@ -1,28 +1,26 @@
 package gateenv
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/specdecode"
 )
 
-// strictJSON decodes one JSON value, rejecting unknown fields and trailing
-// data, so a typo in a hand-written variable does not pass silently.
-func strictJSON(s string, v any) error {
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
+// strictJSON decodes one JSON value with the strict decoder every probe
+// goes through (unknown and duplicate fields rejected, field names
+// case-sensitive, trailing data refused), so a typo in a hand-written
+// variable does not pass silently. Errors name the field path inside the
+// value, under root when given (a list needs one: field paths cannot start
+// with an index).
+func strictJSON(s string, v any, root *field.Path) error {
+	errs, _ := specdecode.Strict([]byte(s), v, root)
+	return errs.ToAggregate()
 }
 
 // runnable checks that the gate can run p itself: one network handler with

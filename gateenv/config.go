@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/wire"
 )
 
 // Config is the gate's configuration as the injector writes it and the
@@ -91,7 +93,7 @@ func Defaults() Config {
 		ServingPort:      DefaultServingPort,
 		AdminPort:        DefaultAdminPort,
 		MetricsPort:      DefaultMetricsPort,
-		UserPort:         DefaultUserPort,
+		UserPort:         wire.KnativeUserPort,
 		UpstreamHost:     "127.0.0.1",
 		RevisionTimeout:  DefaultRevisionTimeoutSeconds * time.Second,
 		DrainQuietPeriod: DefaultDrainQuietPeriodSeconds * time.Second,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Decode reads the configuration from the environment (getenv is os.Getenv
@@ -252,13 +253,13 @@ func (d *decoder) readinessProbes(multi bool) []*corev1.Probe {
 		d.fail(name, "is not a JSON array, which %s=true needs (one probe per container, serving container first)", EnvMultiContainerProbes)
 		return nil
 	case isArray:
-		if err := strictJSON(v, &probes); err != nil {
+		if err := strictJSON(v, &probes, field.NewPath(name)); err != nil {
 			d.fail(name, "not a JSON array of probes: %v", err)
 			return nil
 		}
 	default:
 		p := &corev1.Probe{}
-		if err := strictJSON(v, p); err != nil {
+		if err := strictJSON(v, p, nil); err != nil {
 			d.fail(name, "not a JSON probe: %v", err)
 			return nil
 		}
@@ -285,7 +286,7 @@ func (d *decoder) routedProbes() map[string]RoutedProbes {
 		return nil
 	}
 	var m map[string]RoutedProbes
-	if err := strictJSON(v, &m); err != nil {
+	if err := strictJSON(v, &m, nil); err != nil {
 		d.fail(EnvRoutedProbes, "not a JSON object of container → {liveness, startup}: %v", err)
 		return nil
 	}

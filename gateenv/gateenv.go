@@ -7,9 +7,12 @@
 // (docs/facts.md §4). What Knative lacks carries a PODGATE_ prefix; a
 // queue-proxy image ignores those.
 //
-// The package is a leaf: it imports only the Kubernetes API types and the
-// standard library, so both sides can depend on it.
+// The package is a leaf: it imports only the Kubernetes API types, the
+// standard library and the leaves wire and specdecode, so both sides can
+// depend on it.
 package gateenv
+
+import "github.com/podgate/podgate/wire"
 
 // Knative queue-proxy variables.
 const (
@@ -95,20 +98,17 @@ const (
 
 // Ports, names and paths of the gate.
 const (
-	// ContainerName is the gate container's name in an injected pod.
-	ContainerName = "podgate"
+	// ContainerName and the ports below are package wire's facts, under
+	// the names runtime, activator/pod.go, lab and cmd/podgate/run.go
+	// still use; they are to move to wire's names once issue 11's
+	// branches are merged.
+	ContainerName = wire.GateContainerName
 	// DefaultImage is the gate image unless the injector is told otherwise.
 	DefaultImage = "ghcr.io/podgate/podgate"
 
-	// DefaultServingPort serves traffic and health checks (queue-proxy's 8012).
-	DefaultServingPort = 8012
-	// DefaultAdminPort serves /wait-for-drain and /probe/… (queue-proxy's 8022).
-	DefaultAdminPort = 8022
-	// DefaultMetricsPort serves Prometheus /metrics.
-	DefaultMetricsPort = 9091
-	// DefaultUserPort is Knative's port for a serving container that
-	// declares none.
-	DefaultUserPort = 8080
+	DefaultServingPort = wire.GatePort
+	DefaultAdminPort   = wire.GateAdminPort
+	DefaultMetricsPort = wire.GateMetricsPort
 	// DefaultRevisionTimeoutSeconds is Knative's default request timeout.
 	DefaultRevisionTimeoutSeconds = 300
 	// DefaultDrainQuietPeriodSeconds is queue-proxy's drain quiet period.
@@ -118,11 +118,6 @@ const (
 	DrainPath = "/wait-for-drain"
 	// ProbePathPrefix starts /probe/<container>/<liveness|startup>.
 	ProbePathPrefix = "/probe/"
-
-	// ProbeHeaderName/ProbeHeaderValue mark the kubelet's readiness probe
-	// of the gate as a health check (Knative's K-Network-Probe: queue).
-	ProbeHeaderName  = "K-Network-Probe"
-	ProbeHeaderValue = "queue"
 
 	// Status sources other than a control API URL.
 	StatusSourceKubernetes = "kubernetes"

@@ -1,5 +1,7 @@
 package gateenv
 
+import "github.com/podgate/podgate/wire"
+
 // What the gate's start, its drain and its routed probes add to the
 // contract: the admin paths the injector's hooks and probes call, the
 // header a routed probe's answer carries, and who may end a drain early.
@@ -27,12 +29,7 @@ const (
 	// with POST and ?pod=<name>, that it sends the pod nothing any more.
 	UnroutedPath = "/unrouted"
 
-	// ProbeMessageHeader carries a routed probe's original message,
-	// Go-quoted (strconv.Quote), in the gate's answer to /probe/…: the
-	// kubelet's own message for a failed HTTP probe leaves the body out,
-	// podgate's node agent reads this header instead.
-	ProbeMessageHeader = "Podgate-Probe-Message"
-
-	// AdminPortName is the name of the gate container's admin port.
-	AdminPortName = "queueadm-port"
+	// ProbeMessageHeader is wire.ProbeMessageHeader (runtime still uses
+	// this name).
+	ProbeMessageHeader = wire.ProbeMessageHeader
 )

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
@@ -231,7 +232,7 @@ func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*Workload,
 // or kubelet would (downward API fields get a pod's values) and decodes it.
 func assertGateEnvDecodes(t *testing.T, w *Workload, opts Options) {
 	t.Helper()
-	gate := w.Container(gateenv.ContainerName)
+	gate := w.Container(wire.GateContainerName)
 	if gate == nil {
 		t.Fatalf("%s has no gate container", w.ID())
 	}

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 )
 
 // Kubernetes' pod defaults that matter to podgate.
@@ -46,13 +46,13 @@ func setContainerDefaults(c *corev1.Container, knative bool) {
 			c.Ports[i].Protocol = corev1.ProtocolTCP
 		}
 	}
-	probe.SetDefaults(c.LivenessProbe)
-	probe.SetDefaults(c.StartupProbe)
+	prober.SetDefaults(c.LivenessProbe)
+	prober.SetDefaults(c.StartupProbe)
 	if knative && c.ReadinessProbe != nil && c.ReadinessProbe.PeriodSeconds == 0 {
 		setAggressiveDefaults(c.ReadinessProbe)
 		return
 	}
-	probe.SetDefaults(c.ReadinessProbe)
+	prober.SetDefaults(c.ReadinessProbe)
 }
 
 // setAggressiveDefaults defaults a Knative readiness probe with
@@ -62,7 +62,7 @@ func setContainerDefaults(c *corev1.Container, knative bool) {
 // unset, and validation forbids setting the latter two.
 func setAggressiveDefaults(p *corev1.Probe) {
 	timeout, failure := p.TimeoutSeconds, p.FailureThreshold
-	probe.SetDefaults(p)
+	prober.SetDefaults(p)
 	p.PeriodSeconds, p.TimeoutSeconds, p.FailureThreshold = 0, timeout, failure
 }
 

@@ -9,11 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/wire"
 )
-
-// DefaultAPIAddr is the local node agent's control API (docs/cli.md).
-const DefaultAPIAddr = "127.0.0.1:9700"
 
 // Options shape the injection.
 type Options struct {
@@ -27,7 +25,7 @@ type Options struct {
 	// API server.
 	Local bool
 	// APIAddr is the node agent's control API in local mode
-	// (default DefaultAPIAddr).
+	// (default wire.APIAddr).
 	APIAddr string
 	// GateAsContainer puts the gate first among the regular containers
 	// instead of making it a native sidecar (an init container with
@@ -76,8 +74,8 @@ func Inject(w *Workload, opts Options) (*Workload, error) {
 		return out, nil
 	}
 	spec := out.PodSpec()
-	if out.Container(gateenv.ContainerName) != nil {
-		return nil, fmt.Errorf("inject %s: a container is already named %q, the gate's name", out.ID(), gateenv.ContainerName)
+	if out.Container(wire.GateContainerName) != nil {
+		return nil, fmt.Errorf("inject %s: a container is already named %q, the gate's name", out.ID(), wire.GateContainerName)
 	}
 	serving := out.servingIndex()
 	if serving < 0 {
@@ -87,7 +85,7 @@ func Inject(w *Workload, opts Options) (*Workload, error) {
 		opts.GateImage = gateenv.DefaultImage
 	}
 	if opts.APIAddr == "" {
-		opts.APIAddr = DefaultAPIAddr
+		opts.APIAddr = wire.APIAddr
 	}
 	cfg := baseConfig(out, opts)
 	r := &rewriter{w: out, opts: opts, cfg: &cfg, fastest: -1}
@@ -208,7 +206,7 @@ func addDrainHook(c *corev1.Container) {
 	}
 	c.Lifecycle.PreStop = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path:   gateenv.DrainPath,
-		Port:   intstr.FromInt32(gateenv.DefaultAdminPort),
+		Port:   intstr.FromInt32(wire.GateAdminPort),
 		Scheme: corev1.URISchemeHTTP,
 	}}
 }
@@ -250,14 +248,14 @@ const (
 func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Container {
 	env := append(cfg.Encode(), gateenv.DownwardAPIEnv(opts.Local)...)
 	c := corev1.Container{
-		Name:    gateenv.ContainerName,
+		Name:    wire.GateContainerName,
 		Image:   opts.GateImage,
 		Command: []string{"podgate"},
 		Args:    []string{"gate"},
 		Ports: []corev1.ContainerPort{
-			{Name: "queue-port", ContainerPort: gateenv.DefaultServingPort, Protocol: corev1.ProtocolTCP},
-			{Name: gateenv.AdminPortName, ContainerPort: gateenv.DefaultAdminPort, Protocol: corev1.ProtocolTCP},
-			{Name: "http-usermetric", ContainerPort: gateenv.DefaultMetricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: "queue-port", ContainerPort: wire.GatePort, Protocol: corev1.ProtocolTCP},
+			{Name: wire.GateAdminPortName, ContainerPort: wire.GateAdminPort, Protocol: corev1.ProtocolTCP},
+			{Name: "http-usermetric", ContainerPort: wire.GateMetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		Env: env,
 		// The gate answers from state it keeps current, so one failed
@@ -266,12 +264,12 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path:        "/",
-				Port:        intstr.FromInt32(gateenv.DefaultServingPort),
+				Port:        intstr.FromInt32(wire.GatePort),
 				Scheme:      corev1.URISchemeHTTP,
-				HTTPHeaders: []corev1.HTTPHeader{{Name: gateenv.ProbeHeaderName, Value: gateenv.ProbeHeaderValue}},
+				HTTPHeaders: []corev1.HTTPHeader{{Name: wire.NetworkProbeHeader, Value: wire.NetworkProbeQueue}},
 			}},
 			PeriodSeconds:    period,
-			TimeoutSeconds:   probe.DefaultTimeoutSeconds,
+			TimeoutSeconds:   prober.DefaultTimeoutSeconds,
 			SuccessThreshold: 1,
 			FailureThreshold: 1,
 		},
@@ -302,7 +300,7 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 	// theirs. (Locally the node agent's status source tells it first.)
 	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path:   gateenv.StartDrainPath,
-		Port:   intstr.FromInt32(gateenv.DefaultAdminPort),
+		Port:   intstr.FromInt32(wire.GateAdminPort),
 		Scheme: corev1.URISchemeHTTP,
 	}}}
 	return c

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // loopback is where Knative's queue-proxy reaches its sibling containers.
@@ -146,7 +147,7 @@ func (r *rewriter) route(c *corev1.Container, kind gateenv.ProbeKind, pp **corev
 	*pp = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path:   gateenv.ProbePath(c.Name, kind),
-			Port:   intstr.FromInt32(gateenv.DefaultAdminPort),
+			Port:   intstr.FromInt32(wire.GateAdminPort),
 			Scheme: corev1.URISchemeHTTP,
 		}},
 		InitialDelaySeconds:           p.InitialDelaySeconds,

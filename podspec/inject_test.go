@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // injected loads, validates and injects one workload, and decodes the
@@ -23,7 +24,7 @@ func injected(t *testing.T, manifest string, opts Options) (*Workload, gateenv.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := iw.Container(gateenv.ContainerName)
+	gate := iw.Container(wire.GateContainerName)
 	if gate == nil {
 		t.Fatal("no gate container")
 	}
@@ -55,7 +56,7 @@ func TestInjectReadiness(t *testing.T) {
 		if !cfg.MultiContainerProbes {
 			t.Error("ENABLE_MULTI_CONTAINER_PROBES not set")
 		}
-		if got := w.Container(gateenv.ContainerName).ReadinessProbe.PeriodSeconds; got != 4 {
+		if got := w.Container(wire.GateContainerName).ReadinessProbe.PeriodSeconds; got != 4 {
 			t.Errorf("gate readiness period %d, want the fastest container's 4 (Knative would copy the serving container's 6)", got)
 		}
 	})
@@ -86,7 +87,7 @@ func TestInjectReadiness(t *testing.T) {
 		if w.Container("app").ReadinessProbe != nil {
 			t.Error("the container got a readiness probe")
 		}
-		if got := w.Container(gateenv.ContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
+		if got := w.Container(wire.GateContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
 			t.Errorf("gate period %d, want 1: with no probe, ready as soon as the containers run", got)
 		}
 	})
@@ -100,7 +101,7 @@ func TestInjectReadiness(t *testing.T) {
 		if p := w.Container("app").ReadinessProbe; p == nil || p.Exec == nil {
 			t.Error("the serving container lost its exec readiness probe")
 		}
-		if got := w.Container(gateenv.ContainerName).ReadinessProbe.PeriodSeconds; got != 2 {
+		if got := w.Container(wire.GateContainerName).ReadinessProbe.PeriodSeconds; got != 2 {
 			t.Errorf("gate period %d, want the exec probe's 2", got)
 		}
 	})
@@ -189,7 +190,7 @@ func TestInjectDrainHooks(t *testing.T) {
 			if h := b.Lifecycle.PreStop; h.Exec == nil {
 				t.Errorf("b's own preStop replaced by %+v", h)
 			}
-			gate := w.Container(gateenv.ContainerName)
+			gate := w.Container(wire.GateContainerName)
 			switch {
 			case mode.gatePreStop == "" && gate.Lifecycle != nil:
 				t.Errorf("the gate got a lifecycle %+v", gate.Lifecycle)
@@ -245,7 +246,7 @@ func TestInjectGateContainer(t *testing.T) {
 					t.Errorf("gate startup probe %+v, want exec podgate gate wait --timeout 9s, timeout 10, period 1", sp)
 				}
 			}
-			if g.Name != gateenv.ContainerName || g.Image != "registry.test/gate:v1" {
+			if g.Name != wire.GateContainerName || g.Image != "registry.test/gate:v1" {
 				t.Fatalf("gate %s (%s), want the gate with the given image", g.Name, g.Image)
 			}
 			if strings.Join(append(g.Command, g.Args...), " ") != "podgate gate" {

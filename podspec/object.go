@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/podgate/podgate/specdecode"
 )
 
 // header is what every object document names before its kind is known.
@@ -126,7 +128,7 @@ func (l *loader) list(src Source, js []byte) {
 // reports whether obj is complete enough to build a workload from:
 // unknown fields do not stop decoding, type errors do.
 func (l *loader) decode(src Source, kind, name string, js []byte, obj any) bool {
-	errs, ok := decodeStrict(js, obj)
+	errs, ok := specdecode.Strict(js, obj, nil)
 	for _, e := range errs {
 		l.problems = append(l.problems, fieldProblem(src, kind, name, e))
 	}
@@ -182,16 +184,16 @@ func serviceWorkload(src Source, s *Service) *Workload {
 func notAnObject(js []byte) string {
 	var doc any
 	if err := json.Unmarshal(js, &doc); err != nil {
-		return "not a Kubernetes object: " + shortJSONError(err)
+		return "not a Kubernetes object: " + specdecode.ShortJSONError(err)
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return fmt.Sprintf("not a Kubernetes object: the document is %s, not a mapping with apiVersion, kind and metadata", article(jsonKind(doc)))
+		return fmt.Sprintf("not a Kubernetes object: the document is %s, not a mapping with apiVersion, kind and metadata", specdecode.KindOf(doc))
 	}
 	for _, k := range []string{"apiVersion", "kind"} {
 		if v, ok := obj[k]; ok {
 			if _, isString := v.(string); !isString {
-				return fmt.Sprintf("not a Kubernetes object: %s must be a string, not %s", k, article(jsonKind(v)))
+				return fmt.Sprintf("not a Kubernetes object: %s must be a string, not %s", k, specdecode.KindOf(v))
 			}
 		}
 	}

@@ -3,7 +3,7 @@ package podspec
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // pickServingContainer decides which container receives traffic and on
@@ -19,7 +19,7 @@ import (
 func pickServingContainer(w *Workload) {
 	cs := w.PodSpec().Containers
 	gate := findGate(w.PodSpec())
-	w.ServingContainer, w.ServingPort = "", gateenv.DefaultUserPort
+	w.ServingContainer, w.ServingPort = "", wire.KnativeUserPort
 	first := -1
 	for i := range cs {
 		if gate.isContainer(i) {

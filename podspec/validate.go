@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // Validate checks a defaulted workload (as Load returns it) against the
@@ -116,7 +117,7 @@ func (g gateRef) isInit(i int) bool { return g.init && g.index == i }
 // container merely named podgate is not the gate.
 func findGate(spec *corev1.PodSpec) gateRef {
 	isGate := func(c *corev1.Container) bool {
-		if c.Name != gateenv.ContainerName {
+		if c.Name != wire.GateContainerName {
 			return false
 		}
 		for _, e := range c.Env {

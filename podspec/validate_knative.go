@@ -7,12 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/wire"
 )
 
 // Knative's reserved ports (queue-proxy's traffic, h2c, admin, metrics and
 // profiling ports) and the port names it gives a meaning.
 var (
-	knativeReservedPorts = map[int32]bool{8012: true, 8013: true, 8022: true, 9090: true, 9091: true, 8008: true}
+	knativeReservedPorts = map[int32]bool{wire.GatePort: true, 8013: true, wire.GateAdminPort: true, 9090: true, wire.GateMetricsPort: true, 8008: true}
 	knativePortNames     = []string{"", "h2c", "http1"}
 	// knativeReservedEnv are set by Knative on every container; PORT also,
 	// on the serving container only.

@@ -9,16 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // gatePorts are the ports the gate listens on inside every injected pod;
 // a container of the same pod cannot have them (shared network namespace
 // on Kubernetes, shared pod IP locally).
 var gatePorts = map[int32]string{
-	gateenv.DefaultServingPort: "traffic and health",
-	gateenv.DefaultAdminPort:   "admin",
-	gateenv.DefaultMetricsPort: "metrics",
+	wire.GatePort:        "traffic and health",
+	wire.GateAdminPort:   "admin",
+	wire.GateMetricsPort: "metrics",
 }
 
 // podValidator validates a pod spec with the Kubernetes rules plus
@@ -88,7 +88,7 @@ func (v *podValidator) names() field.ErrorList {
 		for _, msg := range validation.IsDNS1123Label(c.Name) {
 			errs = append(errs, field.Invalid(np, c.Name, msg))
 		}
-		if c.Name == gateenv.ContainerName && !isGate {
+		if c.Name == wire.GateContainerName && !isGate {
 			errs = append(errs, field.Invalid(np, c.Name, "reserved for the gate container podgate injects"))
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/podgate/podgate/procgroup"
 )
 
 // pipeGrace bounds how long output is collected after the command's process
@@ -51,13 +53,8 @@ func (h HostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, err
 
 	// Our own pipes instead of exec.Cmd's copying: Wait then returns as
 	// soon as the process exits, and we decide how long to read after it.
-	outR, outW, err := os.Pipe()
+	outR, outW, errR, errW, err := procgroup.Pipes()
 	if err != nil {
-		return nil, -1, fmt.Errorf("exec probe %q: %w", argv[0], err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW)
 		return nil, -1, fmt.Errorf("exec probe %q: %w", argv[0], err)
 	}
 	cmd := &exec.Cmd{
@@ -67,13 +64,13 @@ func (h HostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, err
 		Env:         h.Env,
 		Stdout:      outW,
 		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: procgroup.Attr(false),
 	}
 	if err := cmd.Start(); err != nil {
-		closeAll(outR, outW, errR, errW)
+		procgroup.CloseAll(outR, outW, errR, errW)
 		return nil, -1, err
 	}
-	closeAll(outW, errW) // the child holds its own copies
+	procgroup.CloseAll(outW, errW) // the child holds its own copies
 
 	var stdout, stderr []byte
 	var readers sync.WaitGroup
@@ -88,7 +85,7 @@ func (h HostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, err
 	}
 	exited := make(chan exit, 1)
 	go func() {
-		reaped, err := waitExited(cmd)
+		reaped, err := procgroup.WaitExited(cmd)
 		exited <- exit{reaped, err}
 	}()
 	var ctxErr error
@@ -97,28 +94,18 @@ func (h HostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, err
 	case e = <-exited:
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
-		killGroup(pid)
+		procgroup.Kill(pid, syscall.SIGKILL)
 		e = <-exited
 	}
 	runErr := e.err
 	if !e.reaped {
 		// The leader is a zombie, not yet reaped, so its pid cannot name
 		// another process group yet: sweeping the group now is safe.
-		killGroup(pid)
+		procgroup.Kill(pid, syscall.SIGKILL)
 		runErr = cmd.Wait()
 	}
 
-	done := make(chan struct{})
-	go func() { readers.Wait(); close(done) }()
-	timer := time.NewTimer(pipeGrace)
-	select {
-	case <-done:
-	case <-timer.C:
-		closeAll(outR, errR) // unblocks the readers
-		<-done
-	}
-	timer.Stop()
-	closeAll(outR, errR)
+	procgroup.FinishReading(&readers, pipeGrace, outR, errR)
 	out := append(stdout, stderr...)
 
 	if ctxErr != nil {
@@ -176,17 +163,5 @@ func drain(r *os.File) []byte {
 		if err != nil {
 			return kept
 		}
-	}
-}
-
-// killGroup sends SIGKILL to the process group led by pid. ESRCH (nobody
-// left) is the normal case after a clean exit.
-func killGroup(pid int) {
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-}
-
-func closeAll(files ...*os.File) {
-	for _, f := range files {
-		_ = f.Close()
 	}
 }

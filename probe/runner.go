@@ -8,12 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-)
 
-// KubeletVersion is the major.minor of the kubelet podgate imitates. We
-// build against k8s.io/api v0.37, i.e. Kubernetes 1.37, so probes say
-// "kube-probe/1.37" like that kubelet would.
-const KubeletVersion = "1.37"
+	"github.com/podgate/podgate/wire"
+)
 
 // MaxAttempts is how many attempts one tick makes at most. Only attempts
 // that *error* are retried, at once and within the same tick, like the
@@ -24,9 +21,10 @@ const MaxAttempts = 3
 type Option func(*Runner)
 
 // WithKubeletVersion sets the "major.minor" that names the User-Agent of
-// HTTP and gRPC probes ("kube-probe/<version>"). Default KubeletVersion.
+// HTTP and gRPC probes ("kube-probe/<version>"). Default
+// wire.KubeletVersion.
 func WithKubeletVersion(version string) Option {
-	return func(r *Runner) { r.userAgent = "kube-probe/" + version }
+	return func(r *Runner) { r.userAgent = wire.KubeProbeUserAgent(version) }
 }
 
 // WithExecutor sets the Executor for exec probes whose Target has none.
@@ -47,7 +45,7 @@ type Runner struct {
 // NewRunner returns a Runner with the kubelet's defaults.
 func NewRunner(opts ...Option) *Runner {
 	r := &Runner{
-		userAgent: "kube-probe/" + KubeletVersion,
+		userAgent: wire.KubeProbeUserAgent(wire.KubeletVersion),
 		exec:      HostExecutor{},
 		dialer:    probeDialer(),
 	}

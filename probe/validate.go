@@ -7,50 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Kubernetes' defaults for probe fields left at zero (docs/facts.md §2).
-const (
-	DefaultPeriodSeconds    = 10
-	DefaultTimeoutSeconds   = 1
-	DefaultSuccessThreshold = 1
-	DefaultFailureThreshold = 3
-)
-
-// SetDefaults fills the fields the API server defaults on a probe that were
-// left at zero: timing, thresholds, and httpGet path and scheme.
-func SetDefaults(p *corev1.Probe) {
-	if p == nil {
-		return
-	}
-	if p.PeriodSeconds == 0 {
-		p.PeriodSeconds = DefaultPeriodSeconds
-	}
-	if p.TimeoutSeconds == 0 {
-		p.TimeoutSeconds = DefaultTimeoutSeconds
-	}
-	if p.SuccessThreshold == 0 {
-		p.SuccessThreshold = DefaultSuccessThreshold
-	}
-	if p.FailureThreshold == 0 {
-		p.FailureThreshold = DefaultFailureThreshold
-	}
-	if h := p.HTTPGet; h != nil {
-		if h.Path == "" {
-			h.Path = "/"
-		}
-		if h.Scheme == "" {
-			h.Scheme = corev1.URISchemeHTTP
-		}
-	}
-}
-
 // Validate checks the rules every probe must satisfy whatever its kind and
 // container, as the API server does, and returns every violation with its
 // field path. Rules that depend on the probe kind (successThreshold 1 for
 // liveness/startup, no grace period on readiness) or on the container
 // (a named port must exist) belong to the caller.
 //
-// Defaults are expected to be applied first: a zero period or threshold is
-// then an error, as it would be after the API server's defaulting.
+// Defaults are expected to be applied first (prober.SetDefaults): a zero
+// period or threshold is then an error, as it would be after the API
+// server's defaulting.
 func Validate(p *corev1.Probe, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if p == nil {

@@ -8,14 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Defaults the API server fills in when a probe field is left at 0.
-const (
-	DefaultPeriod           = 10 * time.Second
-	DefaultTimeout          = 1 * time.Second
-	DefaultSuccessThreshold = 1
-	DefaultFailureThreshold = 3
-)
-
 // Config is a probe's timing with the defaults applied.
 type Config struct {
 	InitialDelay     time.Duration
@@ -41,22 +33,21 @@ func NewConfig(kind Kind, p *corev1.Probe) (Config, error) {
 		return Config{}, field.Required(path, "probe spec is nil")
 	}
 	var errs field.ErrorList
-	orDefault := func(name string, v, def int32) int32 {
-		if v < 0 {
-			errs = append(errs, field.Invalid(path.Child(name), v, "must be greater than or equal to 0"))
+	for _, f := range []struct {
+		name string
+		v    int32
+	}{
+		{"initialDelaySeconds", p.InitialDelaySeconds},
+		{"periodSeconds", p.PeriodSeconds},
+		{"timeoutSeconds", p.TimeoutSeconds},
+		{"successThreshold", p.SuccessThreshold},
+		{"failureThreshold", p.FailureThreshold},
+	} {
+		if f.v < 0 {
+			errs = append(errs, field.Invalid(path.Child(f.name), f.v, "must be greater than or equal to 0"))
 		}
-		if v <= 0 {
-			return def
-		}
-		return v
 	}
-	c := Config{
-		InitialDelay:     time.Duration(orDefault("initialDelaySeconds", p.InitialDelaySeconds, 0)) * time.Second,
-		Period:           time.Duration(orDefault("periodSeconds", p.PeriodSeconds, int32(DefaultPeriod/time.Second))) * time.Second,
-		Timeout:          time.Duration(orDefault("timeoutSeconds", p.TimeoutSeconds, int32(DefaultTimeout/time.Second))) * time.Second,
-		SuccessThreshold: int(orDefault("successThreshold", p.SuccessThreshold, DefaultSuccessThreshold)),
-		FailureThreshold: int(orDefault("failureThreshold", p.FailureThreshold, DefaultFailureThreshold)),
-	}
+	c, _ := Timing(p, false)
 	if kind != Readiness && c.SuccessThreshold != 1 {
 		errs = append(errs, field.Invalid(path.Child("successThreshold"), p.SuccessThreshold, "must be 1 for liveness and startup probes"))
 	}

@@ -21,6 +21,11 @@
 // eligible when the container becomes Started) re-anchors the grid, as the
 // kubelet resets its ticker on a manual trigger.
 //
+// The rules themselves (Kubernetes' probe defaults, threshold counting with
+// Counter, the grid with FirstTick and NextTick, Knative's periodSeconds: 0
+// through Timing) are pure functions of their inputs, shared with the
+// gate's aggregator, which probes on the same grid with the same counting.
+//
 // Deliberate differences from the kubelet, each in the user's favour:
 //   - The kubelet notices a new container only on its worker's next tick, so
 //     the first probe lands anywhere in [delay, delay+period). Here it lands

@@ -22,17 +22,16 @@ type worker struct {
 	kick    chan struct{} // re-plan now; buffered so senders never block
 
 	// Guarded by Manager.mu.
-	state      State
-	lastPassed bool // the result of the current streak of identical results
-	streak     int  // its length; 0 = none
-	onHold     bool // threshold Failure (liveness/startup) or startup verdict: wait for a new container
-	finished   bool // pod terminating (liveness/startup): never probe again
-	jittered   bool // the first-run jitter is spent
-	manual     bool // run now if eligible, then restart the period
-	anchor     time.Time
-	next       time.Time // next grid point; zero = no container yet
-	epoch      uint64    // bumped to drop the in-flight attempt's result
-	cancel     context.CancelFunc
+	state    State
+	counter  Counter
+	onHold   bool // threshold Failure (liveness/startup) or startup verdict: wait for a new container
+	finished bool // pod terminating (liveness/startup): never probe again
+	jittered bool // the first-run jitter is spent
+	manual   bool // run now if eligible, then restart the period
+	anchor   time.Time
+	next     time.Time // next grid point; zero = no container yet
+	epoch    uint64    // bumped to drop the in-flight attempt's result
+	cancel   context.CancelFunc
 
 	// Observed by tests to know the worker has nothing left to do at the
 	// current clock reading. A channel send to a goroutine blocked in select
@@ -103,7 +102,7 @@ func (w *worker) plan(now time.Time) decision {
 	if !now.Before(w.next) {
 		// A grid point is due. If an attempt overran several, they
 		// collapse into this one run (a Go ticker holds one tick).
-		w.next = gridAfter(w.anchor, w.cfg.Period, now)
+		w.next = NextTick(w.anchor, w.cfg.Period, now)
 		if w.eligible(now) {
 			return w.start(now)
 		}
@@ -222,17 +221,8 @@ func (w *worker) record(out probe.Outcome, now time.Time) {
 		w.emit(Update{Type: AttemptErrored, Outcome: out}, now)
 		return
 	}
-	passed := out.Result.Passed()
-	if w.streak > 0 && w.lastPassed == passed {
-		w.streak++
-	} else {
-		w.lastPassed, w.streak = passed, 1
-	}
-	threshold, verdict := w.cfg.FailureThreshold, Failure
-	if passed {
-		threshold, verdict = w.cfg.SuccessThreshold, Success
-	}
-	if w.streak < threshold {
+	verdict := w.counter.Observe(out.Result.Passed(), w.cfg.SuccessThreshold, w.cfg.FailureThreshold)
+	if verdict == Unknown {
 		return
 	}
 	w.set(verdict, CauseProbe, out, now)
@@ -241,7 +231,7 @@ func (w *worker) record(out probe.Outcome, now time.Time) {
 		// verdict): probing it again only races the kill. Resume with the
 		// next container.
 		w.onHold = true
-		w.streak = 0
+		w.counter.Reset()
 	}
 }
 
@@ -290,15 +280,14 @@ func (w *worker) resetForContainer(now time.Time) {
 	if !w.finished {
 		w.state = w.kind.initial()
 	}
-	w.streak, w.onHold, w.manual = 0, false, false
-	anchor := now
+	w.counter.Reset()
+	w.onHold, w.manual = false, false
+	earliest := now
 	if !w.jittered && w.m.agentJustStarted {
-		anchor = anchor.Add(w.m.jitter(w.cfg.Period))
+		earliest = earliest.Add(w.m.jitter(w.cfg.Period))
 	}
 	w.jittered = true
-	if due := w.c.startedAt.Add(w.cfg.InitialDelay); due.After(anchor) {
-		anchor = due
-	}
+	anchor := FirstTick(w.c.startedAt, w.cfg.InitialDelay, earliest)
 	w.anchor, w.next = anchor, anchor
 	w.poke()
 }

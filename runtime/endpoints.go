@@ -5,18 +5,15 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/wire"
 )
 
 // endpointPort is where traffic for the workload goes: the serving port,
 // or the gate's once the gate is injected.
 func endpointPort(w *podspec.Workload) (string, int32) {
 	if w.IsInjected() {
-		if g := w.Container(gateenv.ContainerName); g != nil && len(g.Ports) > 0 {
-			return g.Ports[0].Name, g.Ports[0].ContainerPort
-		}
-		return "http", gateenv.DefaultServingPort
+		return wire.GateTrafficPort(w.Container(wire.GateContainerName))
 	}
 	if c := w.Container(w.ServingContainer); c != nil {
 		for _, p := range c.Ports {

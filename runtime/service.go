@@ -14,11 +14,12 @@ import (
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/wire"
 )
 
 // DefaultDomain is Knative's default domain: a Service's URL is
 // http://NAME.NAMESPACE.example.com.
-const DefaultDomain = "example.com"
+const DefaultDomain = wire.Domain
 
 // Knative Service condition types and the reasons podgate writes.
 const (

@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // GatePort is the gate's traffic and health port (queue-proxy's 8012).
-const GatePort = 8012
+const GatePort = wire.GatePort
 
 // ServiceNameLabel ties an EndpointSlice to its service.
 const ServiceNameLabel = discoveryv1.LabelServiceName
@@ -197,19 +197,7 @@ func (s *Source) snapshot(st *state) []activator.Pod {
 // gateAdminPort is the admin port the pod's gate declares, 0 without a
 // gate: where the target tells it that it gets no more traffic.
 func gateAdminPort(spec *corev1.PodSpec) int32 {
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for _, c := range cs {
-			if c.Name != gateenv.ContainerName {
-				continue
-			}
-			for _, port := range c.Ports {
-				if port.Name == gateenv.AdminPortName {
-					return port.ContainerPort
-				}
-			}
-		}
-	}
-	return 0
+	return wire.GateAdminPortOf(wire.GateContainer(spec))
 }
 
 func equal(a, b []activator.Pod) bool {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/wire"
 )
 
 // host routes the front door to the benchmark's service.
@@ -65,7 +66,7 @@ func measureThroughput(ctx context.Context, bin, manifest string, o options) (*t
 		url, host string
 	}{
 		{door, p.FrontDoorURL(), host},
-		{gate, fmt.Sprintf("http://%s:8012/", pod.Status.PodIP), ""},
+		{gate, fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, wire.GatePort), ""},
 	}
 	for round := 0; round <= o.rounds; round++ {
 		for _, path := range paths {

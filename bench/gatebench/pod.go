@@ -19,6 +19,7 @@ import (
 	"github.com/podgate/podgate/bench/internal/benchenv"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/wire"
 )
 
 // manifest is examples/hello.yaml: a Knative Service running the test app,
@@ -121,7 +122,7 @@ func injected() (gate, app *corev1.Container, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	gate, app = w.Container(gateenv.ContainerName), w.Container(w.ServingContainer)
+	gate, app = w.Container(wire.GateContainerName), w.Container(w.ServingContainer)
 	if gate == nil || app == nil {
 		return nil, nil, errors.New("the injected pod lacks the gate or the serving container")
 	}

@@ -16,13 +16,13 @@ import (
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/activator/kubebackends"
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/wire"
 )
 
 // defaultListen is the front door's address: Knative's ingress answers on
 // port 80; locally 8080 needs no privileges.
-const defaultListen = "127.0.0.1:8080"
+const defaultListen = wire.FrontDoorAddr
 
 // frontDoorDrain bounds how long requests in flight through the front door
 // may take to finish once the pods are gone.
@@ -116,10 +116,8 @@ func frontDoorService(w *podspec.Workload) string {
 // gatePort is the port the injected gate serves traffic and health checks
 // on, as declared on the gate container.
 func gatePort(w *podspec.Workload) int32 {
-	if g := w.Container(gateenv.ContainerName); g != nil && len(g.Ports) > 0 {
-		return g.Ports[0].ContainerPort
-	}
-	return gateenv.DefaultServingPort
+	_, port := wire.GateTrafficPort(w.Container(wire.GateContainerName))
+	return port
 }
 
 // frontDoorConfig is what newFrontDoor builds from.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/wire"
 )
 
 func init() { register(newInjectCmd) }
@@ -45,7 +46,7 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 			if opts.GateImage == "" {
 				return usageErrorf("--gate-image must not be empty")
 			}
-			if err := checkLoopbackAddr("--api", opts.APIAddr, podspec.DefaultAPIAddr); err != nil {
+			if err := checkLoopbackAddr("--api", opts.APIAddr, wire.APIAddr); err != nil {
 				return err
 			}
 			inputs, err := mf.inputs(args, cmd.InOrStdin())
@@ -86,7 +87,7 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 	mf.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.Local, "local", false, "inject for 'podgate run' (own loopback address per pod, node agent status)")
 	cmd.Flags().StringVar(&opts.GateImage, "gate-image", gateenv.DefaultImage, "image of the gate container")
-	cmd.Flags().StringVar(&opts.APIAddr, "api", podspec.DefaultAPIAddr, "with --local: address of the node agent's control API")
+	cmd.Flags().StringVar(&opts.APIAddr, "api", wire.APIAddr, "with --local: address of the node agent's control API")
 	cmd.Flags().BoolVar(&opts.GateAsContainer, "gate-as-container", false, "make the gate a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
 	return cmd
 }

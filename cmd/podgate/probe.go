@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 )
 
 func init() { register(newProbeCmd) }
@@ -76,7 +77,7 @@ Exit status: 0 success or warning, 1 failure or invalid probe, 2 usage error,
 			if err != nil {
 				return invalidf("%v", err)
 			}
-			p, err := probe.ParseSnippet(data)
+			p, err := prober.ParseSnippet(data)
 			if err != nil {
 				return invalidf("%s: invalid probe:\n%v", displayName(file), err)
 			}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/podgate/podgate/procgroup"
 )
 
 // Exit is how a process ended.
@@ -66,7 +68,7 @@ func (p *Process) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.exited {
-		killGroup(p.Pid, syscall.SIGKILL)
+		procgroup.Kill(p.Pid, syscall.SIGKILL)
 	}
 }
 
@@ -79,13 +81,13 @@ func (p *Process) supervise(outR, errR *os.File, stdout, stderr io.Writer) {
 	go func() { defer readers.Done(); copyOut(stdout, outR) }()
 	go func() { defer readers.Done(); copyOut(stderr, errR) }()
 
-	reaped := waitExited(p.cmd)
+	reaped, _ := procgroup.WaitExited(p.cmd)
 	p.mu.Lock()
 	if !reaped {
 		// The leader is a zombie: its pid, the group id, cannot have been
 		// reused, so sweeping the group is safe. The container's other
 		// processes die with its init.
-		killGroup(p.Pid, syscall.SIGKILL)
+		procgroup.Kill(p.Pid, syscall.SIGKILL)
 	}
 	p.exited = true
 	p.mu.Unlock()
@@ -97,17 +99,7 @@ func (p *Process) supervise(outR, errR *os.File, stdout, stderr io.Writer) {
 	}
 	p.exit = exitOf(p.cmd.ProcessState)
 
-	done := make(chan struct{})
-	go func() { readers.Wait(); close(done) }()
-	t := time.NewTimer(pipeGrace)
-	select {
-	case <-done:
-	case <-t.C:
-		closeAll(outR, errR) // unblocks the readers
-		<-done
-	}
-	t.Stop()
-	closeAll(outR, errR)
+	procgroup.FinishReading(&readers, pipeGrace, outR, errR)
 	close(p.done)
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/podgate/podgate/procgroup"
 )
 
 // reaperEnv switches a binary that links this package into reaper mode
@@ -52,7 +54,7 @@ func runReaper(in io.Reader) int {
 		}
 	}
 	for pgid := range groups {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		procgroup.Kill(pgid, syscall.SIGKILL)
 	}
 	return 0
 }
@@ -80,7 +82,7 @@ func startReaper() (*reaper, error) {
 	cmd.Stdin = r
 	// Its own group: a Ctrl-C at the terminal must not take the guardian
 	// down before podgate has finished stopping the pods.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procgroup.Attr(false)
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()

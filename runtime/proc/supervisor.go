@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/podgate/podgate/procgroup"
 )
 
 // pipeGrace bounds how long output is still read after a process group is
@@ -95,13 +95,8 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	if len(spec.Args) == 0 {
 		spec.Args = []string{spec.Path}
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, errR, errW, err := procgroup.Pipes()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", spec.Path, err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW)
 		return nil, fmt.Errorf("start %s: %w", spec.Path, err)
 	}
 	env := spec.Env
@@ -109,19 +104,20 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 		env = []string{} // never inherit podgate's environment
 	}
 	cmd := &exec.Cmd{
-		Path:        spec.Path,
-		Args:        spec.Args,
-		Env:         env,
-		Dir:         spec.Dir,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: childAttr(),
+		Path:   spec.Path,
+		Args:   spec.Args,
+		Env:    env,
+		Dir:    spec.Dir,
+		Stdout: outW,
+		Stderr: errW,
+		// Dies with the forking thread (see the package doc).
+		SysProcAttr: procgroup.Attr(true),
 	}
 
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		closeAll(outR, outW, errR, errW)
+		procgroup.CloseAll(outR, outW, errR, errW)
 		return nil, ErrClosed
 	}
 	// Registered under the lock so Close cannot miss a process that is
@@ -140,9 +136,9 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 		s.procs.Done()
 	}
 	s.mu.Unlock()
-	closeAll(outW, errW) // the child holds its own copies
+	procgroup.CloseAll(outW, errW) // the child holds its own copies
 	if err != nil {
-		closeAll(outR, errR)
+		procgroup.CloseAll(outR, errR)
 		return nil, err
 	}
 	go p.supervise(outR, errR, spec.Stdout, spec.Stderr)
@@ -181,18 +177,4 @@ func (s *Supervisor) forget(p *Process) {
 	delete(s.live, p)
 	s.mu.Unlock()
 	s.procs.Done()
-}
-
-func closeAll(files ...*os.File) {
-	for _, f := range files {
-		_ = f.Close()
-	}
-}
-
-// killGroup sends sig to the process group pgid. ESRCH (nobody left) is
-// the normal case after the group has gone.
-func killGroup(pgid int, sig syscall.Signal) {
-	if pgid > 1 {
-		_ = syscall.Kill(-pgid, sig)
-	}
 }

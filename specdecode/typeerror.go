@@ -1,4 +1,4 @@
-package podspec
+package specdecode
 
 import (
 	"encoding/json"
@@ -22,24 +22,28 @@ var typeMismatch = regexp.MustCompile(`cannot unmarshal (\w+) into Go (?:struct 
 // typeError turns a decoding error into a field error. The decoder's path
 // has no list indices; the document is searched for the offending value so
 // the path points at it ("spec.containers[1].ports[0].containerPort").
-func typeError(js []byte, root reflect.Type, err error) *field.Error {
+func typeError(js []byte, rootType reflect.Type, err error, root *field.Path) *field.Error {
 	m := typeMismatch.FindStringSubmatch(err.Error())
 	if m == nil {
-		return field.Invalid(field.NewPath("<document>"), nil, shortJSONError(err))
+		return field.Invalid(orDocument(root), nil, ShortJSONError(err))
 	}
 	got, dotted, goType := m[1], jsonFieldPath(m[2]), m[3]
-	want := expectedKind(root, dotted, goType)
+	want := expectedKind(rootType, dotted, goType)
 	msg := fmt.Sprintf("must be %s, not %s", want, article(got))
+	if want == "a number" && got == "string" && strings.HasSuffix(dotted, "grpc.port") {
+		msg += ": gRPC probes take a port number, named ports are not supported"
+	}
 	var doc any
 	if json.Unmarshal(js, &doc) == nil {
-		if path, value, found := findKind(doc, strings.Split(dotted, "."), got, nil); found {
-			return field.TypeInvalid(path, value, msg)
+		if dotted == "" {
+			// The document itself has the wrong kind: show it whole.
+			return field.TypeInvalid(orDocument(root), doc, msg)
+		}
+		if path, value, found := findKind(doc, strings.Split(dotted, "."), got, root); found {
+			return field.TypeInvalid(orDocument(path), value, msg)
 		}
 	}
-	if dotted == "" {
-		return field.TypeInvalid(field.NewPath("<document>"), nil, msg)
-	}
-	return field.TypeInvalid(parsePath(dotted), nil, msg)
+	return field.TypeInvalid(ParsePath(root, dotted), nil, msg)
 }
 
 // jsonFieldPath drops the Go names of embedded structs ("PodSpec" in
@@ -233,6 +237,10 @@ func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
 	}
 	return nil, false
 }
+
+// KindOf names the kind of a decoded JSON value the way a manifest author
+// thinks of it ("a mapping", "a list", "a string", …).
+func KindOf(v any) string { return article(jsonKind(v)) }
 
 func article(jsonKind string) string {
 	switch jsonKind {

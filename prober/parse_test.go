@@ -1,4 +1,4 @@
-package probe
+package prober
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/probe"
 )
 
 func TestParseSnippetAppliesKubernetesDefaults(t *testing.T) {
@@ -60,7 +62,7 @@ func TestParseSnippetRejectsWithFieldPaths(t *testing.T) {
 		{"lower-case scheme is rejected as the API server does", "httpGet: {port: 80, scheme: http}", []string{
 			`probe.httpGet.scheme: Unsupported value: "http": supported values: "HTTP", "HTTPS"`}},
 		{"gRPC named port", "grpc: {port: grpc}", []string{
-			`probe.grpc.port: Invalid value: "grpc": must be of type integer, not string: gRPC probes take a port number, named ports are not supported`}},
+			`probe.grpc.port: Invalid value: "grpc": must be a number, not a string: gRPC probes take a port number, named ports are not supported`}},
 		{"gRPC port out of range", "grpc: {port: 65536}", []string{
 			`probe.grpc.port: Invalid value: 65536: must be between 1 and 65535, inclusive`}},
 		{"empty exec command", "exec: {command: []}", []string{`probe.exec.command: Required value`}},
@@ -78,9 +80,9 @@ func TestParseSnippetRejectsWithFieldPaths(t *testing.T) {
 		{"unknown field inside a list", "httpGet: {port: 80, httpHeaders: [{name: a, value: b, vaule: c}]}", []string{
 			`probe.httpGet.httpHeaders[0].vaule: Forbidden: unknown field`}},
 		{"wrong type names the field and value", "periodSeconds: soon\ntcpSocket: {port: 80}", []string{
-			`probe.periodSeconds: Invalid value: "soon": must be of type integer, not string`}},
+			`probe.periodSeconds: Invalid value: "soon": must be a number, not a string`}},
 		{"a list is not a probe", "[1, 2]", []string{
-			`probe: Invalid value: [1,2]: must be of type object, not array`}},
+			`probe: Invalid value: [1,2]: must be a mapping, not a list`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +136,7 @@ func FuzzParseSnippet(f *testing.F) {
 			t.Fatalf("ParseSnippet(%q): empty error message", data)
 		}
 		if p != nil {
-			if errs := Validate(p, snippetRoot); len(errs) > 0 {
+			if errs := probe.Validate(p, snippetRoot); len(errs) > 0 {
 				t.Fatalf("accepted probe fails validation: %v", errs)
 			}
 		}
