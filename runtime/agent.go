@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
@@ -24,8 +25,13 @@ const HostIP = "127.0.0.1"
 
 // Options configure an Agent.
 type Options struct {
-	// Store receives pods, events and EndpointSlices. Required.
+	// Store receives new pods, events and EndpointSlices. Required.
 	Store *objstore.Store
+	// Pods is where pod status and the final removal of a pod go.
+	// Required.
+	Pods PodWriter
+	// Source tells the agent of deletions of its pods. Required.
+	Source PodSource
 	// PodCIDR is the loopback range pod IPs come from (default
 	// DefaultPodCIDR).
 	PodCIDR string
@@ -98,6 +104,9 @@ type Agent struct {
 
 	podsWG sync.WaitGroup // one per pod worker
 
+	stopWatch context.CancelFunc
+	deletions map[types.UID]int64 // grace periods seen, owned by observe
+
 	mu        sync.Mutex
 	workloads []*workload
 	pods      map[nsName]*pod
@@ -107,8 +116,8 @@ type Agent struct {
 
 // New prepares an Agent: the pod IP range and the process supervisor.
 func New(opts Options) (*Agent, error) {
-	if opts.Store == nil {
-		return nil, errors.New("runtime: Options.Store is required")
+	if opts.Store == nil || opts.Pods == nil || opts.Source == nil {
+		return nil, errors.New("runtime: Options.Store, Pods and Source are required")
 	}
 	if opts.PodCIDR == "" {
 		opts.PodCIDR = DefaultPodCIDR
@@ -151,7 +160,7 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{
+	a := &Agent{
 		opts:    opts,
 		store:   opts.Store,
 		clock:   opts.Clock,
@@ -164,7 +173,17 @@ func New(opts Options) (*Agent, error) {
 		base:    baseEnv(opts.Getenv),
 		workDir: opts.WorkDir,
 		pods:    map[nsName]*pod{},
-	}, nil
+
+		deletions: map[types.UID]int64{},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopWatch = cancel
+	if err := opts.Source.WatchPods(ctx, opts.NodeName, a.observe); err != nil {
+		cancel()
+		sup.Close()
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	return a, nil
 }
 
 func defaultNodeName() string {
@@ -303,6 +322,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			}
 			<-done
 		}
+		a.stopWatch()
 		a.sup.Close()
 	})
 	return err

@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 )
@@ -54,6 +55,8 @@ type harness struct {
 	t     testing.TB
 	agent *Agent
 	store *objstore.Store
+	// pods is the API's side of the pods: DELETE marks them there.
+	pods  *localcluster.Pods
 	out   *syncBuffer
 	logs  *syncBuffer
 	dir   string // a scratch directory, when the test sets one
@@ -85,6 +88,8 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	for _, f := range opts {
 		f(&o)
 	}
+	h.pods = localcluster.NewPods(store, o.Clock, nil)
+	o.Pods, o.Source = h.pods, h.pods
 	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -28,7 +29,7 @@ func (p *pod) publish() {
 		g := p.deletionGrace
 		obj.DeletionGracePeriodSeconds = &g
 	}
-	if _, err := p.a.store.Pods.Put(obj); err != nil {
+	if err := p.a.opts.Pods.UpdatePodStatus(obj); err != nil && !apierrors.IsNotFound(err) {
 		p.a.log.Warn("publish pod status", "pod", p.namespace+"/"+p.name, "err", err)
 	}
 	ready := false

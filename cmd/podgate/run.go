@@ -24,6 +24,7 @@ import (
 	"github.com/podgate/podgate/activator/prommetrics"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime"
@@ -267,8 +268,13 @@ func runPods(parent context.Context, o runOptions, inputs []podspec.Input, stdou
 	// The front door is made after the agent (it needs the injected
 	// workloads); service status reads its counts once it exists.
 	serving := &lateServingView{}
+	// The API server's side of the pods: a DELETE marks the pod, the
+	// agent sees it and terminates the pod.
+	pods := localcluster.NewPods(store, nil, logger)
 	opts := runtime.Options{
 		Store:    store,
+		Pods:     pods,
+		Source:   pods,
 		PodCIDR:  o.podCIDR,
 		Images:   images,
 		Output:   stdout,
@@ -366,7 +372,7 @@ func runPods(parent context.Context, o runOptions, inputs []podspec.Input, stdou
 
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(parent))
 	defer stopAPI()
-	srv := api.NewServer(api.Config{Store: store, Pods: agent, Logs: agent, Logger: logger})
+	srv := api.NewServer(api.Config{Store: store, Pods: pods, Logs: agent, Logger: logger})
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- srv.Serve(apiCtx, ln) }()
 	fmt.Fprintf(stderr, "podgate: control API on http://%s (podgate get pods --api %s)\n", ln.Addr(), ln.Addr())
