@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,22 @@ type Pods struct {
 	store *objstore.Store
 	clock clock.PassiveClock
 	log   *slog.Logger
+	// written is told of every pod this writes, before the write
+	// returns (SetWritten).
+	written atomic.Pointer[func(*corev1.Pod)]
+}
+
+// SetWritten has f told of every pod UpdatePodStatus and DeletePod write,
+// before they return. The EndpointSlice controller takes it, so that a
+// pod's endpoint has turned not ready before the node agent acts on the
+// status it wrote (records Killing, sends SIGTERM): traffic leaves first,
+// which a watch alone, always a little behind, cannot promise.
+func (s *Pods) SetWritten(f func(*corev1.Pod)) { s.written.Store(&f) }
+
+func (s *Pods) tell(p *corev1.Pod) {
+	if f := s.written.Load(); f != nil && p != nil {
+		(*f)(p)
+	}
 }
 
 // NewPods serves the pods of store; clk stamps deletionTimestamp (nil is
@@ -47,7 +64,7 @@ func NewPods(store *objstore.Store, clk clock.PassiveClock, log *slog.Logger) *P
 // (it terminates its pods when it shuts down) are taken when the API has
 // none.
 func (s *Pods) UpdatePodStatus(pod *corev1.Pod) error {
-	_, err := s.store.Pods.Modify(pod.Namespace, pod.Name, func(cur *corev1.Pod) error {
+	stored, err := s.store.Pods.Modify(pod.Namespace, pod.Name, func(cur *corev1.Pod) error {
 		if cur.UID != pod.UID {
 			return apierrors.NewConflict(s.store.Pods.GroupResource(), pod.Name,
 				fmt.Errorf("pod %s/%s was replaced (uid %s, status for %s)", pod.Namespace, pod.Name, cur.UID, pod.UID))
@@ -59,6 +76,9 @@ func (s *Pods) UpdatePodStatus(pod *corev1.Pod) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.tell(stored)
+	}
 	return err
 }
 
@@ -87,7 +107,7 @@ func (s *Pods) RemovePod(namespace, name string, uid types.UID) error {
 func (s *Pods) DeletePod(_ context.Context, namespace, name string, opts metav1.DeleteOptions) error {
 	gr := s.store.Pods.GroupResource()
 	remove := false
-	_, err := s.store.Pods.Modify(namespace, name, func(cur *corev1.Pod) error {
+	marked, err := s.store.Pods.Modify(namespace, name, func(cur *corev1.Pod) error {
 		if pre := opts.Preconditions; pre != nil && pre.UID != nil && *pre.UID != cur.UID {
 			return apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", *pre.UID, cur.UID))
 		}
@@ -111,6 +131,9 @@ func (s *Pods) DeletePod(_ context.Context, namespace, name string, opts metav1.
 		return nil
 	})
 	if err != nil || !remove {
+		if err == nil {
+			s.tell(marked)
+		}
 		return err
 	}
 	if _, err := s.store.Pods.Delete(namespace, name); err != nil && !apierrors.IsNotFound(err) {

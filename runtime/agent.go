@@ -67,23 +67,6 @@ type Options struct {
 	Runner *probe.Runner
 	// NoGuardian skips the guardian process (see runtime/proc).
 	NoGuardian bool
-	// Domain is the domain of a Knative Service's status.url,
-	// http://NAME.NAMESPACE.DOMAIN (default DefaultDomain).
-	Domain string
-	// Serving, when set, is the front door's count of the pods that take
-	// traffic: a Knative Service's Ready condition then follows it instead
-	// of the ready endpoints. Call Agent.ResyncService when it changes.
-	Serving ServingView
-}
-
-// ServingView counts a workload's pods that receive requests: the front
-// door's view (endpoint ready and gate ready), which can be behind or
-// ahead of the endpoints by a health check.
-type ServingView interface {
-	// ServingPods returns how many pods of the workload take traffic;
-	// known is false when the view does not route to it (then the ready
-	// endpoints count).
-	ServingPods(namespace, name string) (n int, known bool)
 }
 
 // Agent is the local node agent. Create it with New, give it workloads with
@@ -152,9 +135,6 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Runner == nil {
 		opts.Runner = probe.NewRunner()
-	}
-	if opts.Domain == "" {
-		opts.Domain = DefaultDomain
 	}
 	sup, err := proc.NewSupervisor(proc.Options{NoGuardian: opts.NoGuardian})
 	if err != nil {

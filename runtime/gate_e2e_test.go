@@ -106,9 +106,7 @@ func (g *gateHarness) startInjected(manifest string, opts podspec.Options) {
 		}
 		ws = append(ws, iw)
 	}
-	if err := g.agent.Start(ws); err != nil {
-		g.t.Fatalf("start: %v", err)
-	}
+	g.startWorkloads(ws)
 }
 
 // outputLine is the index of the first output line of pod/container

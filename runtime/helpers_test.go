@@ -56,11 +56,17 @@ type harness struct {
 	agent *Agent
 	store *objstore.Store
 	// pods is the API's side of the pods: DELETE marks them there.
-	pods  *localcluster.Pods
-	out   *syncBuffer
-	logs  *syncBuffer
-	dir   string // a scratch directory, when the test sets one
-	force bool
+	pods *localcluster.Pods
+	// endpoints writes the EndpointSlices and Services; domain and
+	// serving configure it (set them before start).
+	endpoints *localcluster.Endpoints
+	domain    string
+	serving   localcluster.ServingCounter
+	clock     clock.PassiveClock
+	out       *syncBuffer
+	logs      *syncBuffer
+	dir       string // a scratch directory, when the test sets one
+	force     bool
 
 	stopOnce sync.Once
 }
@@ -89,6 +95,9 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 		f(&o)
 	}
 	h.pods = localcluster.NewPods(store, o.Clock, nil)
+	if o.Clock != nil {
+		h.clock = o.Clock
+	}
 	o.Pods, o.Source = h.pods, h.pods
 	a, err := New(o)
 	if err != nil {
@@ -134,10 +143,31 @@ func load(t testing.TB, manifest string) []*podspec.Workload {
 func (h *harness) start(manifest string) []*podspec.Workload {
 	h.t.Helper()
 	ws := load(h.t, manifest)
+	h.startWorkloads(ws)
+	return ws
+}
+
+// startWorkloads runs the local control plane's EndpointSlice and
+// Service controller (the slices and services these tests read follow
+// from the pods as in `podgate run`), then the workloads' pods.
+func (h *harness) startWorkloads(ws []*podspec.Workload) {
+	h.t.Helper()
+	e, err := localcluster.NewEndpoints(localcluster.EndpointsConfig{
+		Store: h.store, Workloads: ws, Domain: h.domain, Serving: h.serving, Clock: h.clock,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.pods.SetWritten(e.PodWritten)
+	if err := e.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	// Cleanups run last first: the controller stops after the agent.
+	h.t.Cleanup(e.Stop)
+	h.endpoints = e
 	if err := h.agent.Start(ws); err != nil {
 		h.t.Fatalf("start: %v", err)
 	}
-	return ws
 }
 
 // waitPod polls the store until the pod satisfies cond.

@@ -17,9 +17,9 @@ const (
 	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
-// publish writes the pod's status to the store, then the workload's
-// endpoints, in that order: when the endpoint changes, the pod status that
-// explains it is already there.
+// publish writes the pod's status; the EndpointSlice follows from it
+// (package localcluster), so the status that explains an endpoint's
+// change is always there first.
 func (p *pod) publish() {
 	obj := p.obj.DeepCopy()
 	obj.Status = p.buildStatus()
@@ -32,27 +32,6 @@ func (p *pod) publish() {
 	if err := p.a.opts.Pods.UpdatePodStatus(obj); err != nil && !apierrors.IsNotFound(err) {
 		p.a.log.Warn("publish pod status", "pod", p.namespace+"/"+p.name, "err", err)
 	}
-	ready := false
-	for _, c := range obj.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	// Native sidecars count for readiness (the gate is one): name them
-	// too when saying which containers are not ready.
-	var counted []corev1.ContainerStatus
-	for i, c := range p.inits {
-		if c.sidecar && i < len(obj.Status.InitContainerStatuses) {
-			counted = append(counted, obj.Status.InitContainerStatuses[i])
-		}
-	}
-	counted = append(counted, obj.Status.ContainerStatuses...)
-	p.wl.setEndpoint(p, endpointState{
-		ip: p.ip.String(), ready: ready, terminating: p.terminating,
-		terminal: obj.Status.Phase == corev1.PodSucceeded || obj.Status.Phase == corev1.PodFailed,
-		notReady: notReadyContainers(counted),
-		failure:  containerFailed(obj.Status.ContainerStatuses),
-	})
 }
 
 func (p *pod) buildStatus() corev1.PodStatus {

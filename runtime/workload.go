@@ -2,20 +2,18 @@ package runtime
 
 import (
 	"fmt"
-	"sort"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 )
 
 // workload is the controller of one manifest: it keeps the replica count
 // of pods, replaces a Deployment's or Service's deleted pods at once (as
 // the ReplicaSet controller does, not waiting for the old one to finish),
-// and maintains the workload's EndpointSlice.
+// (the EndpointSlice follows from the pods: package localcluster).
 type workload struct {
 	a        *Agent
 	w        *podspec.Workload
@@ -23,34 +21,16 @@ type workload struct {
 	replicas int
 	ownerUID types.UID
 
-	mu        sync.Mutex
-	pods      map[string]*pod // by name, terminating ones included
-	endpoints map[string]endpointState
-	stopping  bool
-	// For a Knative Service's status.
-	everReady    bool
-	serviceConds map[string]objstore.KnativeCondition
-}
-
-// endpointState is what the EndpointSlice shows of one pod.
-type endpointState struct {
-	ip          string
-	uid         types.UID
-	ready       bool // the pod's Ready condition
-	terminating bool
-	terminal    bool // Succeeded or Failed: not an endpoint any more
-	// For a Knative Service's status: what keeps the pod out of service.
-	notReady []string          // containers not ready
-	failure  *containerFailure // a container that failed and is not running
+	mu       sync.Mutex
+	pods     map[string]*pod // by name, terminating ones included
+	stopping bool
 }
 
 func newWorkload(a *Agent, w *podspec.Workload) *workload {
 	return &workload{
 		a: a, w: w, naming: namingFor(w), replicas: a.replicasOf(w),
-		ownerUID:     types.UID(fmt.Sprintf("podgate-%s-%s-%s", w.Kind, w.Namespace, w.Name)),
-		pods:         map[string]*pod{},
-		endpoints:    map[string]endpointState{},
-		serviceConds: map[string]objstore.KnativeCondition{},
+		ownerUID: types.UID(fmt.Sprintf("podgate-%s-%s-%s", w.Kind, w.Namespace, w.Name)),
+		pods:     map[string]*pod{},
 	}
 }
 
@@ -69,7 +49,6 @@ func (wl *workload) ownerRefs() []metav1.OwnerReference {
 }
 
 func (wl *workload) start() error {
-	wl.syncEndpoints()
 	var firstErr error
 	for range wl.replicas {
 		if err := wl.createPod(); err != nil && firstErr == nil {
@@ -132,30 +111,5 @@ func (wl *workload) podTerminating(p *pod) {
 func (wl *workload) podGone(p *pod) {
 	wl.mu.Lock()
 	delete(wl.pods, p.name)
-	delete(wl.endpoints, p.name)
 	wl.mu.Unlock()
-	wl.syncEndpoints()
-}
-
-// setEndpoint records a pod's endpoint state and writes the slice.
-func (wl *workload) setEndpoint(p *pod, st endpointState) {
-	st.uid = p.uid
-	wl.mu.Lock()
-	if _, ok := wl.pods[p.name]; !ok {
-		wl.mu.Unlock()
-		return
-	}
-	wl.endpoints[p.name] = st
-	wl.mu.Unlock()
-	wl.syncEndpoints()
-}
-
-// endpointNames lists the pods with endpoints, sorted, under wl.mu.
-func (wl *workload) endpointNamesLocked() []string {
-	names := make([]string, 0, len(wl.endpoints))
-	for n := range wl.endpoints {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
