@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	r.start(ctx, &stack)
-	runErr := r.wait(ctx, sigs)
+	runErr := r.wait(ctx, sigs, &stack)
 	go func() {
 		select {
 		case sig := <-sigs:
@@ -234,9 +234,17 @@ func (r *run) start(ctx context.Context, stack *closers) {
 
 // wait starts the pods and waits for the end: a signal, ctx, or a server
 // that failed.
-func (r *run) wait(ctx context.Context, sigs <-chan os.Signal) error {
+func (r *run) wait(ctx context.Context, sigs <-chan os.Signal, stack *closers) error {
 	r.started = true
-	if err := r.agent.Start(r.workloads); err != nil {
+	wl, err := localcluster.NewWorkloads(localcluster.WorkloadsConfig{
+		Store: r.store, Workloads: r.workloads, NodeName: r.agent.NodeName(), Replicas: r.cfg.Replicas, Logger: r.log,
+	})
+	if err != nil {
+		return err
+	}
+	// Popped first: the pods that stop are not replaced.
+	stack.push(func() error { wl.Stop(); return nil })
+	if err := wl.Start(); err != nil {
 		return err
 	}
 	for _, w := range r.workloads {

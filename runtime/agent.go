@@ -25,7 +25,7 @@ const HostIP = "127.0.0.1"
 
 // Options configure an Agent.
 type Options struct {
-	// Store receives new pods, events and EndpointSlices. Required.
+	// Store receives events. Required.
 	Store *objstore.Store
 	// Pods is where pod status and the final removal of a pod go.
 	// Required.
@@ -38,8 +38,8 @@ type Options struct {
 	// Images resolves images of containers without a command. The zero
 	// value means DefaultImages (the test app).
 	Images Images
-	// Replicas, when set, overrides the replica count of every Deployment
-	// and Knative Service (a Pod is always one pod).
+	// Replicas, when set, is the replica count Check counts for every
+	// Deployment and Knative Service (a Pod is always one pod).
 	Replicas *int32
 	// Clock times backoff, grace periods, probes and timestamps; nil is
 	// the real clock.
@@ -69,8 +69,8 @@ type Options struct {
 	NoGuardian bool
 }
 
-// Agent is the local node agent. Create it with New, give it workloads with
-// Start, and end it with Shutdown.
+// Agent is the node agent. Create it with New: it runs every pod its
+// PodSource reports bound to its node, until Shutdown.
 type Agent struct {
 	opts    Options
 	store   *objstore.Store
@@ -90,11 +90,10 @@ type Agent struct {
 	stopWatch context.CancelFunc
 	deletions map[types.UID]int64 // grace periods seen, owned by observe
 
-	mu        sync.Mutex
-	workloads []*workload
-	pods      map[nsName]*pod
-	stopping  bool
-	shutdown  sync.Once
+	mu       sync.Mutex
+	pods     map[nsName]*pod
+	stopping bool
+	shutdown sync.Once
 }
 
 // New prepares an Agent: the pod IP range and the process supervisor.
@@ -181,7 +180,7 @@ func defaultNodeName() string {
 // exists only in a cluster, two workloads whose pods or EndpointSlices
 // would share a name, more pods than the pod range has addresses. Each
 // problem names the manifest (file and document), the workload and the
-// field path. Start runs it first.
+// field path.
 func (a *Agent) Check(ws []*podspec.Workload) error {
 	var msgs []string
 	where := func(w *podspec.Workload) string {
@@ -201,10 +200,16 @@ func (a *Agent) Check(ws []*podspec.Workload) error {
 	slices := map[nsName]*podspec.Workload{}
 	need := 0
 	for _, w := range ws {
-		n := namingFor(w)
+		// A Pod keeps its name; a controller's pods get generated ones.
+		// The EndpointSlice is named after the Pod or Deployment, or the
+		// Knative revision.
+		serviceName := w.Name
+		if w.Knative != nil {
+			serviceName = w.Knative.RevisionName
+		}
 		namePath := field.NewPath("metadata", "name")
-		if n.fixedName != "" {
-			key := nsName{w.Namespace, n.fixedName}
+		if w.Kind == podspec.KindPod {
+			key := nsName{w.Namespace, w.Name}
 			if other, ok := pods[key]; ok {
 				msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
 					where(w), field.Duplicate(namePath, w.Name).Error(), sameName(other)))
@@ -212,11 +217,11 @@ func (a *Agent) Check(ws []*podspec.Workload) error {
 			}
 			pods[key] = w
 		}
-		key := nsName{w.Namespace, n.serviceName}
+		key := nsName{w.Namespace, serviceName}
 		if other, ok := slices[key]; ok {
 			what := sameName(other)
 			if other.Kind != w.Kind {
-				what = fmt.Sprintf("%s: %s makes EndpointSlice %s/%s too", other.Source, other.ID(), w.Namespace, n.serviceName)
+				what = fmt.Sprintf("%s: %s makes EndpointSlice %s/%s too", other.Source, other.ID(), w.Namespace, serviceName)
 			}
 			msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
 				where(w), field.Duplicate(namePath, w.Name).Error(), what))
@@ -251,32 +256,6 @@ func (a *Agent) replicasOf(w *podspec.Workload) int {
 	return int(w.Replicas)
 }
 
-// Start checks the workloads and starts their pods. It may be called once.
-func (a *Agent) Start(ws []*podspec.Workload) error {
-	if err := a.Check(ws); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	if a.stopping {
-		a.mu.Unlock()
-		return errors.New("runtime: agent is shut down")
-	}
-	var started []*workload
-	for _, w := range ws {
-		wl := newWorkload(a, w.DeepCopy())
-		a.workloads = append(a.workloads, wl)
-		started = append(started, wl)
-	}
-	a.mu.Unlock()
-	var errs []error
-	for _, wl := range started {
-		if err := wl.start(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Shutdown stops every pod gracefully, as a node drain would: preStop
 // hooks, SIGTERM, SIGKILL at each pod's grace period, sidecars last. When
 // ctx ends first, whatever still runs is killed at once. It returns once
@@ -286,10 +265,10 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	a.shutdown.Do(func() {
 		a.mu.Lock()
 		a.stopping = true
-		wls := append([]*workload(nil), a.workloads...)
 		a.mu.Unlock()
-		for _, wl := range wls {
-			wl.stop()
+		// No pod starts any more (observe): these are all.
+		for _, p := range a.allPods() {
+			p.post(evStop{})
 		}
 		done := make(chan struct{})
 		go func() { a.podsWG.Wait(); close(done) }()
@@ -343,8 +322,5 @@ func (a *Agent) pod(namespace, name string) *pod {
 	return a.pods[nsName{namespace, name}]
 }
 
-func (a *Agent) isStopping() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.stopping
-}
+// NodeName is the node the agent runs pods of.
+func (a *Agent) NodeName() string { return a.opts.NodeName }

@@ -69,7 +69,9 @@ type recorder struct {
 	mu    sync.Mutex
 	byKey map[eventKey]string // → event name
 	names map[string]eventKey // namespace/name → key, for the limit
-	fifo  []nsName
+	// others are names another writer (the scheduler) took.
+	others map[string]bool
+	fifo   []nsName
 }
 
 type nsName struct{ namespace, name string }
@@ -79,7 +81,7 @@ func newRecorder(store *objstore.Store, clk clock.PassiveClock, node string, lim
 		limit = DefaultEventLimit
 	}
 	return &recorder{store: store, clock: clk, node: node, limit: limit, log: log,
-		byKey: map[eventKey]string{}, names: map[string]eventKey{}}
+		byKey: map[eventKey]string{}, names: map[string]eventKey{}, others: map[string]bool{}}
 }
 
 // record writes the event synchronously: when it returns, watchers can see
@@ -138,7 +140,16 @@ func (r *recorder) write(ref objectRef, fieldPath, eventType, reason, message, c
 		ReportingController: component,
 		ReportingInstance:   r.hostFor(component),
 	}
-	if _, err := r.store.Events.Create(ev); err != nil {
+	_, err := r.store.Events.Create(ev)
+	for apierrors.IsAlreadyExists(err) {
+		// Another writer used the name (a fake clock gives everyone the
+		// same timestamp): take the next.
+		r.others[ref.namespace+"/"+name] = true
+		name = r.freeName(ref, now)
+		ev.Name = name
+		_, err = r.store.Events.Create(ev)
+	}
+	if err != nil {
 		r.log.Warn("record event", "err", err)
 		return
 	}
@@ -170,7 +181,7 @@ func (r *recorder) freeName(ref objectRef, now metav1.Time) string {
 	ns := now.UnixNano()
 	for {
 		name := fmt.Sprintf("%s.%x", ref.name, ns)
-		if _, taken := r.names[ref.namespace+"/"+name]; !taken {
+		if _, taken := r.names[ref.namespace+"/"+name]; !taken && !r.others[ref.namespace+"/"+name] {
 			return name
 		}
 		ns++

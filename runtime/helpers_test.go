@@ -147,11 +147,15 @@ func (h *harness) start(manifest string) []*podspec.Workload {
 	return ws
 }
 
-// startWorkloads runs the local control plane's EndpointSlice and
-// Service controller (the slices and services these tests read follow
-// from the pods as in `podgate run`), then the workloads' pods.
+// startWorkloads checks the workloads as `podgate run` does, then runs
+// the local control plane: the EndpointSlice and Service controller (the
+// slices and services these tests read follow from the pods) and the
+// workload controller, which creates the pods the agent runs.
 func (h *harness) startWorkloads(ws []*podspec.Workload) {
 	h.t.Helper()
+	if err := h.agent.Check(ws); err != nil {
+		h.t.Fatalf("start: %v", err)
+	}
 	e, err := localcluster.NewEndpoints(localcluster.EndpointsConfig{
 		Store: h.store, Workloads: ws, Domain: h.domain, Serving: h.serving, Clock: h.clock,
 	})
@@ -165,7 +169,16 @@ func (h *harness) startWorkloads(ws []*podspec.Workload) {
 	// Cleanups run last first: the controller stops after the agent.
 	h.t.Cleanup(e.Stop)
 	h.endpoints = e
-	if err := h.agent.Start(ws); err != nil {
+	wl, err := localcluster.NewWorkloads(localcluster.WorkloadsConfig{
+		Store: h.store, Workloads: ws, NodeName: h.agent.NodeName(), Replicas: h.agent.opts.Replicas, Clock: h.clock,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	// Before the agent's shutdown (cleanups run last first): the pods it
+	// stops are not replaced.
+	h.t.Cleanup(wl.Stop)
+	if err := wl.Start(); err != nil {
 		h.t.Fatalf("start: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/localcluster"
 )
 
 func readLines(t *testing.T, path string) []string {
@@ -316,7 +318,7 @@ spec:
           periodSeconds: 1
 `)
 		first := h.waitPodMatching("web-", "ready", podReady)
-		if parts := strings.Split(first.Name, "-"); len(parts) != 3 || len(parts[2]) != 5 || first.Labels[LabelPodTemplateHash] != parts[1] {
+		if parts := strings.Split(first.Name, "-"); len(parts) != 3 || len(parts[2]) != 5 || first.Labels[localcluster.LabelPodTemplateHash] != parts[1] {
 			t.Errorf("pod name %q, labels %v: want web-<pod-template-hash>-<5 chars>", first.Name, first.Labels)
 		}
 		if err := h.pods.DeletePod(context.Background(), "default", first.Name, metav1.DeleteOptions{}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -34,6 +35,10 @@ type PodWriter interface {
 // It runs on the PodSource's goroutine only, which owns a.deletions.
 func (a *Agent) observe(obj *corev1.Pod, gone bool) {
 	p := a.pod(obj.Namespace, obj.Name)
+	if p == nil && !gone {
+		a.admit(obj)
+		return
+	}
 	if p == nil || p.uid != obj.UID {
 		return
 	}
@@ -55,4 +60,38 @@ func (a *Agent) observe(obj *corev1.Pod, gone bool) {
 		a.deletions[obj.UID] = grace
 		p.post(evDelete{grace: &grace})
 	}
+}
+
+// admit starts the worker of a pod the agent does not run: a new one, or
+// one that finished (Succeeded or Failed), which only waits to be removed
+// once deleted.
+func (a *Agent) admit(obj *corev1.Pod) {
+	switch obj.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		if obj.DeletionTimestamp != nil {
+			if err := a.opts.Pods.RemovePod(obj.Namespace, obj.Name, obj.UID); err != nil && !apierrors.IsNotFound(err) {
+				a.log.Warn("remove pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
+			}
+		}
+		return
+	}
+	if obj.DeletionTimestamp != nil {
+		// Deleted before it ever ran here: nothing to stop.
+		if err := a.opts.Pods.RemovePod(obj.Namespace, obj.Name, obj.UID); err != nil && !apierrors.IsNotFound(err) {
+			a.log.Warn("remove pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
+		}
+		return
+	}
+	p, err := newPod(a, obj)
+	if err != nil {
+		a.log.Error("admit pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
+		return
+	}
+	if !a.addPod(p) {
+		p.mgr.Stop() // shutting down
+		a.ipam.release(p.ip)
+		return
+	}
+	go p.run()
+	p.post(evSync{})
 }

@@ -45,8 +45,9 @@ type (
 // pod is the kubelet's pod worker for one pod. Its goroutine (run) owns
 // every field not marked otherwise.
 type pod struct {
-	a  *Agent
-	wl *workload
+	a        *Agent
+	qos      corev1.PodQOSClass // the API server's, kept in every status
+	injected bool               // the gate is one of its containers
 
 	namespace, name string
 	uid             types.UID
@@ -254,7 +255,6 @@ func (p *pod) finish() {
 		}
 	}
 	p.a.ipam.release(p.ip)
-	p.wl.podGone(p)
 	p.a.removePod(p)
 }
 

@@ -46,7 +46,7 @@ func (p *pod) buildStatus() corev1.PodStatus {
 		PodIP:     p.ip.String(),
 		PodIPs:    []corev1.PodIP{{IP: p.ip.String()}},
 		StartTime: &p.startTime,
-		QOSClass:  qosClass(&p.obj.Spec),
+		QOSClass:  p.qos,
 	}
 	for _, c := range p.inits {
 		st.InitContainerStatuses = append(st.InitContainerStatuses, p.containerStatus(c))

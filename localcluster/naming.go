@@ -1,4 +1,4 @@
-package runtime
+package localcluster
 
 import (
 	"encoding/json"
