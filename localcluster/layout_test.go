@@ -14,9 +14,7 @@ const module = "github.com/podgate/podgate/"
 // way: the node agent never reaches the control plane or the commands,
 // and the control plane reaches no part of the node agent.
 var allowedDeps = map[string][]string{
-	// objstore: the agent still writes its events into the store itself
-	// (docs/architecture.md, "Not there yet").
-	"runtime":      {"runtime/proc", "prober", "probe", "podspec", "gateenv", "expansion", "objstore"},
+	"runtime":      {"runtime/proc", "prober", "probe", "podspec", "gateenv", "expansion"},
 	"localcluster": {"objstore", "podspec", "gateenv", "probe", "expansion"},
 	"objstore":     {},
 	"api":          {"objstore"},

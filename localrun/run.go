@@ -114,7 +114,7 @@ type run struct {
 func (r *run) prepare(stack *closers) error {
 	r.pods = localcluster.NewPods(r.store, nil, r.log)
 	agent, err := runtime.New(runtime.Options{
-		Store: r.store, Pods: r.pods, Source: r.pods,
+		Events: localcluster.NewEvents(r.store), Pods: r.pods, Source: r.pods,
 		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images, Replicas: r.cfg.Replicas,
 		Output: r.cfg.Stdout, Logger: r.log, NodeName: r.cfg.NodeName,
 	})

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/runtime/proc"
@@ -25,8 +24,8 @@ const HostIP = "127.0.0.1"
 
 // Options configure an Agent.
 type Options struct {
-	// Store receives events. Required.
-	Store *objstore.Store
+	// Events receives the agent's events. Required.
+	Events EventWriter
 	// Pods is where pod status and the final removal of a pod go.
 	// Required.
 	Pods PodWriter
@@ -73,7 +72,6 @@ type Options struct {
 // PodSource reports bound to its node, until Shutdown.
 type Agent struct {
 	opts    Options
-	store   *objstore.Store
 	clock   clock.WithDelayedExecution
 	log     *slog.Logger
 	ipam    *ipam
@@ -98,8 +96,8 @@ type Agent struct {
 
 // New prepares an Agent: the pod IP range and the process supervisor.
 func New(opts Options) (*Agent, error) {
-	if opts.Store == nil || opts.Pods == nil || opts.Source == nil {
-		return nil, errors.New("runtime: Options.Store, Pods and Source are required")
+	if opts.Events == nil || opts.Pods == nil || opts.Source == nil {
+		return nil, errors.New("runtime: Options.Events, Pods and Source are required")
 	}
 	if opts.PodCIDR == "" {
 		opts.PodCIDR = DefaultPodCIDR
@@ -141,13 +139,12 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opts:    opts,
-		store:   opts.Store,
 		clock:   opts.Clock,
 		log:     opts.Logger,
 		ipam:    pool,
 		sup:     sup,
 		runner:  opts.Runner,
-		events:  newRecorder(opts.Store, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
+		events:  newRecorder(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
 		out:     &sharedOutput{w: opts.Output},
 		base:    baseEnv(opts.Getenv),
 		workDir: opts.WorkDir,

@@ -86,7 +86,7 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	store := objstore.New(objstore.Options{})
 	h := &harness{t: t, store: store, out: &syncBuffer{}, logs: &syncBuffer{}}
 	o := Options{
-		Store:   store,
+		Events:  localcluster.NewEvents(store),
 		PodCIDR: nextCIDR(),
 		Output:  h.out,
 		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -31,6 +31,18 @@ type PodWriter interface {
 	RemovePod(namespace, name string, uid types.UID) error
 }
 
+// EventWriter is where the agent's events go: the events API.
+type EventWriter interface {
+	// CreateEvent stores ev; an AlreadyExists error when its name is
+	// taken.
+	CreateEvent(ev *corev1.Event) error
+	// UpdateEvent changes a stored event (a repeat bumps its count); a
+	// NotFound error when it is gone.
+	UpdateEvent(namespace, name string, change func(*corev1.Event)) error
+	// DeleteEvent removes an event (the oldest, past the limit).
+	DeleteEvent(namespace, name string) error
+}
+
 // observe turns what the API did to a pod into the pod worker's events.
 // It runs on the PodSource's goroutine only, which owns a.deletions.
 func (a *Agent) observe(obj *corev1.Pod, gone bool) {
