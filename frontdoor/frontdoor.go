@@ -199,8 +199,14 @@ func New(ln net.Listener, c Config) (*Door, error) {
 		return nil, err
 	}
 
-	// Feeds start here, before the pods: a target then sees every pod from
-	// its first endpoint on.
+	f.startFeeds(routed, c)
+	return f, nil
+}
+
+// startFeeds follows each routed workload's EndpointSlices and pods into
+// its target. Feeds start before the pods: a target then sees every pod
+// from its first endpoint on.
+func (f *Door) startFeeds(routed []*podspec.Workload, c Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopFeeds = cancel
 	for i, w := range routed {
@@ -239,7 +245,6 @@ func New(ln net.Listener, c Config) (*Door, error) {
 			}
 		}()
 	}
-	return f, nil
 }
 
 // announceReady prints, once per route and after the curl lines, that the
