@@ -143,24 +143,45 @@ func (s *Pods) DeletePod(_ context.Context, namespace, name string, opts metav1.
 }
 
 // WatchPods calls onChange with every pod bound to nodeName as it is now,
-// and with gone set once one was removed, until ctx ends. It calls from
-// one goroutine, in the store's order. When the watch falls too far
-// behind it starts over from a fresh list, reporting as gone the pods
-// that disappeared meanwhile.
+// and with gone set once one was removed, until ctx ends. The pods there
+// are now are reported before it returns, on the caller's goroutine; the
+// changes after, on one goroutine of its own, in the store's order. When
+// the watch falls too far behind it lists again, reporting as gone the
+// pods that disappeared meanwhile.
 func (s *Pods) WatchPods(ctx context.Context, nodeName string, onChange func(pod *corev1.Pod, gone bool)) error {
-	ch, err := s.store.Pods.Watch(ctx, "")
+	known := map[types.UID]*corev1.Pod{}
+	ch, err := s.listAndWatch(ctx, nodeName, known, onChange)
 	if err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
-	go s.follow(ctx, ch, nodeName, onChange)
+	go s.follow(ctx, ch, nodeName, known, onChange)
 	return nil
 }
 
-func (s *Pods) follow(ctx context.Context, ch <-chan objstore.Event[*corev1.Pod], node string, onChange func(*corev1.Pod, bool)) {
-	known := map[types.UID]*corev1.Pod{}
+// listAndWatch reports the node's pods as they are now, and as gone the
+// known ones that are not there any more, then watches from that version.
+func (s *Pods) listAndWatch(ctx context.Context, node string, known map[types.UID]*corev1.Pod, onChange func(*corev1.Pod, bool)) (<-chan objstore.Event[*corev1.Pod], error) {
+	pods, rv := s.store.Pods.List("")
+	seen := map[types.UID]bool{}
+	for _, p := range pods {
+		if p.Spec.NodeName != node {
+			continue
+		}
+		seen[p.UID] = true
+		known[p.UID] = p
+		onChange(p, false)
+	}
+	for uid, p := range known {
+		if !seen[uid] {
+			delete(known, uid)
+			onChange(p, true)
+		}
+	}
+	return s.store.Pods.Watch(ctx, rv)
+}
+
+func (s *Pods) follow(ctx context.Context, ch <-chan objstore.Event[*corev1.Pod], node string, known map[types.UID]*corev1.Pod, onChange func(*corev1.Pod, bool)) {
 	for {
-		seen := map[types.UID]bool{}
-		listing := true
 		for ev := range ch {
 			if ev.Type == watch.Error {
 				break
@@ -169,13 +190,6 @@ func (s *Pods) follow(ctx context.Context, ch <-chan objstore.Event[*corev1.Pod]
 			if pod.Spec.NodeName != node {
 				continue
 			}
-			if listing && ev.Type != watch.Added {
-				// The initial ADDED events are the list; what follows
-				// are changes.
-				listing = false
-				s.goneSince(known, seen, onChange)
-			}
-			seen[pod.UID] = true
 			if ev.Type == watch.Deleted {
 				delete(known, pod.UID)
 				onChange(pod, true)
@@ -189,21 +203,11 @@ func (s *Pods) follow(ctx context.Context, ch <-chan objstore.Event[*corev1.Pod]
 		}
 		s.log.Warn("pod watch fell behind; listing again")
 		var err error
-		if ch, err = s.store.Pods.Watch(ctx, ""); err != nil {
+		if ch, err = s.listAndWatch(ctx, node, known, onChange); err != nil {
 			if !errors.Is(err, context.Canceled) {
 				s.log.Error("watch pods", "err", err)
 			}
 			return
-		}
-	}
-}
-
-// goneSince reports the pods known before a re-list that it did not show.
-func (s *Pods) goneSince(known map[types.UID]*corev1.Pod, seen map[types.UID]bool, onChange func(*corev1.Pod, bool)) {
-	for uid, pod := range known {
-		if !seen[uid] {
-			delete(known, uid)
-			onChange(pod, true)
 		}
 	}
 }

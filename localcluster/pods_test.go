@@ -2,6 +2,10 @@ package localcluster
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,4 +196,66 @@ func TestWatchPodsReportsThePodsOfItsNode(t *testing.T) {
 			t.Fatalf("change %d: none after 10s, want %+v", i, w)
 		}
 	}
+}
+
+func TestWatchPodsThatFellBehindListsAgain(t *testing.T) {
+	t.Parallel()
+	store := objstore.New(objstore.Options{WatchBuffer: 1})
+	var logs strings.Builder
+	var logMu sync.Mutex
+	pods := NewPods(store, nil, slog.New(slog.NewTextHandler(&lockedBuilder{mu: &logMu, b: &logs}, nil)))
+	createPod(t, store, "stays", "n1", nil)
+	createPod(t, store, "goes", "n1", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hold := make(chan struct{})
+	got := make(chan change, 64)
+	listed := 0
+	if err := pods.WatchPods(ctx, "n1", func(p *corev1.Pod, gone bool) {
+		listed++
+		if listed == 3 { // the first change after the list: hold the watcher
+			<-hold
+		}
+		got <- change{p.Name, gone, p.DeletionTimestamp != nil}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	createPod(t, store, "first", "n1", nil) // the change the watcher is held on
+	// Held, the watcher falls more than WatchBuffer changes behind.
+	for i := range 3 {
+		createPod(t, store, fmt.Sprintf("more-%d", i), "n1", nil)
+	}
+	if _, err := store.Pods.Delete("default", "goes"); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	want := map[change]bool{{"goes", true, false}: false, {"more-2", false, false}: false}
+	deadline := time.After(10 * time.Second)
+	for missing := len(want); missing > 0; {
+		select {
+		case c := <-got:
+			if seen, ok := want[c]; ok && !seen {
+				want[c] = true
+				missing--
+			}
+		case <-deadline:
+			t.Fatalf("after falling behind: want reported %v (true: seen)", want)
+		}
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), "fell behind") {
+		t.Errorf("the watcher did not fall behind, the test proves nothing; log: %s", logs.String())
+	}
+}
+
+type lockedBuilder struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }

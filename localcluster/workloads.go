@@ -152,12 +152,43 @@ func (c *Workloads) follow(ctx context.Context, ch <-chan objstore.Event[*corev1
 		if ctx.Err() != nil {
 			return
 		}
-		// Fell behind: a deletion missed meanwhile is seen on the list.
+		// Fell behind: count again what the watch may have missed.
+		rv := c.reconcile()
 		var err error
-		if ch, err = c.cfg.Store.Pods.Watch(ctx, ""); err != nil {
+		if ch, err = c.cfg.Store.Pods.Watch(ctx, rv); err != nil {
 			return
 		}
 	}
+}
+
+// reconcile brings every controller back to its replica count of pods
+// that are not terminating, as the ReplicaSet controller counts; it
+// returns the version of the list it counted.
+func (c *Workloads) reconcile() string {
+	pods, rv := c.cfg.Store.Pods.List("")
+	have := map[*controller]int{}
+	c.mu.Lock()
+	for _, p := range pods {
+		ctl := c.ownerOf(p)
+		switch {
+		case ctl == nil:
+		case p.DeletionTimestamp != nil:
+			c.replaced[p.UID] = true // counted as missing below
+		default:
+			have[ctl]++
+		}
+	}
+	stopping := c.stopping
+	c.mu.Unlock()
+	for _, ctl := range c.ctrls {
+		if stopping || ctl.w.Kind == podspec.KindPod {
+			continue
+		}
+		for range ctl.replicas - have[ctl] {
+			_ = c.createPod(ctl)
+		}
+	}
+	return rv
 }
 
 // replace makes a new pod for a controller's pod whose deletion started.
