@@ -4,8 +4,8 @@ import (
 	"regexp"
 )
 
-// What `podgate run` prints on stderr once it is up (cmd/podgate run.go,
-// frontdoor.go): the control API line first, then, after the pods were
+// What `podgate run` prints on stderr once it is up (packages localrun and
+// frontdoor): the control API line first, then, after the pods were
 // started, one curl line per front door route.
 var (
 	apiLine   = regexp.MustCompile(`podgate: control API on http://(127(?:\.\d+){3}:\d+)`)

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/runtime/proc"
@@ -24,16 +24,21 @@ const HostIP = "127.0.0.1"
 
 // Options configure an Agent.
 type Options struct {
-	// Store receives pods, events and EndpointSlices. Required.
-	Store *objstore.Store
+	// Events receives the agent's events. Required.
+	Events EventWriter
+	// Pods is where pod status and the final removal of a pod go.
+	// Required.
+	Pods PodWriter
+	// Source tells the agent of deletions of its pods. Required.
+	Source PodSource
 	// PodCIDR is the loopback range pod IPs come from (default
 	// DefaultPodCIDR).
 	PodCIDR string
 	// Images resolves images of containers without a command. The zero
 	// value means DefaultImages (the test app).
 	Images Images
-	// Replicas, when set, overrides the replica count of every Deployment
-	// and Knative Service (a Pod is always one pod).
+	// Replicas, when set, is the replica count Check counts for every
+	// Deployment and Knative Service (a Pod is always one pod).
 	Replicas *int32
 	// Clock times backoff, grace periods, probes and timestamps; nil is
 	// the real clock.
@@ -61,30 +66,12 @@ type Options struct {
 	Runner *probe.Runner
 	// NoGuardian skips the guardian process (see runtime/proc).
 	NoGuardian bool
-	// Domain is the domain of a Knative Service's status.url,
-	// http://NAME.NAMESPACE.DOMAIN (default DefaultDomain).
-	Domain string
-	// Serving, when set, is the front door's count of the pods that take
-	// traffic: a Knative Service's Ready condition then follows it instead
-	// of the ready endpoints. Call Agent.ResyncService when it changes.
-	Serving ServingView
 }
 
-// ServingView counts a workload's pods that receive requests: the front
-// door's view (endpoint ready and gate ready), which can be behind or
-// ahead of the endpoints by a health check.
-type ServingView interface {
-	// ServingPods returns how many pods of the workload take traffic;
-	// known is false when the view does not route to it (then the ready
-	// endpoints count).
-	ServingPods(namespace, name string) (n int, known bool)
-}
-
-// Agent is the local node agent. Create it with New, give it workloads with
-// Start, and end it with Shutdown.
+// Agent is the node agent. Create it with New: it runs every pod its
+// PodSource reports bound to its node, until Shutdown.
 type Agent struct {
 	opts    Options
-	store   *objstore.Store
 	clock   clock.WithDelayedExecution
 	log     *slog.Logger
 	ipam    *ipam
@@ -98,17 +85,19 @@ type Agent struct {
 
 	podsWG sync.WaitGroup // one per pod worker
 
-	mu        sync.Mutex
-	workloads []*workload
-	pods      map[nsName]*pod
-	stopping  bool
-	shutdown  sync.Once
+	stopWatch context.CancelFunc
+	deletions map[types.UID]int64 // grace periods seen, owned by observe
+
+	mu       sync.Mutex
+	pods     map[nsName]*pod
+	stopping bool
+	shutdown sync.Once
 }
 
 // New prepares an Agent: the pod IP range and the process supervisor.
 func New(opts Options) (*Agent, error) {
-	if opts.Store == nil {
-		return nil, errors.New("runtime: Options.Store is required")
+	if opts.Events == nil || opts.Pods == nil || opts.Source == nil {
+		return nil, errors.New("runtime: Options.Events, Pods and Source are required")
 	}
 	if opts.PodCIDR == "" {
 		opts.PodCIDR = DefaultPodCIDR
@@ -144,27 +133,33 @@ func New(opts Options) (*Agent, error) {
 	if opts.Runner == nil {
 		opts.Runner = probe.NewRunner()
 	}
-	if opts.Domain == "" {
-		opts.Domain = DefaultDomain
-	}
 	sup, err := proc.NewSupervisor(proc.Options{NoGuardian: opts.NoGuardian})
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{
+	a := &Agent{
 		opts:    opts,
-		store:   opts.Store,
 		clock:   opts.Clock,
 		log:     opts.Logger,
 		ipam:    pool,
 		sup:     sup,
 		runner:  opts.Runner,
-		events:  newRecorder(opts.Store, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
+		events:  newRecorder(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
 		out:     &sharedOutput{w: opts.Output},
 		base:    baseEnv(opts.Getenv),
 		workDir: opts.WorkDir,
 		pods:    map[nsName]*pod{},
-	}, nil
+
+		deletions: map[types.UID]int64{},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopWatch = cancel
+	if err := opts.Source.WatchPods(ctx, opts.NodeName, a.observe); err != nil {
+		cancel()
+		sup.Close()
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	return a, nil
 }
 
 func defaultNodeName() string {
@@ -182,7 +177,7 @@ func defaultNodeName() string {
 // exists only in a cluster, two workloads whose pods or EndpointSlices
 // would share a name, more pods than the pod range has addresses. Each
 // problem names the manifest (file and document), the workload and the
-// field path. Start runs it first.
+// field path.
 func (a *Agent) Check(ws []*podspec.Workload) error {
 	var msgs []string
 	where := func(w *podspec.Workload) string {
@@ -202,10 +197,16 @@ func (a *Agent) Check(ws []*podspec.Workload) error {
 	slices := map[nsName]*podspec.Workload{}
 	need := 0
 	for _, w := range ws {
-		n := namingFor(w)
+		// A Pod keeps its name; a controller's pods get generated ones.
+		// The EndpointSlice is named after the Pod or Deployment, or the
+		// Knative revision.
+		serviceName := w.Name
+		if w.Knative != nil {
+			serviceName = w.Knative.RevisionName
+		}
 		namePath := field.NewPath("metadata", "name")
-		if n.fixedName != "" {
-			key := nsName{w.Namespace, n.fixedName}
+		if w.Kind == podspec.KindPod {
+			key := nsName{w.Namespace, w.Name}
 			if other, ok := pods[key]; ok {
 				msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
 					where(w), field.Duplicate(namePath, w.Name).Error(), sameName(other)))
@@ -213,11 +214,11 @@ func (a *Agent) Check(ws []*podspec.Workload) error {
 			}
 			pods[key] = w
 		}
-		key := nsName{w.Namespace, n.serviceName}
+		key := nsName{w.Namespace, serviceName}
 		if other, ok := slices[key]; ok {
 			what := sameName(other)
 			if other.Kind != w.Kind {
-				what = fmt.Sprintf("%s: %s makes EndpointSlice %s/%s too", other.Source, other.ID(), w.Namespace, n.serviceName)
+				what = fmt.Sprintf("%s: %s makes EndpointSlice %s/%s too", other.Source, other.ID(), w.Namespace, serviceName)
 			}
 			msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
 				where(w), field.Duplicate(namePath, w.Name).Error(), what))
@@ -252,32 +253,6 @@ func (a *Agent) replicasOf(w *podspec.Workload) int {
 	return int(w.Replicas)
 }
 
-// Start checks the workloads and starts their pods. It may be called once.
-func (a *Agent) Start(ws []*podspec.Workload) error {
-	if err := a.Check(ws); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	if a.stopping {
-		a.mu.Unlock()
-		return errors.New("runtime: agent is shut down")
-	}
-	var started []*workload
-	for _, w := range ws {
-		wl := newWorkload(a, w.DeepCopy())
-		a.workloads = append(a.workloads, wl)
-		started = append(started, wl)
-	}
-	a.mu.Unlock()
-	var errs []error
-	for _, wl := range started {
-		if err := wl.start(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Shutdown stops every pod gracefully, as a node drain would: preStop
 // hooks, SIGTERM, SIGKILL at each pod's grace period, sidecars last. When
 // ctx ends first, whatever still runs is killed at once. It returns once
@@ -287,10 +262,10 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	a.shutdown.Do(func() {
 		a.mu.Lock()
 		a.stopping = true
-		wls := append([]*workload(nil), a.workloads...)
 		a.mu.Unlock()
-		for _, wl := range wls {
-			wl.stop()
+		// No pod starts any more (observe): these are all.
+		for _, p := range a.allPods() {
+			p.post(evStop{})
 		}
 		done := make(chan struct{})
 		go func() { a.podsWG.Wait(); close(done) }()
@@ -303,6 +278,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			}
 			<-done
 		}
+		a.stopWatch()
 		a.sup.Close()
 	})
 	return err
@@ -343,8 +319,5 @@ func (a *Agent) pod(namespace, name string) *pod {
 	return a.pods[nsName{namespace, name}]
 }
 
-func (a *Agent) isStopping() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.stopping
-}
+// NodeName is the node the agent runs pods of.
+func (a *Agent) NodeName() string { return a.opts.NodeName }

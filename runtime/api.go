@@ -9,34 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}
-
-// DeletePod implements api.PodDeleter: it starts the pod's graceful
-// termination and returns once the pod carries its deletionTimestamp in
-// the store. A Deployment's or Knative Service's pod is replaced at once.
-func (a *Agent) DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-	p := a.pod(namespace, name)
-	if p == nil {
-		return apierrors.NewNotFound(podsResource, name)
-	}
-	if pre := opts.Preconditions; pre != nil && pre.UID != nil && *pre.UID != p.uid {
-		return apierrors.NewConflict(podsResource, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", *pre.UID, p.uid))
-	}
-	done := make(chan struct{})
-	p.post(evDelete{grace: opts.GracePeriodSeconds, done: done})
-	select {
-	case <-done:
-		return nil
-	case <-p.exited:
-		return nil // it finished on its own meanwhile: gone is deleted
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // defaultContainerAnnotation names the container `kubectl logs` picks.
 const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"

@@ -29,7 +29,6 @@ type container struct {
 	path    *field.Path
 	init    bool // in spec.initContainers
 	sidecar bool // an init container with restartPolicy Always
-	serving bool
 
 	env   *envList
 	argv  []string

@@ -1,16 +1,18 @@
-// Package runtime is podgate's local node agent: it runs the pods of Pod,
-// Deployment and Knative Service manifests as processes on this machine,
-// with the kubelet's lifecycle (docs/facts.md §2–3), and publishes what
-// the kubelet and the control plane would — pod status, events and
-// EndpointSlices — into an objstore.Store that the control API serves.
+// Package runtime is podgate's node agent, the kubelet's part and nothing
+// else: it runs the pods bound to its node as processes on this machine,
+// with the kubelet's lifecycle (docs/facts.md §2–3), and reports pod
+// status and events. Who plays the API server is not its concern: it
+// learns of its pods through a PodSource and writes through a PodWriter,
+// interfaces of its own (docs/architecture.md). For `podgate run` they
+// are package localcluster's, over the embedded store.
 //
 // The pieces, each in its own file:
 //
-//   - Agent (agent.go): options, start, graceful shutdown; it implements
-//     api.PodDeleter and api.LogSource.
-//   - workload (workload.go): the replica controller of one manifest —
-//     names pods like the ReplicaSet or Knative would, replaces deleted
-//     ones, and owns the workload's EndpointSlice.
+//   - Agent (agent.go): options, the preflight Check, graceful shutdown;
+//     it implements api.LogSource.
+//   - node.go: the interfaces to the API, and what the agent does with
+//     what it observes: a new pod gets a worker, a deletion (the API's
+//     deletionTimestamp) starts termination, a removal kills at once.
 //   - pod (pod*.go): one goroutine per pod, the kubelet's pod worker. It
 //     alone changes the pod's state; process exits, probe results,
 //     timers and deletions reach it through a queue. Init containers run
@@ -23,6 +25,7 @@
 // Where podgate deliberately differs from the kubelet it is in the user's
 // favour and said in docs/running.md; the main one: when a liveness or
 // startup probe fails at its threshold, the container is marked not ready
-// and the pod's status and endpoint are written *before* the kill starts
-// (docs/facts.md §3, seed 004), so traffic leaves before SIGTERM arrives.
+// and the pod's status is written *before* the kill starts (docs/facts.md
+// §3, seed 004); the local control plane turns the endpoint not ready
+// before that write returns, so traffic leaves before SIGTERM arrives.
 package runtime

@@ -96,7 +96,7 @@ func TestResolveEnv(t *testing.T) {
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 	}
-	env, errs := resolveEnv([]envVar{{"PATH", "/bin"}}, []envVar{{EnvPodIP, info.podIP}, {EnvPort, "8080"}}, c, info, field.NewPath("spec", "containers").Index(0))
+	env, errs := resolveEnv([]envVar{{"PATH", "/bin"}}, []envVar{{EnvPodIP, info.podIP}, {"PORT", "8080"}}, c, info, field.NewPath("spec", "containers").Index(0))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

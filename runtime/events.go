@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-
-	"github.com/podgate/podgate/objstore"
 )
 
 // Event reasons the node agent records, as the kubelet names them.
@@ -56,11 +54,11 @@ type eventKey struct {
 	component string
 }
 
-// recorder writes events into the store the way the kubelet's recorder
+// recorder writes events the way the kubelet's recorder
 // does: a repeat of the same event bumps count and lastTimestamp of the
 // existing one instead of adding another.
 type recorder struct {
-	store *objstore.Store
+	store EventWriter
 	clock clock.PassiveClock
 	node  string
 	limit int
@@ -69,17 +67,19 @@ type recorder struct {
 	mu    sync.Mutex
 	byKey map[eventKey]string // → event name
 	names map[string]eventKey // namespace/name → key, for the limit
-	fifo  []nsName
+	// others are names another writer (the scheduler) took.
+	others map[string]bool
+	fifo   []nsName
 }
 
 type nsName struct{ namespace, name string }
 
-func newRecorder(store *objstore.Store, clk clock.PassiveClock, node string, limit int, log *slog.Logger) *recorder {
+func newRecorder(store EventWriter, clk clock.PassiveClock, node string, limit int, log *slog.Logger) *recorder {
 	if limit <= 0 {
 		limit = DefaultEventLimit
 	}
 	return &recorder{store: store, clock: clk, node: node, limit: limit, log: log,
-		byKey: map[eventKey]string{}, names: map[string]eventKey{}}
+		byKey: map[eventKey]string{}, names: map[string]eventKey{}, others: map[string]bool{}}
 }
 
 // record writes the event synchronously: when it returns, watchers can see
@@ -108,10 +108,9 @@ func (r *recorder) write(ref objectRef, fieldPath, eventType, reason, message, c
 	}
 
 	if name, ok := r.byKey[key]; ok {
-		_, err := r.store.Events.Modify(ref.namespace, name, func(e *corev1.Event) error {
+		err := r.store.UpdateEvent(ref.namespace, name, func(e *corev1.Event) {
 			e.Count++
 			e.LastTimestamp = now
-			return nil
 		})
 		if err == nil {
 			return
@@ -138,7 +137,16 @@ func (r *recorder) write(ref objectRef, fieldPath, eventType, reason, message, c
 		ReportingController: component,
 		ReportingInstance:   r.hostFor(component),
 	}
-	if _, err := r.store.Events.Create(ev); err != nil {
+	err := r.store.CreateEvent(ev)
+	for apierrors.IsAlreadyExists(err) {
+		// Another writer used the name (a fake clock gives everyone the
+		// same timestamp): take the next.
+		r.others[ref.namespace+"/"+name] = true
+		name = r.freeName(ref, now)
+		ev.Name = name
+		err = r.store.CreateEvent(ev)
+	}
+	if err != nil {
 		r.log.Warn("record event", "err", err)
 		return
 	}
@@ -148,7 +156,7 @@ func (r *recorder) write(ref objectRef, fieldPath, eventType, reason, message, c
 	for len(r.fifo) > r.limit {
 		old := r.fifo[0]
 		r.fifo = r.fifo[1:]
-		_, _ = r.store.Events.Delete(old.namespace, old.name)
+		_ = r.store.DeleteEvent(old.namespace, old.name)
 		if k, ok := r.names[old.namespace+"/"+old.name]; ok {
 			delete(r.byKey, k)
 			delete(r.names, old.namespace+"/"+old.name)
@@ -170,7 +178,7 @@ func (r *recorder) freeName(ref objectRef, now metav1.Time) string {
 	ns := now.UnixNano()
 	for {
 		name := fmt.Sprintf("%s.%x", ref.name, ns)
-		if _, taken := r.names[ref.namespace+"/"+name]; !taken {
+		if _, taken := r.names[ref.namespace+"/"+name]; !taken && !r.others[ref.namespace+"/"+name] {
 			return name
 		}
 		ns++

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -16,7 +17,7 @@ func TestEventRecorder(t *testing.T) {
 	t.Parallel()
 	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := objstore.New(objstore.Options{})
-	r := newRecorder(store, fc, "node", 3, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r := newRecorder(localcluster.NewEvents(store), fc, "node", 3, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	pod := objectRef{"default", "web", "uid-1"}
 
 	t.Run("a repeat bumps count and lastTimestamp of the same event", func(t *testing.T) {

@@ -82,7 +82,7 @@ func newGateHarness(t *testing.T) *gateHarness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- api.NewServer(api.Config{Store: h.store, Pods: h.agent, Logs: h.agent}).Serve(ctx, ln)
+		done <- api.NewServer(api.Config{Store: h.store, Pods: h.pods, Logs: h.agent}).Serve(ctx, ln)
 	}()
 	stopAPI = func() {
 		cancel()
@@ -106,9 +106,7 @@ func (g *gateHarness) startInjected(manifest string, opts podspec.Options) {
 		}
 		ws = append(ws, iw)
 	}
-	if err := g.agent.Start(ws); err != nil {
-		g.t.Fatalf("start: %v", err)
-	}
+	g.startWorkloads(ws)
 }
 
 // outputLine is the index of the first output line of pod/container
@@ -400,14 +398,17 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 		return h.eventCount("drain", ReasonUnhealthy, "Readiness probe failed") // only the gate has a readiness probe
 	}
 	unreadyBefore, logBefore := gateUnready(), len(h.logs.String())
-	if err := h.agent.DeletePod(context.Background(), "default", "drain", metav1.DeleteOptions{}); err != nil {
+	if err := h.pods.DeletePod(context.Background(), "default", "drain", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitOutputLine("drain", gateenv.ContainerName, `why="the pod is being deleted (status source)"`)
 	h.waitOutputLine("drain", gateenv.ContainerName, "preStop hook waiting for the drain")
 	// A request straight to the pod during the drain is served.
-	code, body, err := get(fmt.Sprintf("http://%s:%d/", p.Status.PodIP, gateenv.DefaultServingPort))
+	// The gate's quiet period starts no earlier than the request did
+	// (taking the time after the answer would race the gate by the
+	// answer's way back).
 	lastRequest := time.Now()
+	code, body, err := get(fmt.Sprintf("http://%s:%d/", p.Status.PodIP, gateenv.DefaultServingPort))
 	if err != nil || code != 200 || !strings.Contains(body, "drain") {
 		t.Fatalf("request during the drain: %d %q %v; want 200 from the app", code, body, err)
 	}

@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 )
@@ -54,10 +55,18 @@ type harness struct {
 	t     testing.TB
 	agent *Agent
 	store *objstore.Store
-	out   *syncBuffer
-	logs  *syncBuffer
-	dir   string // a scratch directory, when the test sets one
-	force bool
+	// pods is the API's side of the pods: DELETE marks them there.
+	pods *localcluster.Pods
+	// endpoints writes the EndpointSlices and Services; domain and
+	// serving configure it (set them before start).
+	endpoints *localcluster.Endpoints
+	domain    string
+	serving   localcluster.ServingCounter
+	clock     clock.PassiveClock
+	out       *syncBuffer
+	logs      *syncBuffer
+	dir       string // a scratch directory, when the test sets one
+	force     bool
 
 	stopOnce sync.Once
 }
@@ -77,7 +86,7 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	store := objstore.New(objstore.Options{})
 	h := &harness{t: t, store: store, out: &syncBuffer{}, logs: &syncBuffer{}}
 	o := Options{
-		Store:   store,
+		Events:  localcluster.NewEvents(store),
 		PodCIDR: nextCIDR(),
 		Output:  h.out,
 		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -85,6 +94,11 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	for _, f := range opts {
 		f(&o)
 	}
+	h.pods = localcluster.NewPods(store, o.Clock, nil)
+	if o.Clock != nil {
+		h.clock = o.Clock
+	}
+	o.Pods, o.Source = h.pods, h.pods
 	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +143,44 @@ func load(t testing.TB, manifest string) []*podspec.Workload {
 func (h *harness) start(manifest string) []*podspec.Workload {
 	h.t.Helper()
 	ws := load(h.t, manifest)
-	if err := h.agent.Start(ws); err != nil {
+	h.startWorkloads(ws)
+	return ws
+}
+
+// startWorkloads checks the workloads as `podgate run` does, then runs
+// the local control plane: the EndpointSlice and Service controller (the
+// slices and services these tests read follow from the pods) and the
+// workload controller, which creates the pods the agent runs.
+func (h *harness) startWorkloads(ws []*podspec.Workload) {
+	h.t.Helper()
+	if err := h.agent.Check(ws); err != nil {
 		h.t.Fatalf("start: %v", err)
 	}
-	return ws
+	e, err := localcluster.NewEndpoints(localcluster.EndpointsConfig{
+		Store: h.store, Workloads: ws, Domain: h.domain, Serving: h.serving, Clock: h.clock,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.pods.SetWritten(e.PodWritten)
+	if err := e.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	// Cleanups run last first: the controller stops after the agent.
+	h.t.Cleanup(e.Stop)
+	h.endpoints = e
+	wl, err := localcluster.NewWorkloads(localcluster.WorkloadsConfig{
+		Store: h.store, Workloads: ws, NodeName: h.agent.NodeName(), Replicas: h.agent.opts.Replicas, Clock: h.clock,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	// Before the agent's shutdown (cleanups run last first): the pods it
+	// stops are not replaced.
+	h.t.Cleanup(wl.Stop)
+	if err := wl.Start(); err != nil {
+		h.t.Fatalf("start: %v", err)
+	}
 }
 
 // waitPod polls the store until the pod satisfies cond.

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/localcluster"
 )
 
 func readLines(t *testing.T, path string) []string {
@@ -180,7 +182,7 @@ func TestNativeSidecars(t *testing.T) {
 	}
 	// Each sidecar started only after the previous one's startup probe
 	// passed (its file exists before the next one's first line).
-	if err := h.agent.DeletePod(context.Background(), "default", "sc", metav1.DeleteOptions{}); err != nil {
+	if err := h.pods.DeletePod(context.Background(), "default", "sc", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitGone("sc")
@@ -237,7 +239,7 @@ func TestPreStopHooks(t *testing.T) {
         exec: {command: ["/bin/sh", "-c", "echo prestop-$HOSTNAME >> %[1]s"]}
 `, log)))
 		h.waitPod("hook", "ready", podReady)
-		if err := h.agent.DeletePod(context.Background(), "default", "hook", metav1.DeleteOptions{}); err != nil {
+		if err := h.pods.DeletePod(context.Background(), "default", "hook", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitGone("hook")
@@ -261,7 +263,7 @@ func TestPreStopHooks(t *testing.T) {
         httpGet: {path: "/toggleLive?set=false", port: web}
 `))
 		h.waitPod("hook", "ready", podReady)
-		if err := h.agent.DeletePod(context.Background(), "default", "hook", metav1.DeleteOptions{}); err != nil {
+		if err := h.pods.DeletePod(context.Background(), "default", "hook", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitGone("hook")
@@ -284,7 +286,7 @@ func TestPreStopHooks(t *testing.T) {
         exec: {command: ["sleep", "600"]}
 `))
 		h.waitPod("hook", "running", func(p *corev1.Pod) bool { return containerStatus(p, "c").State.Running != nil })
-		if err := h.agent.DeletePod(context.Background(), "default", "hook", metav1.DeleteOptions{}); err != nil {
+		if err := h.pods.DeletePod(context.Background(), "default", "hook", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// Within the wait limit, far below the hook's 600 s.
@@ -316,10 +318,10 @@ spec:
           periodSeconds: 1
 `)
 		first := h.waitPodMatching("web-", "ready", podReady)
-		if parts := strings.Split(first.Name, "-"); len(parts) != 3 || len(parts[2]) != 5 || first.Labels[LabelPodTemplateHash] != parts[1] {
+		if parts := strings.Split(first.Name, "-"); len(parts) != 3 || len(parts[2]) != 5 || first.Labels[localcluster.LabelPodTemplateHash] != parts[1] {
 			t.Errorf("pod name %q, labels %v: want web-<pod-template-hash>-<5 chars>", first.Name, first.Labels)
 		}
-		if err := h.agent.DeletePod(context.Background(), "default", first.Name, metav1.DeleteOptions{}); err != nil {
+		if err := h.pods.DeletePod(context.Background(), "default", first.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if p := h.current(first.Name); p.DeletionTimestamp == nil {
@@ -346,14 +348,14 @@ spec:
   - {name: c, image: busybox, command: ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"]}
 `))
 		h.waitPod("solo", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-		if err := h.agent.DeletePod(context.Background(), "default", "solo", metav1.DeleteOptions{}); err != nil {
+		if err := h.pods.DeletePod(context.Background(), "default", "solo", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitGone("solo")
 		if pods, _ := h.store.Pods.List(""); len(pods) != 0 {
 			t.Errorf("pods after deleting the only Pod: %d, want 0", len(pods))
 		}
-		if err := h.agent.DeletePod(context.Background(), "default", "solo", metav1.DeleteOptions{}); err == nil {
+		if err := h.pods.DeletePod(context.Background(), "default", "solo", metav1.DeleteOptions{}); err == nil {
 			t.Error("deleting a gone pod: want NotFound")
 		}
 	})
@@ -366,7 +368,7 @@ spec:
 `))
 		h.waitPod("solo", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 		zero := int64(0)
-		if err := h.agent.DeletePod(context.Background(), "default", "solo", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if err := h.pods.DeletePod(context.Background(), "default", "solo", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitGone("solo")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,12 +30,9 @@ type (
 	evProbe struct{ u prober.Update }
 	// evSync: look again (a backoff expired, a restart is due).
 	evSync struct{}
-	// evDelete: terminate the pod gracefully; done is closed once the
-	// terminating status is in the store.
-	evDelete struct {
-		grace *int64
-		done  chan struct{}
-	}
+	// evDelete: the API marked the pod for deletion: terminate it
+	// gracefully within grace seconds.
+	evDelete struct{ grace *int64 }
 	// evStop: the agent is shutting down: terminate without replacement.
 	evStop struct{}
 	// evForce: kill every process at once.
@@ -47,8 +45,9 @@ type (
 // pod is the kubelet's pod worker for one pod. Its goroutine (run) owns
 // every field not marked otherwise.
 type pod struct {
-	a  *Agent
-	wl *workload
+	a        *Agent
+	qos      corev1.PodQOSClass // the API server's, kept in every status
+	injected bool               // the gate is one of its containers
 
 	namespace, name string
 	uid             types.UID
@@ -135,7 +134,6 @@ func (p *pod) handle(ev podEvent) {
 	case evSync:
 	case evDelete:
 		p.beginTermination(ev.grace, true)
-		p.acks = append(p.acks, ev.done)
 	case evStop:
 		p.beginTermination(nil, true)
 	case evForce:
@@ -252,12 +250,11 @@ func (p *pod) finish() {
 	p.mgr.Stop()
 	p.tasks.Wait()
 	if p.removeAtEnd {
-		if _, err := p.a.store.Pods.Delete(p.namespace, p.name); err != nil {
-			p.a.log.Warn("delete pod from the store", "pod", p.namespace+"/"+p.name, "err", err)
+		if err := p.a.opts.Pods.RemovePod(p.namespace, p.name, p.uid); err != nil && !apierrors.IsNotFound(err) {
+			p.a.log.Warn("remove pod", "pod", p.namespace+"/"+p.name, "err", err)
 		}
 	}
 	p.a.ipam.release(p.ip)
-	p.wl.podGone(p)
 	p.a.removePod(p)
 }
 

@@ -53,7 +53,6 @@ func (p *pod) beginTermination(grace *int64, remove bool) {
 	p.deletionGrace = int64(g / time.Second)
 	// Liveness and startup stop; readiness keeps probing (docs/facts.md §2).
 	p.mgr.PodTerminating()
-	p.wl.podTerminating(p)
 }
 
 // syncTermination stops the main containers (and a running regular init

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,9 +17,9 @@ const (
 	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
-// publish writes the pod's status to the store, then the workload's
-// endpoints, in that order: when the endpoint changes, the pod status that
-// explains it is already there.
+// publish writes the pod's status; the EndpointSlice follows from it
+// (package localcluster), so the status that explains an endpoint's
+// change is always there first.
 func (p *pod) publish() {
 	obj := p.obj.DeepCopy()
 	obj.Status = p.buildStatus()
@@ -28,30 +29,9 @@ func (p *pod) publish() {
 		g := p.deletionGrace
 		obj.DeletionGracePeriodSeconds = &g
 	}
-	if _, err := p.a.store.Pods.Put(obj); err != nil {
+	if err := p.a.opts.Pods.UpdatePodStatus(obj); err != nil && !apierrors.IsNotFound(err) {
 		p.a.log.Warn("publish pod status", "pod", p.namespace+"/"+p.name, "err", err)
 	}
-	ready := false
-	for _, c := range obj.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	// Native sidecars count for readiness (the gate is one): name them
-	// too when saying which containers are not ready.
-	var counted []corev1.ContainerStatus
-	for i, c := range p.inits {
-		if c.sidecar && i < len(obj.Status.InitContainerStatuses) {
-			counted = append(counted, obj.Status.InitContainerStatuses[i])
-		}
-	}
-	counted = append(counted, obj.Status.ContainerStatuses...)
-	p.wl.setEndpoint(p, endpointState{
-		ip: p.ip.String(), ready: ready, terminating: p.terminating,
-		terminal: obj.Status.Phase == corev1.PodSucceeded || obj.Status.Phase == corev1.PodFailed,
-		notReady: notReadyContainers(counted),
-		failure:  containerFailed(obj.Status.ContainerStatuses),
-	})
 }
 
 func (p *pod) buildStatus() corev1.PodStatus {
@@ -66,7 +46,7 @@ func (p *pod) buildStatus() corev1.PodStatus {
 		PodIP:     p.ip.String(),
 		PodIPs:    []corev1.PodIP{{IP: p.ip.String()}},
 		StartTime: &p.startTime,
-		QOSClass:  qosClass(&p.obj.Spec),
+		QOSClass:  p.qos,
 	}
 	for _, c := range p.inits {
 		st.InitContainerStatuses = append(st.InitContainerStatuses, p.containerStatus(c))

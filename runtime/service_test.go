@@ -146,20 +146,21 @@ spec:
 		t.Parallel()
 		view := &servingCount{}
 		view.set(0)
-		h := newHarness(t, func(o *Options) { o.Serving = view; o.Domain = "podgate.test" })
+		h := newHarness(t)
+		h.serving, h.domain = view, "podgate.test"
 		h.start(knativeTwoContainers("door", `exec: {command: ["true"]}`))
 		h.waitPodMatching("door-00001-deployment-", "ready", podReady)
 		h.waitService("door", "ready endpoint, nothing serving", map[string]wantCond{
 			"Ready": {status: corev1.ConditionUnknown, reason: "RevisionMissing", message: "is ready but its gate does not answer ready"},
 		})
 		view.set(1)
-		h.agent.ResyncService("default", "door")
+		h.endpoints.Resync("default", "door")
 		svc := h.waitService("door", "once the front door serves it", map[string]wantCond{"Ready": {status: corev1.ConditionTrue}})
 		if svc.Status.URL != "http://door.default.podgate.test" {
 			t.Errorf("url %q, want the configured domain", svc.Status.URL)
 		}
 		view.set(0)
-		h.agent.ResyncService("default", "door")
+		h.endpoints.Resync("default", "door")
 		h.waitService("door", "when the front door stops serving it", map[string]wantCond{
 			"Ready": {status: corev1.ConditionUnknown, reason: "NoHealthyBackends"},
 		})

@@ -68,7 +68,7 @@ func TestTerminatingPod(t *testing.T) {
       failureThreshold: 120
 `, dir)))
 	h.waitPod("probe", "ready", podReady)
-	if err := h.agent.DeletePod(context.Background(), "default", "probe", metav1.DeleteOptions{}); err != nil {
+	if err := h.pods.DeletePod(context.Background(), "default", "probe", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.current("probe")

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/podspec"
 )
 
@@ -46,7 +47,7 @@ spec:
 		return len(s.Endpoints) == 1 && *s.Endpoints[0].Conditions.Ready
 	})
 	s := h.slice("hello-00001")
-	if s == nil || *s.Ports[0].Port != 8081 || s.Labels[LabelServiceName] != "hello-00001" || s.Labels[podspec.LabelKnativeService] != "hello" {
+	if s == nil || *s.Ports[0].Port != 8081 || s.Labels[localcluster.LabelServiceName] != "hello-00001" || s.Labels[podspec.LabelKnativeService] != "hello" {
 		t.Fatalf("EndpointSlice = %+v, want hello-00001 on port 8081 with the service labels", s)
 	}
 	deadline := time.Now().Add(waitLimit)

@@ -6,17 +6,19 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/podgate/podgate/frontdoor"
 )
 
 func TestParseServicePorts(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		flag    string
-		want    servicePortFlag
+		want    frontdoor.ServicePort
 		wantErr string
 	}{
-		{name: "a name and a port", flag: "hello=8081", want: servicePortFlag{name: "hello", port: 8081}},
-		{name: "a namespace narrows the name", flag: "shop/web=0", want: servicePortFlag{namespace: "shop", name: "web"}},
+		{name: "a name and a port", flag: "hello=8081", want: frontdoor.ServicePort{Name: "hello", Port: 8081}},
+		{name: "a namespace narrows the name", flag: "shop/web=0", want: frontdoor.ServicePort{Namespace: "shop", Name: "web"}},
 		{name: "no equals sign", flag: "hello", wantErr: "want [NAMESPACE/]NAME=PORT"},
 		{name: "no name", flag: "=8081", wantErr: "want [NAMESPACE/]NAME=PORT"},
 		{name: "a port that is no number", flag: "hello=http", wantErr: `port "http"`},
@@ -38,7 +40,7 @@ func TestParseServicePorts(t *testing.T) {
 			if err != nil || len(got) != 1 {
 				t.Fatalf("parse %q: %v %v", tc.flag, got, err)
 			}
-			tc.want.raw = tc.flag
+			tc.want.Raw = tc.flag
 			if got[0] != tc.want {
 				t.Errorf("parse %q = %+v, want %+v", tc.flag, got[0], tc.want)
 			}
@@ -59,14 +61,14 @@ func FuzzParseServicePorts(f *testing.F) {
 			return
 		}
 		p := got[0]
-		if p.port < 0 || p.port > 65535 {
-			t.Fatalf("parse %q: port %d out of range", flag, p.port)
+		if p.Port < 0 || p.Port > 65535 {
+			t.Fatalf("parse %q: port %d out of range", flag, p.Port)
 		}
-		if len(validation.IsDNS1123Subdomain(p.name)) > 0 {
-			t.Fatalf("parse %q: invalid name %q accepted", flag, p.name)
+		if len(validation.IsDNS1123Subdomain(p.Name)) > 0 {
+			t.Fatalf("parse %q: invalid name %q accepted", flag, p.Name)
 		}
-		if p.namespace != "" && len(validation.IsDNS1123Label(p.namespace)) > 0 {
-			t.Fatalf("parse %q: invalid namespace %q accepted", flag, p.namespace)
+		if p.Namespace != "" && len(validation.IsDNS1123Label(p.Namespace)) > 0 {
+			t.Fatalf("parse %q: invalid namespace %q accepted", flag, p.Namespace)
 		}
 	})
 }

@@ -2,31 +2,23 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/activator/prommetrics"
 	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/frontdoor"
+	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime"
 )
@@ -43,7 +35,7 @@ type runOptions struct {
 	noGate    bool
 	listen    string
 	domain    string
-	ports     []servicePortFlag
+	ports     []frontdoor.ServicePort
 	// metricsListen, when set, serves the front door's metrics.
 	metricsListen string
 	// Health checks of the gates by the front door.
@@ -111,7 +103,7 @@ cannot run locally or a failed start (an address in use), 2 usage error
 	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
 	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
 	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
-	f.StringVar(&o.listen, "listen", defaultListen, "front door address, routing by Host NAME.NAMESPACE.DOMAIN (loopback only; port 0 picks a free one)")
+	f.StringVar(&o.listen, "listen", frontdoor.DefaultListen, "front door address, routing by Host NAME.NAMESPACE.DOMAIN (loopback only; port 0 picks a free one)")
 	f.StringVar(&o.domain, "domain", activator.DefaultDomain, "domain of the front door's hosts and of Knative Services' status.url")
 	f.DurationVar(&o.probeInterval, "gate-probe-interval", activator.DefaultProbeInterval, "how often the front door health-checks each pod's gate (Knative's activator: 200ms)")
 	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
@@ -148,7 +140,7 @@ func (o *runOptions) checkFlags(replicasSet bool, servicePorts []string) error {
 	if err := checkLoopbackAddr("--api", o.apiAddr, api.DefaultAddr); err != nil {
 		return err
 	}
-	if err := checkLoopbackAddr("--listen", o.listen, defaultListen); err != nil {
+	if err := checkLoopbackAddr("--listen", o.listen, frontdoor.DefaultListen); err != nil {
 		return err
 	}
 	if o.metricsListen != "" {
@@ -189,20 +181,6 @@ func checkLoopbackAddr(flag, addr, example string) error {
 	return nil
 }
 
-// injectGates puts the gate sidecar into every workload's pods, pointing
-// its status source at the control API on apiAddr.
-func injectGates(ws []*podspec.Workload, apiAddr string) ([]*podspec.Workload, error) {
-	out := make([]*podspec.Workload, 0, len(ws))
-	for _, w := range ws {
-		injected, err := podspec.Inject(w, podspec.Options{Local: true, APIAddr: apiAddr})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, injected)
-	}
-	return out, nil
-}
-
 // parseImages turns --image NAME=PATH flags (their syntax checked with the
 // flags) into entrypoints; a path that is no executable is invalid input.
 func parseImages(flags []string) (runtime.Images, error) {
@@ -226,22 +204,7 @@ func parseImages(flags []string) (runtime.Images, error) {
 	return im, nil
 }
 
-// lockedWriter serializes writes of several goroutines to one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func runPods(parent context.Context, o runOptions, inputs []podspec.Input, stdout, stderr io.Writer) error {
-	// podgate's lines, its logger and the front door write from several
-	// goroutines.
-	stderr = &lockedWriter{w: stderr}
+func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, stderr io.Writer) error {
 	images, err := parseImages(o.images)
 	if err != nil {
 		return invalidf("%v", err)
@@ -263,181 +226,47 @@ func runPods(parent context.Context, o runOptions, inputs []podspec.Input, stdou
 		fmt.Fprintf(stderr, "note: %s: %s %s/%s: skipped, podgate runs Pods, Deployments and Knative Services\n",
 			s.Source, s.APIVersion, s.Kind, s.Name)
 	}
-
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	store := objstore.New(objstore.Options{})
-	// The front door is made after the agent (it needs the injected
-	// workloads); service status reads its counts once it exists.
-	serving := &lateServingView{}
-	opts := runtime.Options{
-		Store:    store,
-		PodCIDR:  o.podCIDR,
-		Images:   images,
-		Output:   stdout,
-		Logger:   logger,
-		NodeName: o.nodeName,
-		Domain:   o.domain,
-		Serving:  serving,
+	cfg := localrun.Config{
+		Workloads: m.Workloads, PodCIDR: o.podCIDR, APIAddr: o.apiAddr, Images: images,
+		NodeName: o.nodeName, NoGate: o.noGate, Listen: o.listen, Domain: o.domain,
+		ServicePorts: o.ports, ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout,
+		MetricsListen: o.metricsListen, Stdout: stdout, Stderr: stderr,
 	}
 	if o.replicas >= 0 {
 		r := o.replicas
-		opts.Replicas = &r
+		cfg.Replicas = &r
 	}
-	agent, err := runtime.New(opts)
-	if err != nil {
+	if err := localrun.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
 	}
-	// Until the pods start, every failure leaves nothing behind: close
-	// what is open, in reverse order.
-	var opened []io.Closer
-	fail := func(err error) error {
-		for i := len(opened) - 1; i >= 0; i-- {
-			_ = opened[i].Close()
-		}
-		_ = agent.Shutdown(context.Background())
-		return invalidf("%v", err)
-	}
-	// Everything that depends on the manifests alone, before any address
-	// is taken. The workloads as written first, so that a problem names
-	// the container the user wrote (the gate is not in the file).
-	if err := agent.Check(m.Workloads); err != nil {
-		return fail(err)
-	}
-	var routed []*podspec.Workload
-	if !o.noGate {
-		routed = m.Workloads
-	}
-	if _, err := checkRoutes(routed, o.domain, o.ports); err != nil {
-		return fail(err)
-	}
+	return nil
+}
 
-	ln, err := api.Listen(o.apiAddr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fail(fmt.Errorf("%w: is another 'podgate run' using it? Choose another address with --api (port 0 picks a free one)", err))
+// parseServicePorts checks the flags' syntax; which workload each names is
+// checked once the manifests are loaded.
+func parseServicePorts(flags []string) ([]frontdoor.ServicePort, error) {
+	var out []frontdoor.ServicePort
+	for _, raw := range flags {
+		ref, portStr, ok := strings.Cut(raw, "=")
+		if !ok || ref == "" || portStr == "" {
+			return nil, usageErrorf("--service-port %q: want [NAMESPACE/]NAME=PORT, e.g. --service-port hello=8081", raw)
 		}
-		return fail(err)
-	}
-	opened = append(opened, ln)
-	workloads := m.Workloads
-	if !o.noGate {
-		// Every pod gets the gate in front of its serving container, the
-		// same rewrite the Kubernetes webhook applies; its status source is
-		// this agent's control API (for exec readiness it cannot run).
-		workloads, err = injectGates(m.Workloads, ln.Addr().String())
-		if err != nil {
-			return fail(err)
-		}
-		if err := agent.Check(workloads); err != nil {
-			return fail(err)
-		}
-	}
-	doorLn, err := listenFrontDoor(o.listen)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fail(fmt.Errorf("%w: is another 'podgate run' using it? Choose another address with --listen (port 0 picks a free one)", err))
-		}
-		return fail(err)
-	}
-	opened = append(opened, doorLn)
-	// The front door reads the control API like any client would (it
-	// answers once the API serves, below; the listener queues till then).
-	apiClient, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + ln.Addr().String()})
-	if err != nil {
-		return fail(err)
-	}
-	doorCfg := frontDoorConfig{
-		client: apiClient, workloads: workloads, domain: o.domain, servicePorts: o.ports,
-		probeInterval: o.probeInterval, probeTimeout: o.probeTimeout,
-		onChange: agent.ResyncService, logger: logger, stderr: stderr,
-	}
-	var metrics *metricsServer
-	if o.metricsListen != "" {
-		var m *prommetrics.Metrics
-		metrics, m, err = newMetrics(o.metricsListen, logger)
-		if err != nil {
-			return fail(err)
-		}
-		opened = append(opened, metrics)
-		doorCfg.metrics = m
-	}
-	door, err := newFrontDoor(doorLn, doorCfg)
-	if err != nil {
-		return fail(err)
-	}
-	serving.door.Store(door)
-
-	// First SIGINT/SIGTERM: graceful stop. Second: kill at once.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-
-	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(parent))
-	defer stopAPI()
-	srv := api.NewServer(api.Config{Store: store, Pods: agent, Logs: agent, Logger: logger})
-	apiDone := make(chan error, 1)
-	go func() { apiDone <- srv.Serve(apiCtx, ln) }()
-	fmt.Fprintf(stderr, "podgate: control API on http://%s (podgate get pods --api %s)\n", ln.Addr(), ln.Addr())
-	if metrics != nil {
-		metrics.start()
-		fmt.Fprintf(stderr, "podgate: front door metrics on http://%s/metrics\n", metrics.ln.Addr())
-	}
-	// Serving before the pods start: early requests wait for a ready pod.
-	door.start()
-
-	var runErr error
-	if err := agent.Start(workloads); err != nil {
-		runErr = invalidf("%v", err)
-	} else {
-		for _, w := range workloads {
-			via := "no gate"
-			if w.IsInjected() {
-				via = fmt.Sprintf("through the gate on port %d", gateenv.DefaultServingPort)
+		p := frontdoor.ServicePort{Raw: raw, Name: ref}
+		if ns, name, ok := strings.Cut(ref, "/"); ok {
+			p.Namespace, p.Name = ns, name
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return nil, usageErrorf("--service-port %q: namespace %q: %s", raw, ns, strings.Join(errs, "; "))
 			}
-			fmt.Fprintf(stderr, "podgate: running %s (namespace %s, serving container %s on port %d, %s)\n",
-				w.ID(), w.Namespace, w.ServingContainer, w.ServingPort, via)
 		}
-		door.printCurls(stderr)
-		select {
-		case sig := <-sigs:
-			fmt.Fprintf(stderr, "podgate: %s: stopping pods gracefully (again to kill them now)\n", sig)
-		case <-parent.Done():
-		case err := <-apiDone:
-			apiDone <- err
-			runErr = invalidf("%v", err)
-		case err := <-door.served:
-			runErr = invalidf("front door: %v", err)
+		if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
+			return nil, usageErrorf("--service-port %q: name %q: %s", raw, p.Name, strings.Join(errs, "; "))
 		}
-	}
-	door.beginShutdown()
-
-	shutdownCtx, force := context.WithCancel(context.Background())
-	defer force()
-	go func() {
-		select {
-		case sig := <-sigs:
-			fmt.Fprintf(stderr, "podgate: %s: killing pods now\n", sig)
-			force()
-		case <-shutdownCtx.Done():
+		port, err := strconv.Atoi(portStr)
+		if err != nil || port < 0 || port > 65535 {
+			return nil, usageErrorf("--service-port %q: port %q: must be a number from 0 (any free port) to 65535", raw, portStr)
 		}
-	}()
-	start := time.Now()
-	if err := agent.Shutdown(shutdownCtx); err != nil {
-		fmt.Fprintf(stderr, "podgate: %v\n", err)
+		p.Port = port
+		out = append(out, p)
 	}
-	fmt.Fprintf(stderr, "podgate: all pods stopped in %s\n", time.Since(start).Round(time.Millisecond))
-	if err := door.finish(); err != nil {
-		fmt.Fprintf(stderr, "podgate: front door: %v\n", err)
-	}
-	if metrics != nil {
-		if err := metrics.stop(); err != nil {
-			fmt.Fprintf(stderr, "podgate: metrics: %v\n", err)
-		}
-	}
-	force()
-	stopAPI()
-	if err := <-apiDone; err != nil && runErr == nil {
-		fmt.Fprintf(stderr, "podgate: %v\n", err)
-	}
-	return runErr
+	return out, nil
 }

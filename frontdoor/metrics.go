@@ -1,4 +1,4 @@
-package main
+package frontdoor
 
 import (
 	"context"
@@ -16,18 +16,18 @@ import (
 	"github.com/podgate/podgate/activator/prommetrics"
 )
 
-// metricsServer serves the front door's Prometheus metrics (podgate run
+// MetricsServer serves the front door's Prometheus metrics (podgate run
 // --metrics-listen): the activator's podgate_activator_* series, one
 // target label per workload, plus the Go runtime's and the process's.
-type metricsServer struct {
+type MetricsServer struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan error
 }
 
-// newMetrics registers the collectors and listens on addr (checked with the
+// NewMetrics registers the collectors and listens on addr (checked with the
 // flags: loopback, HOST:PORT). It does not serve until start.
-func newMetrics(addr string, logger *slog.Logger) (*metricsServer, *prommetrics.Metrics, error) {
+func NewMetrics(addr string, logger *slog.Logger) (*MetricsServer, *prommetrics.Metrics, error) {
 	reg := prometheus.NewRegistry()
 	m, err := prommetrics.New(reg)
 	if err != nil {
@@ -49,14 +49,14 @@ func newMetrics(addr string, logger *slog.Logger) (*metricsServer, *prommetrics.
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}))
-	return &metricsServer{
+	return &MetricsServer{
 		ln:     ln,
 		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		served: make(chan error, 1),
 	}, m, nil
 }
 
-func (s *metricsServer) start() {
+func (s *MetricsServer) Start() {
 	go func() {
 		err := s.srv.Serve(s.ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -67,11 +67,14 @@ func (s *metricsServer) start() {
 }
 
 // Close is for a server that never started.
-func (s *metricsServer) Close() error { return s.ln.Close() }
+// Addr is where the metrics are served.
+func (s *MetricsServer) Addr() net.Addr { return s.ln.Addr() }
+
+func (s *MetricsServer) Close() error { return s.ln.Close() }
 
 // stop ends a started server: a scrape takes milliseconds, so a short
 // bound is enough.
-func (s *metricsServer) stop() error {
+func (s *MetricsServer) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)

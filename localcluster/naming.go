@@ -1,4 +1,4 @@
-package runtime
+package localcluster
 
 import (
 	"encoding/json"
@@ -14,11 +14,6 @@ import (
 const (
 	// LabelPodTemplateHash is the ReplicaSet's label on its pods.
 	LabelPodTemplateHash = "pod-template-hash"
-	// LabelServiceName ties an EndpointSlice to its Service.
-	LabelServiceName = "kubernetes.io/service-name"
-	// LabelManagedBy says who writes an EndpointSlice.
-	LabelManagedBy = "endpointslice.kubernetes.io/managed-by"
-	managedBy      = "podgate"
 )
 
 // safeAlphabet is the API server's alphabet for generated names: no vowels,

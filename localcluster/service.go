@@ -1,8 +1,9 @@
-package runtime
+package localcluster
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -91,90 +92,65 @@ func notReadyContainers(statuses []corev1.ContainerStatus) []string {
 	return out
 }
 
-// ResyncService recomputes the status of the Knative Service
-// namespace/name: call it when the Options.Serving view changed.
-func (a *Agent) ResyncService(namespace, name string) {
-	a.mu.Lock()
-	var wl *workload
-	for _, w := range a.workloads {
-		if w.w.Knative != nil && w.w.Namespace == namespace && w.w.Name == name {
-			wl = w
-		}
-	}
-	a.mu.Unlock()
-	if wl == nil {
-		return
-	}
-	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	wl.syncServiceLocked(wl.readyEndpointsLocked())
-}
-
-// readyEndpointsLocked counts the endpoints the slice shows ready.
-func (wl *workload) readyEndpointsLocked() int {
-	n := 0
-	for _, st := range wl.endpoints {
-		if st.ready && !st.terminating && !st.terminal && st.ip != "" {
-			n++
-		}
-	}
-	return n
-}
-
 // syncServiceLocked writes a Knative Service's object: its URL, revision,
 // and conditions that say what traffic does. Ready is True exactly when at
 // least one pod takes traffic — in the front door's view when there is
 // one (endpoint ready and gate ready), else by ready endpoints — so that
 // the status can never claim a service works while every request is held,
 // which is what Knative's does in seed 001's exec-readiness experiment.
-// Callers hold wl.mu.
-func (wl *workload) syncServiceLocked(readyEndpoints int) {
-	k := wl.w.Knative
+// Callers hold e.mu.
+func (e *Endpoints) syncServiceLocked(s *service, eps []endpoint) {
+	w, k := s.w, s.w.Knative
 	if k == nil {
 		return
 	}
-	serving := readyEndpoints
-	if v := wl.a.opts.Serving; v != nil {
-		if n, ok := v.ServingPods(wl.w.Namespace, wl.w.Name); ok {
+	serving := 0
+	for _, ep := range eps {
+		if ep.ready() {
+			serving++
+		}
+	}
+	if v := e.cfg.Serving; v != nil {
+		if n, ok := v.ServingPods(w.Namespace, w.Name); ok {
 			serving = n
 		}
 	}
 	svc := &objstore.KnativeService{
-		ObjectMeta: metav1.ObjectMeta{Name: wl.w.Name, Namespace: wl.w.Namespace, Labels: copyMap(wl.w.Labels), Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: maps.Clone(w.Labels), Generation: 1},
 	}
-	if obj, ok := wl.w.Object().(*podspec.Service); ok {
+	if obj, ok := w.Object().(*podspec.Service); ok {
 		if spec, err := json.Marshal(obj.Spec); err == nil {
 			svc.Spec = spec
 		}
 	}
 	st := &svc.Status
 	st.ObservedGeneration = 1
-	st.URL = fmt.Sprintf("http://%s.%s.%s", wl.w.Name, wl.w.Namespace, wl.a.opts.Domain)
-	st.Address = &objstore.KnativeAddressable{URL: fmt.Sprintf("http://%s.%s.svc.cluster.local", wl.w.Name, wl.w.Namespace)}
+	st.URL = fmt.Sprintf("http://%s.%s.%s", w.Name, w.Namespace, e.cfg.Domain)
+	st.Address = &objstore.KnativeAddressable{URL: fmt.Sprintf("http://%s.%s.svc.cluster.local", w.Name, w.Namespace)}
 	st.LatestCreatedRevisionName = k.RevisionName
 	if serving > 0 {
-		wl.everReady = true
+		s.everReady = true
 	}
-	if wl.everReady {
+	if s.everReady {
 		// As Knative: once the revision was ready it stays the latest
 		// ready one, and traffic keeps pointing at it.
 		st.LatestReadyRevisionName = k.RevisionName
 		pct, latest := int64(100), true
 		st.Traffic = []objstore.KnativeTraffic{{RevisionName: k.RevisionName, LatestRevision: &latest, Percent: &pct}}
 	}
-	for _, c := range wl.serviceConditionsLocked(serving) {
-		if prev, ok := wl.serviceConds[c.Type]; ok && prev.Status == c.Status {
+	for _, c := range e.serviceConditions(s, eps, serving) {
+		if prev, ok := s.conds[c.Type]; ok && prev.Status == c.Status {
 			c.LastTransitionTime = prev.LastTransitionTime
 		}
-		wl.serviceConds[c.Type] = c
+		s.conds[c.Type] = c
 		st.Conditions = append(st.Conditions, c)
 	}
-	if _, err := wl.a.store.Services.Put(svc); err != nil {
-		wl.a.log.Warn("publish service", "workload", wl.w.ID(), "err", err)
+	if _, err := e.cfg.Store.Services.Put(svc); err != nil {
+		e.cfg.Logger.Warn("publish service", "workload", w.ID(), "err", err)
 	}
 }
 
-// serviceConditionsLocked derives the conditions, sorted by type as
+// serviceConditions derives the conditions, sorted by type as
 // Knative sorts them, from the pods' states and the serving count.
 //
 //   - Some pod takes traffic: all True. A failing container in another
@@ -185,16 +161,17 @@ func (wl *workload) syncServiceLocked(readyEndpoints int) {
 //   - No pod ever took traffic: Unknown RevisionMissing.
 //   - No pod takes traffic any more: RoutesReady and Ready Unknown
 //     NoHealthyBackends, naming the containers that are not ready.
-func (wl *workload) serviceConditionsLocked(serving int) []objstore.KnativeCondition {
-	now := metav1.NewTime(wl.a.clock.Now())
-	rev := wl.w.Knative.RevisionName
+func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) []objstore.KnativeCondition {
+	now := metav1.NewTime(e.cfg.Clock.Now())
+	w := s.w
+	rev := w.Knative.RevisionName
 	cond := func(t string, s corev1.ConditionStatus, reason, msg string) objstore.KnativeCondition {
 		return objstore.KnativeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now}
 	}
 	var failure *containerFailure
-	for _, name := range wl.endpointNamesLocked() {
-		if f := wl.endpoints[name].failure; f != nil && !wl.endpoints[name].terminating {
-			failure = f
+	for _, ep := range eps {
+		if ep.failure != nil && !ep.terminating {
+			failure = ep.failure
 			break
 		}
 	}
@@ -202,7 +179,7 @@ func (wl *workload) serviceConditionsLocked(serving int) []objstore.KnativeCondi
 	switch {
 	case failure != nil:
 		health = cond(condContainerHealthy, corev1.ConditionFalse, failure.conditionReason(), failure.message())
-	case wl.everReady || serving > 0:
+	case s.everReady || serving > 0:
 		health = cond(condContainerHealthy, corev1.ConditionTrue, "", "")
 	default:
 		health = cond(condContainerHealthy, corev1.ConditionUnknown, "Deploying", "")
@@ -219,14 +196,14 @@ func (wl *workload) serviceConditionsLocked(serving int) []objstore.KnativeCondi
 		}
 	}
 	routes := cond(condRoutesReady, corev1.ConditionUnknown, reasonRevisionMissing,
-		fmt.Sprintf("Configuration %q does not have any ready Revision: %s.", wl.w.Name, wl.notServingLocked()))
-	if wl.everReady {
+		fmt.Sprintf("Configuration %q does not have any ready Revision: %s.", w.Name, notServing(w, eps)))
+	if s.everReady {
 		routes = cond(condRoutesReady, corev1.ConditionUnknown, reasonNoHealthyBackends,
-			fmt.Sprintf("Revision %q has no pod that takes traffic: %s.", rev, wl.notServingLocked()))
+			fmt.Sprintf("Revision %q has no pod that takes traffic: %s.", rev, notServing(w, eps)))
 	}
 	config := cond(condConfigurationsReady, corev1.ConditionUnknown, reasonRevisionMissing,
-		fmt.Sprintf("Configuration %q is waiting for a Revision to become ready.", wl.w.Name))
-	if wl.everReady {
+		fmt.Sprintf("Configuration %q is waiting for a Revision to become ready.", w.Name))
+	if s.everReady {
 		config = cond(condConfigurationsReady, corev1.ConditionTrue, "", "")
 	}
 	ready := routes
@@ -242,9 +219,9 @@ func (wl *workload) serviceConditionsLocked(serving int) []objstore.KnativeCondi
 // gateReadyzURL is where the gate of the pod at ip says which container
 // is not ready: the readiness probes the gate runs itself are not the node
 // agent's, so the pod status cannot name that container.
-func (wl *workload) gateReadyzURL(ip string) string {
+func gateReadyzURL(w *podspec.Workload, ip string) string {
 	port := gateenv.DefaultAdminPort
-	if g := wl.w.Container(gateenv.ContainerName); g != nil {
+	if g := w.Container(gateenv.ContainerName); g != nil {
 		env := map[string]string{}
 		for _, e := range g.Env {
 			env[e.Name] = e.Value
@@ -256,26 +233,24 @@ func (wl *workload) gateReadyzURL(ip string) string {
 	return fmt.Sprintf("http://%s/readyz?verbose", net.JoinHostPort(ip, strconv.Itoa(port)))
 }
 
-// notServingLocked explains, pod by pod, why none takes traffic.
-func (wl *workload) notServingLocked() string {
+// notServing explains, pod by pod, why none takes traffic.
+func notServing(w *podspec.Workload, eps []endpoint) string {
 	var parts []string
-	for _, name := range wl.endpointNamesLocked() {
-		st := wl.endpoints[name]
+	for _, st := range eps {
+		name := st.pod.Name
 		switch {
-		case st.terminal:
-			continue
 		case st.terminating:
 			parts = append(parts, fmt.Sprintf("pod %s is terminating", name))
 		case len(st.notReady) == 1 && st.notReady[0] == gateenv.ContainerName:
 			// The gate is first to know: it probes the containers itself
 			// (aggressively while starting) before the kubelet-paced
 			// probes mark them.
-			parts = append(parts, fmt.Sprintf("pod %s: its gate reports a container not ready (%s names it)", name, wl.gateReadyzURL(st.ip)))
+			parts = append(parts, fmt.Sprintf("pod %s: its gate reports a container not ready (%s names it)", name, gateReadyzURL(w, st.pod.Status.PodIP)))
 		case len(st.notReady) > 0:
 			// The gate is unready because of the others: name those.
 			others := slices.DeleteFunc(slices.Clone(st.notReady), func(c string) bool { return c == gateenv.ContainerName })
 			parts = append(parts, fmt.Sprintf("pod %s has containers not ready: [%s]", name, strings.Join(others, " ")))
-		case st.ready:
+		case st.serving:
 			// Ready endpoint, yet not in the front door's view: its gate
 			// has not answered ready (yet).
 			parts = append(parts, fmt.Sprintf("pod %s is ready but its gate does not answer ready", name))

@@ -1,18 +1,20 @@
-package main
+// Package frontdoor is `podgate run`'s front door: one listener that
+// routes each request by its Host (NAME.NAMESPACE.DOMAIN) to an activator
+// target per workload, fed from the EndpointSlices and pods of the store,
+// plus a listener per --service-port and the metrics server.
+package frontdoor
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/client-go/kubernetes"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/activator/kubebackends"
@@ -20,25 +22,25 @@ import (
 	"github.com/podgate/podgate/wire"
 )
 
-// defaultListen is the front door's address: Knative's ingress answers on
+// DefaultListen is the front door's address: Knative's ingress answers on
 // port 80; locally 8080 needs no privileges.
-const defaultListen = wire.FrontDoorAddr
+const DefaultListen = wire.FrontDoorAddr
 
-// frontDoorDrain bounds how long requests in flight through the front door
+// drainLimit bounds how long requests in flight through the front door
 // may take to finish once the pods are gone.
-const frontDoorDrain = 5 * time.Second
+const drainLimit = 5 * time.Second
 
-// frontDoor is `podgate run`'s single listener: it routes each request by
+// Door is `podgate run`'s single listener: it routes each request by
 // its Host to the activator target of one workload.
-type frontDoor struct {
+type Door struct {
 	ln     net.Listener
 	router *activator.Router
 	srv    *http.Server
 	// listeners are every server the front door runs: the router on ln
 	// first, then one per --service-port.
-	listeners []frontDoorListener
+	listeners []listener
 	targets   []*activator.Target
-	routes    []frontDoorRoute
+	routes    []route
 	// byWorkload finds a workload's target: NAMESPACE/NAME.
 	byWorkload map[string]*activator.Target
 
@@ -56,12 +58,12 @@ type frontDoor struct {
 	curlsPrinted bool
 }
 
-type frontDoorListener struct {
+type listener struct {
 	ln  net.Listener
 	srv *http.Server
 }
 
-type frontDoorRoute struct {
+type route struct {
 	workload string // Kind/name, for messages
 	name     string // NAME.NAMESPACE, for the ready line
 	host     string
@@ -71,9 +73,9 @@ type frontDoorRoute struct {
 	announced bool
 }
 
-// ServingPods is the runtime's ServingView: the pods of a workload the
+// ServingPods is localcluster.ServingCounter: the pods of a workload the
 // activator sends requests to, so that service status follows traffic.
-func (f *frontDoor) ServingPods(namespace, name string) (int, bool) {
+func (f *Door) ServingPods(namespace, name string) (int, bool) {
 	t, ok := f.byWorkload[namespace+"/"+name]
 	if !ok {
 		return 0, false
@@ -81,19 +83,19 @@ func (f *frontDoor) ServingPods(namespace, name string) (int, bool) {
 	return t.Status().Ready, true
 }
 
-// listenFrontDoor opens addr, which must be on loopback: the front door
+// Listen opens addr, which must be on loopback: the front door
 // has no authentication, like the control API.
-func listenFrontDoor(addr string) (net.Listener, error) {
+func Listen(addr string) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %q: %w (want HOST:PORT, e.g. %s)", addr, err, defaultListen)
+		return nil, fmt.Errorf("--listen %q: %w (want HOST:PORT, e.g. %s)", addr, err, DefaultListen)
 	}
 	if host == "localhost" {
 		host = "127.0.0.1"
 	}
 	ip := net.ParseIP(host)
 	if host == "" || ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("--listen %q: the front door listens on loopback only (127.0.0.0/8 or ::1, e.g. %s)", addr, defaultListen)
+		return nil, fmt.Errorf("--listen %q: the front door listens on loopback only (127.0.0.0/8 or ::1, e.g. %s)", addr, DefaultListen)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
@@ -102,11 +104,11 @@ func listenFrontDoor(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// frontDoorService is the kubernetes.io/service-name of a workload's
+// serviceName is the kubernetes.io/service-name of a workload's
 // EndpointSlice, as the runtime writes it: the revision for a Knative
 // Service (its pods belong to the revision, not the service), the
 // workload's own name otherwise.
-func frontDoorService(w *podspec.Workload) string {
+func serviceName(w *podspec.Workload) string {
 	if w.Knative != nil && w.Knative.RevisionName != "" {
 		return w.Knative.RevisionName
 	}
@@ -120,55 +122,55 @@ func gatePort(w *podspec.Workload) int32 {
 	return port
 }
 
-// frontDoorConfig is what newFrontDoor builds from.
-type frontDoorConfig struct {
-	// client reads EndpointSlices and Pods (the control API's).
-	client    kubernetes.Interface
-	workloads []*podspec.Workload
-	domain    string
-	// servicePorts are the --service-port flags, not yet checked against
+// Config is what New builds from.
+type Config struct {
+	// Client reads EndpointSlices and Pods (the control API's).
+	Client    kubernetes.Interface
+	Workloads []*podspec.Workload
+	Domain    string
+	// ServicePorts are the --service-port flags, not yet checked against
 	// the workloads.
-	servicePorts []servicePortFlag
-	// probeInterval and probeTimeout time the gates' health checks.
-	probeInterval, probeTimeout time.Duration
-	// onChange is told when the number of pods taking traffic of a
-	// workload changed (the runtime then updates its service status).
-	onChange func(namespace, name string)
-	// metrics, when set, receives every target's measurements.
-	metrics activator.Metrics
-	logger  *slog.Logger
-	stderr  io.Writer
+	ServicePorts []ServicePort
+	// ProbeInterval and ProbeTimeout time the gates' health checks.
+	ProbeInterval, ProbeTimeout time.Duration
+	// OnChange is told when the number of pods taking traffic of a
+	// workload changed (the Knative Service status follows it).
+	OnChange func(namespace, name string)
+	// Metrics, when set, receives every target's measurements.
+	Metrics activator.Metrics
+	Logger  *slog.Logger
+	Stderr  io.Writer
 }
 
-// newFrontDoor makes one activator target per workload, fed from the
+// New makes one activator target per workload, fed from the
 // control API's EndpointSlices and Pods, and routes NAME.NAMESPACE.DOMAIN to it,
 // plus a listener of its own per --service-port. Workloads without the
 // gate get no route: the activator talks only to gates (it health-checks
 // them the way Knative's activator checks queue-proxy). It does not serve
 // until start.
-func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
-	f := &frontDoor{
+func New(ln net.Listener, c Config) (*Door, error) {
+	f := &Door{
 		ln:           ln,
-		router:       activator.NewRouter(c.domain),
+		router:       activator.NewRouter(c.Domain),
 		served:       make(chan error, 1),
 		shutdownDone: make(chan error, 1),
 		byWorkload:   map[string]*activator.Target{},
-		stderr:       c.stderr,
+		stderr:       c.Stderr,
 	}
 	var routed []*podspec.Workload
-	for _, w := range c.workloads {
+	for _, w := range c.Workloads {
 		if !w.IsInjected() {
-			fmt.Fprintf(c.stderr, "podgate: no front door route for %s: it runs without the gate (--no-gate)\n", w.ID())
+			fmt.Fprintf(c.Stderr, "podgate: no front door route for %s: it runs without the gate (--no-gate)\n", w.ID())
 			continue
 		}
 		routed = append(routed, w)
 	}
-	portOf, err := checkRoutes(routed, c.domain, c.servicePorts)
+	portOf, err := CheckRoutes(routed, c.Domain, c.ServicePorts)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range routed {
-		cfg := activator.Config{Logger: c.logger, ProbeInterval: c.probeInterval, ProbeTimeout: c.probeTimeout, Metrics: c.metrics}
+		cfg := activator.Config{Logger: c.Logger, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout, Metrics: c.Metrics}
 		if k := w.Knative; k != nil {
 			cfg.ContainerConcurrency = int(k.ContainerConcurrency)
 			if k.TimeoutSeconds > 0 {
@@ -183,30 +185,36 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 		f.targets = append(f.targets, t)
 		f.byWorkload[w.Namespace+"/"+w.Name] = t
 		f.router.Set(w.Namespace, w.Name, t)
-		f.routes = append(f.routes, frontDoorRoute{
+		f.routes = append(f.routes, route{
 			workload: w.ID(), name: w.Name + "." + w.Namespace, host: f.router.Host(w.Namespace, w.Name),
 		})
 	}
-	errorLog := slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)
+	errorLog := slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn)
 	f.srv = &http.Server{Handler: f.router, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
-	f.listeners = []frontDoorListener{{ln: ln, srv: f.srv}}
-	if err := f.listenServicePorts(c.servicePorts, portOf, errorLog); err != nil {
+	f.listeners = []listener{{ln: ln, srv: f.srv}}
+	if err := f.listenServicePorts(c.ServicePorts, portOf, errorLog); err != nil {
 		f.closeTargets()
 		f.closeServicePorts()
 		return nil, err
 	}
 
-	// Feeds start here, before the pods: a target then sees every pod from
-	// its first endpoint on.
+	f.startFeeds(routed, c)
+	return f, nil
+}
+
+// startFeeds follows each routed workload's EndpointSlices and pods into
+// its target. Feeds start before the pods: a target then sees every pod
+// from its first endpoint on.
+func (f *Door) startFeeds(routed []*podspec.Workload, c Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopFeeds = cancel
 	for i, w := range routed {
 		src := &kubebackends.Source{
-			Client:    c.client,
+			Client:    c.Client,
 			Namespace: w.Namespace,
-			Service:   frontDoorService(w),
+			Service:   serviceName(w),
 			Port:      gatePort(w),
-			Logger:    c.logger,
+			Logger:    c.Logger,
 		}
 		t := f.targets[i]
 		f.feeds.Add(2)
@@ -229,21 +237,20 @@ func newFrontDoor(ln net.Listener, c frontDoorConfig) (*frontDoor, error) {
 					return
 				case <-t.Changed():
 					f.announceReady(i)
-					if c.onChange != nil {
-						c.onChange(w.Namespace, w.Name)
+					if c.OnChange != nil {
+						c.OnChange(w.Namespace, w.Name)
 					}
 				}
 			}
 		}()
 	}
-	return f, nil
 }
 
 // announceReady prints, once per route and after the curl lines, that the
 // workload takes traffic: a pod is usable by the front door and its
 // endpoint is ready (so the pod is Ready too, whatever the fast path let
 // through earlier).
-func (f *frontDoor) announceReady(i int) {
+func (f *Door) announceReady(i int) {
 	f.announceMu.Lock()
 	defer f.announceMu.Unlock()
 	r := &f.routes[i]
@@ -268,7 +275,7 @@ func (f *frontDoor) announceReady(i int) {
 }
 
 // start serves the router and the service ports.
-func (f *frontDoor) start() {
+func (f *Door) Start() {
 	for _, l := range f.listeners {
 		go func() {
 			err := l.srv.Serve(l.ln)
@@ -288,7 +295,7 @@ func (f *frontDoor) start() {
 // printCurls prints one ready-to-paste request per route and per service
 // port. Requests sent before a pod is ready are held until one is; the
 // ready lines (announceReady) follow.
-func (f *frontDoor) printCurls(w io.Writer) {
+func (f *Door) PrintCurls(w io.Writer) {
 	addr := f.ln.Addr().String()
 	fmt.Fprintf(w, "podgate: front door on http://%s (routes by Host: NAME.NAMESPACE.%s; holds requests until a pod is ready)\n", addr, f.domain())
 	for _, r := range f.routes {
@@ -307,7 +314,7 @@ func (f *frontDoor) printCurls(w io.Writer) {
 	}
 }
 
-func (f *frontDoor) domain() string {
+func (f *Door) domain() string {
 	// Host of an empty name and namespace is "..DOMAIN".
 	return f.router.Host("", "")[2:]
 }
@@ -315,7 +322,7 @@ func (f *frontDoor) domain() string {
 // beginShutdown stops taking connections and answers held requests (they
 // could only wait for pods that are stopping) with 503. Requests in flight
 // go on while the pods drain.
-func (f *frontDoor) beginShutdown() {
+func (f *Door) BeginShutdown() {
 	f.shutdownOnce.Do(func() {
 		f.closeTargets()
 		go func() {
@@ -336,14 +343,14 @@ func (f *frontDoor) beginShutdown() {
 	})
 }
 
-// finish waits, at most frontDoorDrain, for requests still in flight,
+// finish waits, at most drainLimit, for requests still in flight,
 // then cuts them, and stops the endpoint feeds.
-func (f *frontDoor) finish() error {
-	f.beginShutdown()
+func (f *Door) Finish() error {
+	f.BeginShutdown()
 	var err error
 	select {
 	case err = <-f.shutdownDone:
-	case <-time.After(frontDoorDrain):
+	case <-time.After(drainLimit):
 		for _, l := range f.listeners {
 			if e := l.srv.Close(); err == nil {
 				err = e
@@ -362,22 +369,14 @@ func (f *frontDoor) finish() error {
 	return err
 }
 
-func (f *frontDoor) closeTargets() {
+func (f *Door) closeTargets() {
 	for _, t := range f.targets {
 		t.Close()
 	}
 }
 
-// lateServingView is the runtime's ServingView before the front door
-// exists: nothing known, so the ready endpoints count until then.
-type lateServingView struct {
-	door atomic.Pointer[frontDoor]
-}
+// Served reports a listener that stopped serving with an error.
+func (f *Door) Served() <-chan error { return f.served }
 
-func (v *lateServingView) ServingPods(namespace, name string) (int, bool) {
-	f := v.door.Load()
-	if f == nil {
-		return 0, false
-	}
-	return f.ServingPods(namespace, name)
-}
+// Addr is the front door's address.
+func (f *Door) Addr() net.Addr { return f.ln.Addr() }

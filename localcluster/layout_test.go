@@ -1,0 +1,76 @@
+package localcluster
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/podgate/podgate/"
+
+// allowedDeps is the package table of docs/architecture.md: the module's
+// packages each one may depend on (directly or not). Arrows point one
+// way: the node agent never reaches the control plane or the commands,
+// and the control plane reaches no part of the node agent.
+var allowedDeps = map[string][]string{
+	"runtime":      {"runtime/proc", "prober", "probe", "podspec", "gateenv", "expansion"},
+	"localcluster": {"objstore", "podspec", "gateenv", "probe", "expansion"},
+	"objstore":     {},
+	"api":          {"objstore"},
+	"probe":        {"expansion"},
+	"prober":       {"probe", "expansion"},
+	"podspec":      {"gateenv", "probe", "expansion"},
+	"gateenv":      {},
+}
+
+// moduleDeps lists the module's packages pkg depends on, as `go list
+// -deps` sees them (test files excluded, as in the binary).
+func moduleDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+pkg).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, ee.Stderr)
+		}
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	var deps []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if p, ok := strings.CutPrefix(line, module); ok && p != pkg {
+			deps = append(deps, p)
+		}
+	}
+	return deps
+}
+
+func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
+	t.Parallel()
+	for pkg, allowed := range allowedDeps {
+		t.Run(pkg, func(t *testing.T) {
+			t.Parallel()
+			for _, dep := range moduleDeps(t, pkg) {
+				if !slices.Contains(allowed, dep) {
+					t.Errorf("%s depends on %s; docs/architecture.md allows only %v", pkg, dep, allowed)
+				}
+			}
+		})
+	}
+}
+
+func TestTheNodeAgentAndTheControlPlaneDoNotKnowEachOther(t *testing.T) {
+	t.Parallel()
+	forbidden := map[string][]string{
+		"runtime":      {"localcluster", "cmd/", "api", "activator", "gate", "lab"},
+		"localcluster": {"runtime", "cmd/", "activator", "gate", "lab"},
+	}
+	for pkg, bad := range forbidden {
+		for _, dep := range moduleDeps(t, pkg) {
+			for _, b := range bad {
+				if dep == b || strings.HasPrefix(dep, strings.TrimSuffix(b, "/")+"/") {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}

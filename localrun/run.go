@@ -1,0 +1,328 @@
+// Package localrun is `podgate run`: it composes the node agent
+// (runtime), the local control plane (localcluster), the embedded API
+// server (api) and the front door, and owns the order they start and
+// stop in. cmd/podgate only turns flags into a Config.
+package localrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/podgate/podgate/activator/prommetrics"
+	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/frontdoor"
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/localcluster"
+	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/runtime"
+)
+
+// Config is a `podgate run`.
+type Config struct {
+	// Workloads are the loaded and validated manifests, as written (the
+	// gate is injected here unless NoGate).
+	Workloads []*podspec.Workload
+	PodCIDR   string
+	APIAddr   string
+	Images    runtime.Images
+	// Replicas, when set, overrides every Deployment's and Knative
+	// Service's replicas.
+	Replicas *int32
+	NodeName string
+	NoGate   bool
+	// Listen, Domain, ServicePorts, ProbeInterval and ProbeTimeout
+	// configure the front door; MetricsListen, when set, serves its
+	// metrics.
+	Listen                      string
+	Domain                      string
+	ServicePorts                []frontdoor.ServicePort
+	ProbeInterval, ProbeTimeout time.Duration
+	MetricsListen               string
+	// Stdout receives the containers' output, Stderr podgate's lines.
+	Stdout, Stderr io.Writer
+}
+
+// Run checks everything, starts the API, the control plane, the front
+// door and the pods, and runs until ctx ends or SIGINT/SIGTERM (a second
+// one kills the pods at once). It stops everything in reverse order; the
+// error joins what failed.
+func Run(ctx context.Context, cfg Config) (err error) {
+	// podgate's lines, its logger and the front door write from several
+	// goroutines.
+	cfg.Stderr = &lockedWriter{w: cfg.Stderr}
+	r := &run{cfg: cfg, log: slog.New(slog.NewTextHandler(cfg.Stderr, nil)), store: objstore.New(objstore.Options{})}
+	r.shutdownCtx, r.force = context.WithCancel(context.Background())
+	defer r.force()
+	var stack closers
+	defer func() { err = errors.Join(err, stack.close()) }()
+	// First SIGINT/SIGTERM: graceful stop. Second: kill at once. Caught
+	// until the very end, so a second one during the stop is ours.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	stack.push(func() error { signal.Stop(sigs); return nil })
+	if err := r.prepare(&stack); err != nil {
+		return err
+	}
+	r.start(ctx, &stack)
+	runErr := r.wait(ctx, sigs, &stack)
+	go func() {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(cfg.Stderr, "podgate: %s: killing pods now\n", sig)
+			r.force()
+		case <-r.shutdownCtx.Done():
+		}
+	}()
+	return runErr
+}
+
+// run is one Run's parts, in the order they start.
+type run struct {
+	cfg   Config
+	log   *slog.Logger
+	store *objstore.Store
+
+	workloads []*podspec.Workload // as run: the gate injected
+	pods      *localcluster.Pods
+	agent     *runtime.Agent
+	endpoints *localcluster.Endpoints
+	apiLn     net.Listener
+	door      *frontdoor.Door
+	metrics   *frontdoor.MetricsServer
+	apiDone   chan error
+
+	shutdownCtx context.Context
+	force       context.CancelFunc
+	stopOnce    sync.Once
+	started     bool // the pods were started
+}
+
+// prepare does everything that can fail before anything serves: the
+// manifests are checked, addresses taken, parts made. What it opens is on
+// the stack.
+func (r *run) prepare(stack *closers) error {
+	r.pods = localcluster.NewPods(r.store, nil, r.log)
+	agent, err := runtime.New(runtime.Options{
+		Events: localcluster.NewEvents(r.store), Pods: r.pods, Source: r.pods,
+		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images, Replicas: r.cfg.Replicas,
+		Output: r.cfg.Stdout, Logger: r.log, NodeName: r.cfg.NodeName,
+	})
+	if err != nil {
+		return err
+	}
+	r.agent = agent
+	// Should a later step fail; once started, the pods stop in their
+	// place in the order (start), and this does nothing.
+	stack.push(r.stopPods)
+	// The workloads as written first, so that a problem names the
+	// container the user wrote (the gate is not in the file).
+	if err := agent.Check(r.cfg.Workloads); err != nil {
+		return err
+	}
+	var routed []*podspec.Workload
+	if !r.cfg.NoGate {
+		routed = r.cfg.Workloads
+	}
+	if _, err := frontdoor.CheckRoutes(routed, r.cfg.Domain, r.cfg.ServicePorts); err != nil {
+		return err
+	}
+	if r.apiLn, err = api.Listen(r.cfg.APIAddr); err != nil {
+		return inUse(err, "--api")
+	}
+	stack.push(r.apiLn.Close)
+	if r.workloads, err = r.inject(); err != nil {
+		return err
+	}
+	return r.prepareFrontDoor(stack)
+}
+
+// inject puts the gate in front of every pod's serving container, the
+// same rewrite the Kubernetes webhook applies; its status source is the
+// control API (for exec readiness it cannot run).
+func (r *run) inject() ([]*podspec.Workload, error) {
+	if r.cfg.NoGate {
+		return r.cfg.Workloads, nil
+	}
+	out := make([]*podspec.Workload, 0, len(r.cfg.Workloads))
+	for _, w := range r.cfg.Workloads {
+		injected, err := podspec.Inject(w, podspec.Options{Local: true, APIAddr: r.apiLn.Addr().String()})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, injected)
+	}
+	return out, r.agent.Check(out)
+}
+
+// prepareFrontDoor makes the EndpointSlice and Service controller (a
+// Service's Ready follows the front door's count) and the front door.
+func (r *run) prepareFrontDoor(stack *closers) error {
+	serving := &lateServing{}
+	var err error
+	r.endpoints, err = localcluster.NewEndpoints(localcluster.EndpointsConfig{
+		Store: r.store, Workloads: r.workloads, Domain: r.cfg.Domain, Serving: serving, Logger: r.log,
+	})
+	if err != nil {
+		return err
+	}
+	// Endpoints turn not ready before the agent acts on a status.
+	r.pods.SetWritten(r.endpoints.PodWritten)
+	if err := r.endpoints.Start(); err != nil {
+		return err
+	}
+	// Below the pods on the stack: the slices show the pods gone.
+	stack.push(func() error { r.endpoints.Stop(); return nil })
+	doorLn, err := frontdoor.Listen(r.cfg.Listen)
+	if err != nil {
+		return inUse(err, "--listen")
+	}
+	stack.push(doorLn.Close)
+	// The front door reads the control API as any client would (it is
+	// answered once the API serves; the listener queues until then).
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + r.apiLn.Addr().String()})
+	if err != nil {
+		return err
+	}
+	doorCfg := frontdoor.Config{
+		Client: client, Workloads: r.workloads, Domain: r.cfg.Domain, ServicePorts: r.cfg.ServicePorts,
+		ProbeInterval: r.cfg.ProbeInterval, ProbeTimeout: r.cfg.ProbeTimeout,
+		OnChange: r.endpoints.Resync, Logger: r.log, Stderr: r.cfg.Stderr,
+	}
+	if r.cfg.MetricsListen != "" {
+		var m *prommetrics.Metrics
+		if r.metrics, m, err = frontdoor.NewMetrics(r.cfg.MetricsListen, r.log); err != nil {
+			return err
+		}
+		stack.push(r.metrics.Close)
+		doorCfg.Metrics = m
+	}
+	if r.door, err = frontdoor.New(doorLn, doorCfg); err != nil {
+		return err
+	}
+	serving.door.Store(r.door)
+	return nil
+}
+
+// start serves the API, the metrics and the front door (before the pods
+// start: early requests wait for a ready pod). Each pushes its stop.
+func (r *run) start(ctx context.Context, stack *closers) {
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+	srv := api.NewServer(api.Config{Store: r.store, Pods: r.pods, Logs: r.agent, Logger: r.log})
+	r.apiDone = make(chan error, 1)
+	go func() { r.apiDone <- srv.Serve(apiCtx, r.apiLn) }()
+	stack.push(func() error { stopAPI(); return <-r.apiDone })
+	fmt.Fprintf(r.cfg.Stderr, "podgate: control API on http://%s (podgate get pods --api %s)\n", r.apiLn.Addr(), r.apiLn.Addr())
+	if r.metrics != nil {
+		r.metrics.Start()
+		stack.push(r.metrics.Stop)
+		fmt.Fprintf(r.cfg.Stderr, "podgate: front door metrics on http://%s/metrics\n", r.metrics.Addr())
+	}
+	r.door.Start()
+	stack.push(r.door.Finish)
+	// The gates learn of their pod's deletion through the API, so the
+	// pods stop while it serves.
+	stack.push(r.stopPods)
+	// Popped first: the front door stops taking requests (held ones get
+	// 503) while the pods drain.
+	stack.push(func() error { r.door.BeginShutdown(); return nil })
+}
+
+// wait starts the pods and waits for the end: a signal, ctx, or a server
+// that failed.
+func (r *run) wait(ctx context.Context, sigs <-chan os.Signal, stack *closers) error {
+	r.started = true
+	wl, err := localcluster.NewWorkloads(localcluster.WorkloadsConfig{
+		Store: r.store, Workloads: r.workloads, NodeName: r.agent.NodeName(), Replicas: r.cfg.Replicas, Logger: r.log,
+	})
+	if err != nil {
+		return err
+	}
+	// Popped first: the pods that stop are not replaced.
+	stack.push(func() error { wl.Stop(); return nil })
+	if err := wl.Start(); err != nil {
+		return err
+	}
+	for _, w := range r.workloads {
+		via := "no gate"
+		if w.IsInjected() {
+			via = fmt.Sprintf("through the gate on port %d", gateenv.DefaultServingPort)
+		}
+		fmt.Fprintf(r.cfg.Stderr, "podgate: running %s (namespace %s, serving container %s on port %d, %s)\n",
+			w.ID(), w.Namespace, w.ServingContainer, w.ServingPort, via)
+	}
+	r.door.PrintCurls(r.cfg.Stderr)
+	select {
+	case sig := <-sigs:
+		fmt.Fprintf(r.cfg.Stderr, "podgate: %s: stopping pods gracefully (again to kill them now)\n", sig)
+	case <-ctx.Done():
+	case err := <-r.apiDone:
+		r.apiDone <- err // for the API's closer
+		return err
+	case err := <-r.door.Served():
+		return fmt.Errorf("front door: %w", err)
+	}
+	return nil
+}
+
+// stopPods stops every pod gracefully (killed at once after a second
+// signal). A forced kill is what the user asked for: it is reported, not
+// returned.
+func (r *run) stopPods() error {
+	r.stopOnce.Do(func() {
+		start := time.Now()
+		if err := r.agent.Shutdown(r.shutdownCtx); err != nil {
+			fmt.Fprintf(r.cfg.Stderr, "podgate: %v\n", err)
+		}
+		if r.started {
+			fmt.Fprintf(r.cfg.Stderr, "podgate: all pods stopped in %s\n", time.Since(start).Round(time.Millisecond))
+		}
+	})
+	return nil
+}
+
+// inUse adds which flag to change to an address already in use.
+func inUse(err error, flag string) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: is another 'podgate run' using it? Choose another address with %s (port 0 picks a free one)", err, flag)
+	}
+	return err
+}
+
+// lateServing is the front door's count before the front door exists:
+// nothing known, so the ready endpoints count until then.
+type lateServing struct {
+	door atomic.Pointer[frontdoor.Door]
+}
+
+func (v *lateServing) ServingPods(namespace, name string) (int, bool) {
+	d := v.door.Load()
+	if d == nil {
+		return 0, false
+	}
+	return d.ServingPods(namespace, name)
+}
+
+// lockedWriter serializes writes of several goroutines to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

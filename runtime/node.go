@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodSource is how the agent learns what the API did to the pods bound to
+// it (spec.nodeName == Options.NodeName): a deletion marked with
+// metadata.deletionTimestamp and deletionGracePeriodSeconds, or the
+// object removed at once (a forced delete). The agent never takes such an
+// order any other way, as the kubelet only watches the API server.
+type PodSource interface {
+	// WatchPods calls onChange from one goroutine, in order, with each
+	// pod of nodeName as it is now (gone: it was removed) until ctx ends.
+	WatchPods(ctx context.Context, nodeName string, onChange func(pod *corev1.Pod, gone bool)) error
+}
+
+// PodWriter is where the agent writes what it observed of its pods.
+type PodWriter interface {
+	// UpdatePodStatus writes pod.Status (the pods/status subresource: the
+	// stored metadata and spec stay). Deletion marks on pod are the
+	// agent's own (it terminates its pods when it shuts down) and are
+	// kept only where the API has none.
+	UpdatePodStatus(pod *corev1.Pod) error
+	// RemovePod removes the pod once every container stopped: the
+	// kubelet's final delete, preconditioned on uid.
+	RemovePod(namespace, name string, uid types.UID) error
+}
+
+// EventWriter is where the agent's events go: the events API.
+type EventWriter interface {
+	// CreateEvent stores ev; an AlreadyExists error when its name is
+	// taken.
+	CreateEvent(ev *corev1.Event) error
+	// UpdateEvent changes a stored event (a repeat bumps its count); a
+	// NotFound error when it is gone.
+	UpdateEvent(namespace, name string, change func(*corev1.Event)) error
+	// DeleteEvent removes an event (the oldest, past the limit).
+	DeleteEvent(namespace, name string) error
+}
+
+// observe turns what the API did to a pod into the pod worker's events.
+// It runs on the PodSource's goroutine only, which owns a.deletions.
+func (a *Agent) observe(obj *corev1.Pod, gone bool) {
+	p := a.pod(obj.Namespace, obj.Name)
+	if p == nil && !gone {
+		a.admit(obj)
+		return
+	}
+	if p == nil || p.uid != obj.UID {
+		return
+	}
+	switch {
+	case gone:
+		// Removed before it stopped (grace period 0): kill what runs.
+		delete(a.deletions, obj.UID)
+		p.post(evForce{})
+	case obj.DeletionTimestamp != nil:
+		grace := int64(30)
+		if g := obj.DeletionGracePeriodSeconds; g != nil {
+			grace = *g
+		}
+		// Every status write comes back as a change: only a new (or a
+		// shorter) deletion is news.
+		if prev, ok := a.deletions[obj.UID]; ok && prev <= grace {
+			return
+		}
+		a.deletions[obj.UID] = grace
+		p.post(evDelete{grace: &grace})
+	}
+}
+
+// admit starts the worker of a pod the agent does not run: a new one, or
+// one that finished (Succeeded or Failed), which only waits to be removed
+// once deleted.
+func (a *Agent) admit(obj *corev1.Pod) {
+	switch obj.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		if obj.DeletionTimestamp != nil {
+			if err := a.opts.Pods.RemovePod(obj.Namespace, obj.Name, obj.UID); err != nil && !apierrors.IsNotFound(err) {
+				a.log.Warn("remove pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
+			}
+		}
+		return
+	}
+	if obj.DeletionTimestamp != nil {
+		// Deleted before it ever ran here: nothing to stop.
+		if err := a.opts.Pods.RemovePod(obj.Namespace, obj.Name, obj.UID); err != nil && !apierrors.IsNotFound(err) {
+			a.log.Warn("remove pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
+		}
+		return
+	}
+	p, err := newPod(a, obj)
+	if err != nil {
+		a.log.Error("admit pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
+		return
+	}
+	if !a.addPod(p) {
+		p.mgr.Stop() // shutting down
+		a.ipam.release(p.ip)
+		return
+	}
+	go p.run()
+	p.post(evSync{})
+}
