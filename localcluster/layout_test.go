@@ -14,14 +14,24 @@ const module = "github.com/podgate/podgate/"
 // way: the node agent never reaches the control plane or the commands,
 // and the control plane reaches no part of the node agent.
 var allowedDeps = map[string][]string{
-	"runtime":      {"runtime/proc", "prober", "probe", "podspec", "gateenv", "expansion"},
-	"localcluster": {"objstore", "podspec", "gateenv", "probe", "expansion"},
-	"objstore":     {},
-	"api":          {"objstore"},
-	"probe":        {"expansion"},
-	"prober":       {"probe", "expansion"},
-	"podspec":      {"gateenv", "probe", "expansion"},
-	"gateenv":      {},
+	"expansion":              {},
+	"wire":                   {},
+	"specdecode":             {},
+	"procgroup":              {},
+	"objstore":               {},
+	"probe":                  {"expansion", "procgroup", "wire"},
+	"prober":                 {"probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gateenv":                {"specdecode", "wire"},
+	"podspec":                {"gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"runtime/proc":           {"procgroup"},
+	"runtime":                {"runtime/proc", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"localcluster":           {"objstore", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"api":                    {"objstore", "wire"},
+	"gate":                   {"gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gate/podstatus":         {"gate", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"activator":              {"gateenv", "wire", "specdecode"},
+	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
+	"printers":               {"objstore"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
