@@ -168,7 +168,7 @@ func TestEndpointSlicesFollowThePodsAsTheEndpointSliceControllerDoes(t *testing.
 func TestEndpointsFollowDeletionAndRemoval(t *testing.T) {
 	t.Parallel()
 	_, store := startEndpoints(t, EndpointsConfig{Workloads: loadWorkloads(t, deploymentAndService)})
-	pods := NewPods(store, nil, nil)
+	pods := NewPods(store, nil)
 	created, err := store.Pods.Create(podState{name: "a", ip: "127.0.1.1", labels: map[string]string{"app": "web"}, ready: true}.pod())
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestEndpointsFollowDeletionAndRemoval(t *testing.T) {
 func TestAWrittenStatusReachesTheSliceBeforeTheWriteReturns(t *testing.T) {
 	t.Parallel()
 	e, store := startEndpoints(t, EndpointsConfig{Workloads: loadWorkloads(t, deploymentAndService)})
-	pods := NewPods(store, nil, nil)
+	pods := NewPods(store, nil)
 	pods.SetWritten(e.PodWritten)
 	created, err := store.Pods.Create(podState{name: "a", ip: "127.0.1.1", labels: map[string]string{"app": "web"}, ready: true}.pod())
 	if err != nil {

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/objstore"
 )
@@ -25,7 +23,6 @@ import (
 // the kube-apiserver plays this part.
 type Pods struct {
 	store *objstore.Store
-	clock clock.PassiveClock
 	log   *slog.Logger
 	// written is told of every pod this writes, before the write
 	// returns (SetWritten).
@@ -45,17 +42,13 @@ func (s *Pods) tell(p *corev1.Pod) {
 	}
 }
 
-// NewPods serves the pods of store; clk stamps deletionTimestamp (nil is
-// the real clock), log reports a watch that had to start over (nil
-// discards).
-func NewPods(store *objstore.Store, clk clock.PassiveClock, log *slog.Logger) *Pods {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+// NewPods serves the pods of store (whose clock stamps deletionTimestamp);
+// log reports a watch that had to start over (nil discards).
+func NewPods(store *objstore.Store, log *slog.Logger) *Pods {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pods{store: store, clock: clk, log: log}
+	return &Pods{store: store, log: log}
 }
 
 // UpdatePodStatus writes pod.Status as the pods/status subresource does:
@@ -98,48 +91,18 @@ func (s *Pods) RemovePod(namespace, name string, uid types.UID) error {
 }
 
 // DeletePod implements the control API's DELETE of a pod as the API
-// server does: it sets metadata.deletionTimestamp to when the grace period
-// ends and deletionGracePeriodSeconds (opts.GracePeriodSeconds, else the
-// pod's terminationGracePeriodSeconds, default 30); the node agent sees
-// it, terminates the pod and removes it. A second delete may only shorten
-// the grace period. Grace period 0 removes the pod at once (a forced
-// delete); the agent then kills what still runs.
+// server does (objstore.Store.DeletePod: deletionTimestamp and
+// deletionGracePeriodSeconds on a running pod, which the node agent sees,
+// terminates and removes; grace period 0 removes it at once and the agent
+// kills what still runs), and tells the EndpointSlice controller of a
+// marked pod before it returns, so the endpoint is terminating by the time
+// the DELETE is answered.
 func (s *Pods) DeletePod(_ context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-	gr := s.store.Pods.GroupResource()
-	remove := false
-	marked, err := s.store.Pods.Modify(namespace, name, func(cur *corev1.Pod) error {
-		if pre := opts.Preconditions; pre != nil && pre.UID != nil && *pre.UID != cur.UID {
-			return apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", *pre.UID, cur.UID))
-		}
-		grace := int64(30)
-		if g := cur.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = *g
-		}
-		if opts.GracePeriodSeconds != nil {
-			grace = *opts.GracePeriodSeconds
-		}
-		if grace <= 0 {
-			remove = true
-			return nil
-		}
-		if cur.DeletionGracePeriodSeconds != nil && *cur.DeletionGracePeriodSeconds <= grace {
-			return nil // already terminating, at least as fast
-		}
-		ts := metav1.NewTime(s.clock.Now().Add(time.Duration(grace) * time.Second))
-		cur.DeletionTimestamp = &ts
-		cur.DeletionGracePeriodSeconds = &grace
-		return nil
-	})
-	if err != nil || !remove {
-		if err == nil {
-			s.tell(marked)
-		}
-		return err
+	pod, gone, err := s.store.DeletePod(namespace, name, opts)
+	if err == nil && !gone {
+		s.tell(pod)
 	}
-	if _, err := s.store.Pods.Delete(namespace, name); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
+	return err
 }
 
 // WatchPods calls onChange with every pod bound to nodeName as it is now,

@@ -22,8 +22,10 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func newPods(t *testing.T) (*Pods, *objstore.Store) {
 	t.Helper()
-	store := objstore.New(objstore.Options{})
-	return NewPods(store, clocktesting.NewFakePassiveClock(epoch), nil), store
+	clk := clocktesting.NewFakePassiveClock(epoch)
+	// The store stamps deletions, as the API server does.
+	store := objstore.New(objstore.Options{Now: clk.Now})
+	return NewPods(store, nil), store
 }
 
 func createPod(t *testing.T, store *objstore.Store, name, node string, grace *int64) *corev1.Pod {
@@ -203,7 +205,7 @@ func TestWatchPodsThatFellBehindListsAgain(t *testing.T) {
 	store := objstore.New(objstore.Options{WatchBuffer: 1})
 	var logs strings.Builder
 	var logMu sync.Mutex
-	pods := NewPods(store, nil, slog.New(slog.NewTextHandler(&lockedBuilder{mu: &logMu, b: &logs}, nil)))
+	pods := NewPods(store, slog.New(slog.NewTextHandler(&lockedBuilder{mu: &logMu, b: &logs}, nil)))
 	createPod(t, store, "stays", "n1", nil)
 	createPod(t, store, "goes", "n1", nil)
 	ctx, cancel := context.WithCancel(context.Background())

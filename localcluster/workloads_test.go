@@ -128,7 +128,7 @@ func TestWorkloadsReplaceADeletedPodAtOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, store := startWorkloads(t, podDeploymentService, nil)
-			pods := NewPods(store, nil, nil)
+			pods := NewPods(store, nil)
 			victim := podsMatching(store, web)[0]
 			if err := pods.DeletePod(t.Context(), "default", victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &tt.grace}); err != nil {
 				t.Fatal(err)
@@ -148,7 +148,7 @@ func TestWorkloadsReplaceADeletedPodAtOnce(t *testing.T) {
 		t.Parallel()
 		_, store := startWorkloads(t, podDeploymentService, nil)
 		zero := int64(0)
-		if err := NewPods(store, nil, nil).DeletePod(t.Context(), "default", "solo", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if err := NewPods(store, nil).DeletePod(t.Context(), "default", "solo", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond) // a replacement would be made at once
@@ -162,7 +162,7 @@ func TestWorkloadsReplaceADeletedPodAtOnce(t *testing.T) {
 		c.Stop()
 		victim := podsMatching(store, web)[0]
 		zero := int64(0)
-		if err := NewPods(store, nil, nil).DeletePod(t.Context(), "default", victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if err := NewPods(store, nil).DeletePod(t.Context(), "default", victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)

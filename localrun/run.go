@@ -114,7 +114,7 @@ type run struct {
 // manifests are checked, addresses taken, parts made. What it opens is on
 // the stack.
 func (r *run) prepare(stack *closers) error {
-	r.pods = localcluster.NewPods(r.store, nil, r.log)
+	r.pods = localcluster.NewPods(r.store, r.log)
 	agent, err := runtime.New(runtime.Options{
 		Events: localcluster.NewEvents(r.store), Pods: r.pods, Source: r.pods,
 		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images, Replicas: r.cfg.Replicas,

@@ -94,7 +94,7 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	for _, f := range opts {
 		f(&o)
 	}
-	h.pods = localcluster.NewPods(store, o.Clock, nil)
+	h.pods = localcluster.NewPods(store, nil)
 	if o.Clock != nil {
 		h.clock = o.Clock
 	}
