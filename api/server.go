@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,8 @@ const DefaultBookmarkInterval = time.Minute
 type Server struct {
 	cfg Config
 	mux *http.ServeMux
+	// handling counts requests inside a handler, for Serve's shutdown.
+	handling atomic.Int64
 }
 
 // NewServer returns a Server for cfg.
@@ -152,6 +155,8 @@ func (s *Server) methods(gr schema.GroupResource, byMethod map[string]http.Handl
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
 	if !acceptsJSON(r) {
 		writeError(w, s.cfg.Logger, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, r.Method, schema.GroupResource{}, "",
 			fmt.Sprintf("only application/json is served, not %q", r.Header.Get("Accept")), 0, false))
@@ -205,14 +210,39 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopStreams()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := hs.Shutdown(shutdownCtx)
-	if err != nil {
-		err = errors.Join(fmt.Errorf("control API shutdown: %w", err), hs.Close())
-	}
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(shutdownCtx) }()
+	err := s.awaitShutdown(shut, hs)
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
 	return err
+}
+
+// awaitShutdown waits for hs.Shutdown (whose result comes on shut) and
+// cuts it short once no handler runs: net/http counts a connection that
+// has not sent a request yet as busy for its first 5 s, and client-go
+// dials such spare connections (discovery asks several group versions at
+// once), so Shutdown alone would hold `podgate run`'s exit for seconds
+// with nothing left to answer.
+func (s *Server) awaitShutdown(shut <-chan error, hs *http.Server) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-shut:
+			if err != nil {
+				return errors.Join(fmt.Errorf("control API shutdown: %w", err), hs.Close())
+			}
+			return nil
+		case <-tick.C:
+			if s.handling.Load() == 0 {
+				err := hs.Close()
+				<-shut
+				return err
+			}
+		}
+	}
 }
 
 // Listen opens addr for the control API. It refuses any address that is not

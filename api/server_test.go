@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -212,5 +215,38 @@ func TestTypedListHelpersDecodeEachKind(t *testing.T) {
 	svcs, err := s.client.ListServices(t.Context(), ListOptions{})
 	if err != nil || len(svcs.Items) != 1 || svcs.Items[0].Status.URL != "http://hello.default.example.com" || svcs.Items[0].Kind != "Service" {
 		t.Errorf("services: %+v %v", svcs, err)
+	}
+}
+
+// TestShutdownDoesNotWaitForASpareConnection: a client that dialed a
+// connection it never used (client-go dials spares) neither fails the
+// shutdown nor holds it for net/http's 5 s grace of new connections.
+func TestShutdownDoesNotWaitForASpareConnection(t *testing.T) {
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- NewServer(Config{Store: objstore.New(objstore.Options{})}).Serve(ctx, ln) }()
+	spare, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	// The server has accepted it once a request on another connection is answered.
+	resp, err := http.Get("http://" + ln.Addr().String() + "/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Serve still shutting down after 3 s: it waits for the spare connection")
 	}
 }
