@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // Pod is one pod of a target as the endpoint source sees it.
@@ -58,7 +58,7 @@ func FastPathAllowed(spec *corev1.PodSpec) bool {
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			c := &cs[i]
-			if c.Name == gateenv.ContainerName {
+			if c.Name == wire.GateContainerName {
 				// The gate's own startup probe passes once it serves:
 				// a gate that answers has passed it.
 				continue

@@ -90,9 +90,9 @@ func (r RoutedProbes) Probe(kind ProbeKind) *corev1.Probe {
 // Defaults is the configuration of a gate whose environment sets nothing.
 func Defaults() Config {
 	return Config{
-		ServingPort:      DefaultServingPort,
-		AdminPort:        DefaultAdminPort,
-		MetricsPort:      DefaultMetricsPort,
+		ServingPort:      wire.GatePort,
+		AdminPort:        wire.GateAdminPort,
+		MetricsPort:      wire.GateMetricsPort,
 		UserPort:         wire.KnativeUserPort,
 		UpstreamHost:     "127.0.0.1",
 		RevisionTimeout:  DefaultRevisionTimeoutSeconds * time.Second,

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/wire"
 )
 
 func envMap(vars []corev1.EnvVar) map[string]string {
@@ -273,7 +275,7 @@ func TestDecodeEnvAcceptsQueueProxysEnvironment(t *testing.T) {
 	}
 	// An empty podgate variable still means unset.
 	env[EnvAdminPort] = ""
-	if c, err := DecodeEnv(lookuper(env)); err != nil || c.AdminPort != DefaultAdminPort {
+	if c, err := DecodeEnv(lookuper(env)); err != nil || c.AdminPort != wire.GateAdminPort {
 		t.Errorf("empty %s: admin port %d, %v", EnvAdminPort, c.AdminPort, err)
 	}
 }

@@ -12,8 +12,6 @@
 // depend on it.
 package gateenv
 
-import "github.com/podgate/podgate/wire"
-
 // Knative queue-proxy variables.
 const (
 	// EnvServingReadinessProbe holds the readiness probes the gate runs
@@ -98,17 +96,9 @@ const (
 
 // Ports, names and paths of the gate.
 const (
-	// ContainerName and the ports below are package wire's facts, under
-	// the names runtime, activator/pod.go, lab and cmd/podgate/run.go
-	// still use; they are to move to wire's names once issue 11's
-	// branches are merged.
-	ContainerName = wire.GateContainerName
 	// DefaultImage is the gate image unless the injector is told otherwise.
 	DefaultImage = "ghcr.io/podgate/podgate"
 
-	DefaultServingPort = wire.GatePort
-	DefaultAdminPort   = wire.GateAdminPort
-	DefaultMetricsPort = wire.GateMetricsPort
 	// DefaultRevisionTimeoutSeconds is Knative's default request timeout.
 	DefaultRevisionTimeoutSeconds = 300
 	// DefaultDrainQuietPeriodSeconds is queue-proxy's drain quiet period.

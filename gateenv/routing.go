@@ -1,7 +1,5 @@
 package gateenv
 
-import "github.com/podgate/podgate/wire"
-
 // What the gate's start, its drain and its routed probes add to the
 // contract: the admin paths the injector's hooks and probes call, the
 // header a routed probe's answer carries, and who may end a drain early.
@@ -28,8 +26,4 @@ const (
 	// UnroutedPath is where the router named by EnvOnlyRouter confirms,
 	// with POST and ?pod=<name>, that it sends the pod nothing any more.
 	UnroutedPath = "/unrouted"
-
-	// ProbeMessageHeader is wire.ProbeMessageHeader (runtime still uses
-	// this name).
-	ProbeMessageHeader = wire.ProbeMessageHeader
 )

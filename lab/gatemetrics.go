@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // GateRequests is how many requests the pod's gate proxied to its
@@ -17,7 +17,7 @@ import (
 // checks are not counted), read from http://podIP:9091/metrics. Zero
 // proves no traffic reached the pod's containers.
 func GateRequests(ctx context.Context, podIP string) (float64, error) {
-	resp, err := podGet(ctx, "gate metrics", podIP, gateenv.DefaultMetricsPort, "/metrics")
+	resp, err := podGet(ctx, "gate metrics", podIP, wire.GateMetricsPort, "/metrics")
 	if err != nil {
 		return 0, err
 	}

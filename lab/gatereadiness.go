@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/wire"
 )
 
 // GateReadiness is the gate's per-container verdict, from
@@ -24,7 +24,7 @@ type GateReadiness struct {
 
 // ReadGateReadiness asks the pod's gate.
 func ReadGateReadiness(ctx context.Context, podIP string) (*GateReadiness, error) {
-	resp, err := podGet(ctx, "gate readiness", podIP, gateenv.DefaultAdminPort, "/readyz?verbose")
+	resp, err := podGet(ctx, "gate readiness", podIP, wire.GateAdminPort, "/readyz?verbose")
 	if err != nil {
 		return nil, err
 	}

@@ -220,8 +220,8 @@ func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) [
 // is not ready: the readiness probes the gate runs itself are not the node
 // agent's, so the pod status cannot name that container.
 func gateReadyzURL(w *podspec.Workload, ip string) string {
-	port := gateenv.DefaultAdminPort
-	if g := w.Container(gateenv.ContainerName); g != nil {
+	port := wire.GateAdminPort
+	if g := w.Container(wire.GateContainerName); g != nil {
 		env := map[string]string{}
 		for _, e := range g.Env {
 			env[e.Name] = e.Value
@@ -241,14 +241,14 @@ func notServing(w *podspec.Workload, eps []endpoint) string {
 		switch {
 		case st.terminating:
 			parts = append(parts, fmt.Sprintf("pod %s is terminating", name))
-		case len(st.notReady) == 1 && st.notReady[0] == gateenv.ContainerName:
+		case len(st.notReady) == 1 && st.notReady[0] == wire.GateContainerName:
 			// The gate is first to know: it probes the containers itself
 			// (aggressively while starting) before the kubelet-paced
 			// probes mark them.
 			parts = append(parts, fmt.Sprintf("pod %s: its gate reports a container not ready (%s names it)", name, gateReadyzURL(w, st.pod.Status.PodIP)))
 		case len(st.notReady) > 0:
 			// The gate is unready because of the others: name those.
-			others := slices.DeleteFunc(slices.Clone(st.notReady), func(c string) bool { return c == gateenv.ContainerName })
+			others := slices.DeleteFunc(slices.Clone(st.notReady), func(c string) bool { return c == wire.GateContainerName })
 			parts = append(parts, fmt.Sprintf("pod %s has containers not ready: [%s]", name, strings.Join(others, " ")))
 		case st.serving:
 			// Ready endpoint, yet not in the front door's view: its gate

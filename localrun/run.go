@@ -23,11 +23,11 @@ import (
 	"github.com/podgate/podgate/activator/prommetrics"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/wire"
 )
 
 // Config is a `podgate run`.
@@ -258,7 +258,7 @@ func (r *run) wait(ctx context.Context, sigs <-chan os.Signal, stack *closers) e
 	for _, w := range r.workloads {
 		via := "no gate"
 		if w.IsInjected() {
-			via = fmt.Sprintf("through the gate on port %d", gateenv.DefaultServingPort)
+			via = fmt.Sprintf("through the gate on port %d", wire.GatePort)
 		}
 		fmt.Fprintf(r.cfg.Stderr, "podgate: running %s (namespace %s, serving container %s on port %d, %s)\n",
 			w.ID(), w.Namespace, w.ServingContainer, w.ServingPort, via)

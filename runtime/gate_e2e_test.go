@@ -17,6 +17,7 @@ import (
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/wire"
 )
 
 // The gate in the node agent: pods injected as `podgate run` injects them,
@@ -157,7 +158,7 @@ func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
     livenessProbe: {tcpSocket: {port: 8081}, initialDelaySeconds: 1, periodSeconds: 1}
 `), podspec.Options{})
 	p := h.waitPod("web", "ready", podReady)
-	if cs := containerStatus(p, gateenv.ContainerName); cs.Started == nil || !*cs.Started || !cs.Ready {
+	if cs := containerStatus(p, wire.GateContainerName); cs.Started == nil || !*cs.Started || !cs.Ready {
 		t.Errorf("gate status %+v, want started and ready", cs)
 	}
 	// Liveness probes went through the gate.
@@ -171,7 +172,7 @@ func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
 		if v == nil || v.Name != "web" {
 			continue
 		}
-		gate := containerStatus(v, gateenv.ContainerName)
+		gate := containerStatus(v, wire.GateContainerName)
 		for _, cs := range v.Status.ContainerStatuses {
 			if cs.State.Waiting != nil && cs.State.Waiting.Reason == "PodInitializing" {
 				continue
@@ -285,7 +286,7 @@ func TestRoutedProbesRecordWhatDirectProbesRecord(t *testing.T) {
 		if e.Reason != ReasonUnhealthy && e.Reason != ReasonProbeWarning {
 			continue
 		}
-		if strings.Contains(e.InvolvedObject.FieldPath, gateenv.ContainerName) {
+		if strings.Contains(e.InvolvedObject.FieldPath, wire.GateContainerName) {
 			continue // the gate's own readiness: not one of the app's probes
 		}
 		if n := normalize(routed, e); !seen[n] && !strings.Contains(n, "connection refused") {
@@ -370,7 +371,7 @@ spec:
 // gateReadyz is the pod's gate's /readyz?verbose.
 func (h *harness) gateReadyz(p *corev1.Pod) string {
 	h.t.Helper()
-	_, body, err := get(fmt.Sprintf("http://%s:%d/readyz?verbose", p.Status.PodIP, gateenv.DefaultAdminPort))
+	_, body, err := get(fmt.Sprintf("http://%s:%d/readyz?verbose", p.Status.PodIP, wire.GateAdminPort))
 	if err != nil {
 		return err.Error()
 	}
@@ -401,18 +402,18 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 	if err := h.pods.DeletePod(context.Background(), "default", "drain", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitOutputLine("drain", gateenv.ContainerName, `why="the pod is being deleted (status source)"`)
-	h.waitOutputLine("drain", gateenv.ContainerName, "preStop hook waiting for the drain")
+	h.waitOutputLine("drain", wire.GateContainerName, `why="the pod is being deleted (status source)"`)
+	h.waitOutputLine("drain", wire.GateContainerName, "preStop hook waiting for the drain")
 	// A request straight to the pod during the drain is served.
 	// The gate's quiet period starts no earlier than the request did
 	// (taking the time after the answer would race the gate by the
 	// answer's way back).
 	lastRequest := time.Now()
-	code, body, err := get(fmt.Sprintf("http://%s:%d/", p.Status.PodIP, gateenv.DefaultServingPort))
+	code, body, err := get(fmt.Sprintf("http://%s:%d/", p.Status.PodIP, wire.GatePort))
 	if err != nil || code != 200 || !strings.Contains(body, "drain") {
 		t.Fatalf("request during the drain: %d %q %v; want 200 from the app", code, body, err)
 	}
-	drained := h.waitOutputLine("drain", gateenv.ContainerName, "drained: no request for the quiet period")
+	drained := h.waitOutputLine("drain", wire.GateContainerName, "drained: no request for the quiet period")
 	term := h.waitOutputLine("drain", "app", "termination requested")
 	sigterm := time.Now()
 	if term < drained {
@@ -421,7 +422,7 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 	if quiet := 3 * time.Second; sigterm.Sub(lastRequest) < quiet {
 		t.Errorf("the app got SIGTERM %s after the last request, within the %s quiet period", sigterm.Sub(lastRequest), quiet)
 	}
-	if h.outputLine("drain", gateenv.ContainerName, "preStop hook released") >= 0 {
+	if h.outputLine("drain", wire.GateContainerName, "preStop hook released") >= 0 {
 		t.Error("the app's preStop was released as for a restart: the gate did not know of the deletion")
 	}
 	// The drain failed the gate's readiness every second; the node agent
@@ -462,8 +463,8 @@ func TestLivenessKillIsARestartNotADrain(t *testing.T) {
 		t.Fatalf("toggle liveness: %d %v", code, err)
 	}
 	h.restarted("restart", "app", 1)
-	h.waitOutputLine("restart", gateenv.ContainerName, "preStop hook released: no SIGTERM, so a container restarts")
-	if i := h.outputLine("restart", gateenv.ContainerName, "terminating: failing health checks"); i >= 0 {
+	h.waitOutputLine("restart", wire.GateContainerName, "preStop hook released: no SIGTERM, so a container restarts")
+	if i := h.outputLine("restart", wire.GateContainerName, "terminating: failing health checks"); i >= 0 {
 		t.Errorf("the gate drained for a container restart (output line %d)", i)
 	}
 	h.waitPod("restart", "ready again", podReady)

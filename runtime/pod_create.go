@@ -11,6 +11,7 @@ import (
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/wire"
 )
 
 // newPod prepares the pod worker of obj, a pod bound to this node: it
@@ -67,7 +68,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 func hasGate(spec *corev1.PodSpec) bool {
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for _, c := range cs {
-			if c.Name == gateenv.ContainerName {
+			if c.Name == wire.GateContainerName {
 				return true
 			}
 		}
@@ -91,7 +92,7 @@ func (p *pod) probesOf(c *container) []prober.Probe {
 		if p.injected && routedThroughGate(spec) {
 			// The gate's answer carries the original probe's message:
 			// record what probing the container directly would have.
-			target.MessageHeader = gateenv.ProbeMessageHeader
+			target.MessageHeader = wire.ProbeMessageHeader
 		}
 		if podspec.IsAggressive(spec) {
 			// Knative's periodSeconds 0 ("probe aggressively until ready")
@@ -114,7 +115,7 @@ func (p *pod) probesOf(c *container) []prober.Probe {
 // through the gate's /probe/<container>/<kind> on its admin port.
 func routedThroughGate(spec *corev1.Probe) bool {
 	h := spec.HTTPGet
-	if h == nil || h.Host != "" || h.Port.IntValue() != gateenv.DefaultAdminPort {
+	if h == nil || h.Host != "" || h.Port.IntValue() != wire.GateAdminPort {
 		return false
 	}
 	_, _, err := gateenv.ParseProbePath(h.Path)
