@@ -11,12 +11,14 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -64,13 +66,13 @@ type state struct {
 func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 	defer close(out)
 	selector := labels.SelectorFromSet(labels.Set{ServiceNameLabel: s.Service}).String()
-	slicesFactory := informers.NewSharedInformerFactoryWithOptions(s.Client, 0, informers.WithNamespace(s.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-	podsFactory := informers.NewSharedInformerFactoryWithOptions(s.Client, 0, informers.WithNamespace(s.Namespace))
-	defer podsFactory.Shutdown()
-	defer slicesFactory.Shutdown()
-	slicesInf := slicesFactory.Discovery().V1().EndpointSlices().Informer()
-	podsInf := podsFactory.Core().V1().Pods().Informer()
+	// Informers of their own, not a shared factory: the factory links every
+	// API group's informer into the binary (tens of MB).
+	slicesInf := discoveryinformers.NewFilteredEndpointSliceInformer(s.Client, s.Namespace, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	podsInf := coreinformers.NewFilteredPodInformer(s.Client, s.Namespace, 0, cache.Indexers{}, nil)
+	var running sync.WaitGroup
+	defer running.Wait() // after stop, below
 	// Handlers only ring the bell; snapshots are made here from the
 	// informers' stores.
 	changed := make(chan struct{}, 1)
@@ -92,8 +94,8 @@ func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	slicesFactory.Start(runCtx.Done())
-	podsFactory.Start(runCtx.Done())
+	running.Go(func() { slicesInf.Run(runCtx.Done()) })
+	running.Go(func() { podsInf.Run(runCtx.Done()) })
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}

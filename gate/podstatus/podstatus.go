@@ -11,11 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -102,12 +103,13 @@ func (s *Source) Watch(ctx context.Context, update func([]gate.ContainerStatus))
 // informer lists and watches again by itself when a watch breaks, so it
 // only returns ctx.Err().
 func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.pod).String()
-		}))
-	defer factory.Shutdown()
-	inf := factory.Core().V1().Pods().Informer()
+	// One informer of its own, not a shared factory: the factory links
+	// every API group's informer into the binary (tens of MB).
+	inf := coreinformers.NewFilteredPodInformer(s.client, s.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.pod).String()
+	})
+	var running sync.WaitGroup
+	defer running.Wait() // after stop, below
 	// Handlers only ring the bell; reports are made here, one at a time,
 	// from the informer's current state.
 	changed := make(chan struct{}, 1)
@@ -125,7 +127,7 @@ func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) erro
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	factory.Start(runCtx.Done())
+	running.Go(func() { inf.Run(runCtx.Done()) })
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return ctx.Err()
 	}
