@@ -83,6 +83,10 @@ address (local mode: every pod has its own), else on every interface. SIGTERM st
 					return invalidf("%s: %v", gateenv.EnvStatusSource, err)
 				}
 				opts.Status = s
+				// The same API takes the gate's pod condition.
+				if opts.Conditions, err = podstatus.ConditionWriterForCluster(cfg.Namespace, cfg.Pod); err != nil {
+					return invalidf("%s: %v", gateenv.EnvStatusSource, err)
+				}
 			default:
 				s, err := podstatus.ForURL(src, cfg.Namespace, cfg.Pod)
 				if err != nil {
@@ -90,6 +94,9 @@ address (local mode: every pod has its own), else on every interface. SIGTERM st
 				}
 				defer s.Close()
 				opts.Status = s
+				if opts.Conditions, err = podstatus.ConditionWriterForURL(src, cfg.Namespace, cfg.Pod); err != nil {
+					return invalidf("%s: %v", gateenv.EnvStatusSource, err)
+				}
 			}
 			g, err := gate.New(opts)
 			if err != nil {
