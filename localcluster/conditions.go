@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/wire"
 )
 
 // agentConditions are the pod conditions the node agent owns, as the
@@ -40,4 +42,17 @@ func mergeAgentConditions(stored, written []corev1.PodCondition) []corev1.PodCon
 		}
 	}
 	return out
+}
+
+// gateConditionMessage is the message of the gate's condition on the pod
+// (wire.ContainersReadyCondition) while it is not True: the containers
+// that are not ready, each with its probe's message. "" when the pod has
+// no such condition or it is True.
+func gateConditionMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == wire.ContainersReadyCondition && c.Status != corev1.ConditionTrue {
+			return c.Message
+		}
+	}
+	return ""
 }
