@@ -20,6 +20,9 @@
 //   - Drainer (drain.go): SIGTERM fails readiness at once; the gate exits
 //     after a quiet period without new requests and with none in flight;
 //     /wait-for-drain holds every container's preStop until then.
+//   - the pod condition (condition.go): the gate's verdict, naming each
+//     container that is not ready, written on its own pod through a
+//     ConditionWriter (package gate/podstatus) for the pod's readiness gate.
 //   - the proxy, concurrency limit, request timeout, metrics and request log.
 //
 // Time comes from an injected k8s.io/utils/clock, so the timing rules are
