@@ -132,6 +132,9 @@ func (p *conditionPublisher) start(ctx context.Context) <-chan struct{} {
 	return done
 }
 
+// run writes the condition whenever a kick finds it changed, no sooner
+// than conditionMinGap after the last write, retrying a failed write with
+// the value current at the retry.
 func (p *conditionPublisher) run(ctx context.Context) {
 	pending := true // the first value goes out at once
 	for {
