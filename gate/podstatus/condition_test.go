@@ -246,6 +246,9 @@ func TestGateWritesItsConditionOnItsPod(t *testing.T) {
 	if c.Reason != "" || c.Message != "" {
 		t.Errorf("True again, yet reason %q and message %q stayed", c.Reason, c.Message)
 	}
+	// The store has a write before its answer reaches the gate, which
+	// logs it then.
+	eventually(t, "the write of True is logged", func() bool { return strings.Count(logs.String(), "pod condition written") == patches.count() })
 
 	// SIGTERM with a quiet period of 0: the drain ends at once, and the
 	// condition says Draining by the time Serve returned.
