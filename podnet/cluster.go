@@ -45,9 +45,10 @@ type Cluster struct {
 // cluster namespace for pod CIDR cidr (see ParseCIDR): lo up, the bridge
 // podgate0 up with the first address of cidr (the node's, every pod's
 // gateway). It must run in a namespace podgate created (the child of
-// StartInNewNetns): it refuses the namespace of PID 1 and any namespace
-// with an interface up or addressed that it did not make, before changing
-// anything. One Cluster per namespace.
+// StartInNewNetns): before changing anything it refuses the host's
+// namespace (that of the outermost ancestor process whose namespace it can
+// read) and any namespace with an interface up or addressed that it did
+// not make. One Cluster per namespace.
 func SetupCluster(cidr string) (*Cluster, error) {
 	prefix, err := ParseCIDR(cidr)
 	if err != nil {
@@ -221,14 +222,17 @@ func (c *Cluster) plumb(key string, ip netip.Addr) (*PodNet, error) {
 	veth := &netlink.Veth{
 		LinkAttrs: attrs,
 		PeerName:  PodInterface,
-		// Created straight inside the pod's namespace: no interface named
-		// eth0 ever appears in the cluster namespace.
-		PeerNamespace: netlink.NsFd(int(ns.f.Fd())),
 		// Derived from the IP: a reused address comes back with the same
 		// MAC, so the node's neighbour entry for it stays right.
 		PeerHardwareAddr: macFor(0x50, ip), // 'P'od
 	}
-	if err := netlink.LinkAdd(veth); err != nil {
+	err = ns.withFd(func(fd int) error {
+		// Created straight inside the pod's namespace: no interface named
+		// eth0 ever appears in the cluster namespace.
+		veth.PeerNamespace = netlink.NsFd(fd)
+		return netlink.LinkAdd(veth)
+	})
+	if err != nil {
 		_ = ns.Close()
 		return nil, fmt.Errorf("add veth %s: %w", p.hostVeth, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Each test gets a pod CIDR of its own (they are in separate namespaces
@@ -33,6 +34,7 @@ func TestPodNetworks(t *testing.T) {
 		{"closing a pod network removes its veth, frees its address and its namespace", "close", "10.246.0.0/24"},
 		{"an exhausted CIDR is named and a failed AddPod leaves no veth", "exhaust", "10.247.0.0/30"},
 		{"SetupCluster refuses a namespace with an interface it did not make", "guard", "10.248.0.0/16"},
+		{"a thread that cannot return from a pod's namespace is ended, not reused", "stuck", "10.253.0.0/16"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -445,6 +447,61 @@ func guardChild() error {
 		return errors.New("a second SetupCluster in one namespace succeeded")
 	}
 	return nil
+}
+
+// stuckChild makes Do's way back fail for real: fn drops CAP_SYS_ADMIN
+// from its own thread (capabilities are per thread), so the setns back is
+// refused. The thread must stay locked and die with its goroutine. (It
+// cannot be the main thread, which Go parks for good instead of ending:
+// init locks the main goroutine to it.)
+func stuckChild() error {
+	c, err := SetupCluster(os.Getenv(cidrEnv))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	p, err := c.AddPod("stuck")
+	if err != nil {
+		return err
+	}
+	type result struct {
+		err   error
+		where string
+	}
+	res := make(chan result, 1)
+	go func() {
+		err := p.Do(func() error {
+			hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+			var data [2]unix.CapUserData
+			if err := unix.Capget(&hdr, &data[0]); err != nil {
+				return err
+			}
+			data[0].Effective &^= 1 << unix.CAP_SYS_ADMIN
+			return unix.Capset(&hdr, &data[0])
+		})
+		// Still on the same (locked) thread: where is it?
+		where, _ := os.Readlink(threadNetns)
+		res <- result{err, where}
+		// Returning while locked ends the thread.
+	}()
+	r := <-res
+	if !errors.Is(r.err, ErrNetnsNotRestored) {
+		return fmt.Errorf("Do whose way back is refused: %v, want ErrNetnsNotRestored", r.err)
+	}
+	if want := fmt.Sprintf("net:[%d]", p.Netns().Inode()); r.where != want {
+		return fmt.Errorf("after the failed way back the thread is in %s, want the pod's %s", r.where, want)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for {
+		err := allThreadsHome()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the stuck thread was not ended: %w", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // holdChild starts two serving pods, reports the namespaces and pids, and

@@ -29,19 +29,22 @@
 //     listener inside a namespace from a process outside it.
 //
 // Nothing here changes the namespace it is called from except
-// SetupCluster, which refuses to run in the network namespace of PID 1
-// or in one that has an interface up it did not create.
+// SetupCluster, which refuses the host's namespace (the one of the
+// outermost ancestor process it can read) and any namespace with an
+// interface up or addressed that it did not create.
 //
-// Libraries: github.com/vishvananda/netlink (with its companion
-// github.com/vishvananda/netns for the namespace handle type) speaks
-// rtnetlink for links, addresses and routes — the library CNI plugins,
-// Docker's libnetwork and kube-router use, kept up to date, with typed
-// links and the veth peer-namespace attribute this package relies on to
-// create eth0 directly inside the pod's namespace. The namespace switches
-// themselves (unshare, setns) are done here with golang.org/x/sys/unix,
-// because the rule for a thread whose namespace could not be restored
-// (it must never return to Go's thread pool) is the point of this
-// package and must not depend on a helper that unlocks regardless.
+// Libraries: github.com/vishvananda/netlink speaks rtnetlink for links,
+// addresses and routes — the library the CNI plugins, Docker's
+// libnetwork and kube-router use, kept up to date, with typed links and
+// the veth peer-namespace attribute this package relies on to create eth0
+// directly inside the pod's namespace. Its package-level calls open a
+// fresh netlink socket per call on the calling thread, so inside Do they
+// act on the pod's namespace and elsewhere on the cluster's. The
+// namespace switches themselves (unshare, setns) are done here with
+// golang.org/x/sys/unix rather than with netlink's handles-in-a-namespace
+// (and its companion github.com/vishvananda/netns): those unlock the
+// thread even when the way back fails, and a thread left in a pod's
+// namespace must never return to Go's thread pool.
 //
 // Needs root, or CAP_SYS_ADMIN (unshare, setns) and CAP_NET_ADMIN
 // (links, addresses, routes); Preflight says which is missing. A

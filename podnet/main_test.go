@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,10 +44,18 @@ var children = map[string]func() error{
 	"close":     closeChild,
 	"exhaust":   exhaustChild,
 	"guard":     guardChild,
+	"stuck":     stuckChild,
 	"hold":      holdChild,
 	"forward":   forwardChild,
 	"reverse":   reverseChild,
 }
+
+// init keeps the main goroutine on the main thread, so no other goroutine
+// runs there. Go never ends the main thread: a goroutine that exits while
+// locked to it (as Do leaves a thread whose way back failed) parks it for
+// good instead, still in the pod's namespace — and /proc/self/ns/net,
+// which is the main thread's, would then name the pod's namespace.
+func init() { runtime.LockOSThread() }
 
 func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
@@ -93,6 +102,10 @@ func preflightChild() error {
 	if err := Preflight(); err != nil {
 		fmt.Print(err.Error())
 		return nil
+	}
+	// The scratch namespace's thread came back.
+	if err := allThreadsHome(); err != nil {
+		return err
 	}
 	fmt.Print("ok")
 	return nil

@@ -18,6 +18,13 @@ import (
 // it to other goroutines in the wrong namespace. A caller that runs Do or
 // Start on a long-lived locked thread of its own (a spawner) must stop
 // using that thread: it is still in the other namespace.
+//
+// Go never ends the main thread: if the goroutine was running there, Go
+// parks the thread for good instead — harmless, but it stays a member of
+// the namespace (keeping it alive) and /proc/PID/ns/net, which shows the
+// main thread's namespace, names it from then on. A program that uses
+// this package should lock its main goroutine to the main thread in an
+// init function (runtime.LockOSThread), so that no Do runs there.
 var ErrNetnsNotRestored = errors.New("the thread could not return to its network namespace")
 
 // Netns is a network namespace held by an open file descriptor. The
@@ -126,7 +133,7 @@ func (n *Netns) Do(fn func() error) (err error) {
 		return fmt.Errorf("enter network namespace: %w", err)
 	}
 	defer closeFd(back)
-	if err := setns(int(n.f.Fd())); err != nil {
+	if err := n.withFd(setns); err != nil {
 		runtime.UnlockOSThread() // a failed setns changes nothing
 		return fmt.Errorf("enter network namespace net:[%d]: %w", n.inode, err)
 	}
@@ -139,6 +146,20 @@ func (n *Netns) Do(fn func() error) (err error) {
 		runtime.UnlockOSThread()
 	}()
 	return fn()
+}
+
+// withFd runs fn with the namespace's descriptor, which a concurrent
+// Close cannot release (and the number be reused) until fn returns.
+func (n *Netns) withFd(fn func(fd int) error) error {
+	rc, err := n.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var fnErr error
+	if err := rc.Control(func(fd uintptr) { fnErr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return fnErr
 }
 
 // Start starts cmd inside the namespace: the child is forked from a
