@@ -224,12 +224,34 @@ func twoPodsChild() error {
 	if a.IP() == b.IP() || !c.CIDR().Contains(a.IP()) || !c.CIDR().Contains(b.IP()) || a.IP() == c.Gateway() {
 		return fmt.Errorf("pod IPs %s and %s: want two distinct addresses of %s other than %s", a.IP(), b.IP(), c.CIDR(), c.Gateway())
 	}
+	// The bridge kept the MAC it was given (an unset one would have taken
+	// the lowest of its ports'), and each eth0's follows its IP.
+	br, err := netlink.LinkByName(BridgeName)
+	if err != nil {
+		return err
+	}
+	if got, want := br.Attrs().HardwareAddr.String(), macFor(0x47, c.Gateway()).String(); got != want {
+		return fmt.Errorf("%s's MAC with two ports: %s, want %s", BridgeName, got, want)
+	}
 	self, err := openNetns("/proc/self/ns/net")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = self.Close() }()
 	for _, p := range pods {
+		var mac string
+		if err := p.net.Do(func() error {
+			eth, err := netlink.LinkByName(PodInterface)
+			if err == nil {
+				mac = eth.Attrs().HardwareAddr.String()
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		if want := macFor(0x50, p.net.IP()).String(); mac != want {
+			return fmt.Errorf("pod %s's %s MAC %s, want %s", p.net.Key(), PodInterface, mac, want)
+		}
 		// The server runs in the pod's namespace, not the cluster's.
 		in, err := NetnsOf(p.server.Process.Pid)
 		if err != nil {
