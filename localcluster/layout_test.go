@@ -19,6 +19,7 @@ var allowedDeps = map[string][]string{
 	"specdecode":             {},
 	"procgroup":              {},
 	"objstore":               {},
+	"podnet":                 {},
 	"probe":                  {"expansion", "procgroup", "wire"},
 	"prober":                 {"probe", "expansion", "procgroup", "wire", "specdecode"},
 	"gateenv":                {"specdecode", "wire"},
