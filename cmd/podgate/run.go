@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/runtime/images"
 )
 
 func init() { register(newRunCmd) }
@@ -181,31 +180,8 @@ func checkLoopbackAddr(flag, addr, example string) error {
 	return nil
 }
 
-// parseImages turns --image NAME=PATH flags (their syntax checked with the
-// flags) into entrypoints; a path that is no executable is invalid input.
-func parseImages(flags []string) (runtime.Images, error) {
-	im, err := runtime.DefaultImages()
-	if err != nil {
-		return im, err
-	}
-	for _, f := range flags {
-		name, path, _ := strings.Cut(f, "=")
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return im, fmt.Errorf("--image %s: %w", f, err)
-		}
-		if st, err := os.Stat(abs); err != nil {
-			return im, fmt.Errorf("--image %s: %w", f, err)
-		} else if st.IsDir() || st.Mode()&0o111 == 0 {
-			return im, fmt.Errorf("--image %s: %s is not an executable file", f, abs)
-		}
-		im.Set(name, abs)
-	}
-	return im, nil
-}
-
 func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, stderr io.Writer) error {
-	images, err := parseImages(o.images)
+	im, err := images.FromFlags(o.images)
 	if err != nil {
 		return invalidf("%v", err)
 	}
@@ -227,7 +203,7 @@ func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, 
 			s.Source, s.APIVersion, s.Kind, s.Name)
 	}
 	cfg := localrun.Config{
-		Workloads: m.Workloads, PodCIDR: o.podCIDR, APIAddr: o.apiAddr, Images: images,
+		Workloads: m.Workloads, PodCIDR: o.podCIDR, APIAddr: o.apiAddr, Images: im,
 		NodeName: o.nodeName, NoGate: o.noGate, Listen: o.listen, Domain: o.domain,
 		ServicePorts: o.ports, ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout,
 		MetricsListen: o.metricsListen, Stdout: stdout, Stderr: stderr,

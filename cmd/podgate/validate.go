@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/runtime/images"
 )
 
 func init() { register(newValidateCmd) }
@@ -52,17 +52,17 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			if err != nil {
 				return invalidf("%v", err)
 			}
-			images, err := runtime.DefaultImages()
+			im, err := images.Default()
 			if err != nil {
 				return invalidf("%v", err)
 			}
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if output == "json" {
-				if err := writeValidateJSON(out, m, problems, images); err != nil {
+				if err := writeValidateJSON(out, m, problems, im); err != nil {
 					return err
 				}
 			} else {
-				writeValidateText(out, errOut, m, problems, images)
+				writeValidateText(out, errOut, m, problems, im)
 			}
 			if len(problems) > 0 {
 				return withCode(exitInvalid)
@@ -77,11 +77,11 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 
 // workloadWarnings are podspec's warnings plus what keeps a container from
 // running locally though Kubernetes would run it.
-func workloadWarnings(w *podspec.Workload, images runtime.Images) []string {
-	return append(w.Warnings(), runtime.LocalWarnings(w, images)...)
+func workloadWarnings(w *podspec.Workload, im images.Map) []string {
+	return append(w.Warnings(), images.LocalWarnings(w, im)...)
 }
 
-func writeValidateText(out, errOut io.Writer, m *podspec.Manifests, problems podspec.Problems, images runtime.Images) {
+func writeValidateText(out, errOut io.Writer, m *podspec.Manifests, problems podspec.Problems, im images.Map) {
 	for _, p := range problems {
 		fmt.Fprintln(out, p.Error())
 	}
@@ -90,7 +90,7 @@ func writeValidateText(out, errOut io.Writer, m *podspec.Manifests, problems pod
 			s.Source, s.APIVersion, s.Kind, s.Name)
 	}
 	for _, w := range m.Workloads {
-		for _, warn := range workloadWarnings(w, images) {
+		for _, warn := range workloadWarnings(w, im) {
 			fmt.Fprintf(errOut, "warning: %s: %s: %s\n", w.Source, w.ID(), warn)
 		}
 	}
@@ -138,7 +138,7 @@ type warningSummary struct {
 	Message string `json:"message"`
 }
 
-func writeValidateJSON(out io.Writer, m *podspec.Manifests, problems podspec.Problems, images runtime.Images) error {
+func writeValidateJSON(out io.Writer, m *podspec.Manifests, problems podspec.Problems, im images.Map) error {
 	r := validateReport{
 		Valid:     len(problems) == 0,
 		Problems:  problems,
@@ -155,7 +155,7 @@ func writeValidateJSON(out io.Writer, m *podspec.Manifests, problems podspec.Pro
 			Namespace: w.Namespace, Name: w.Name, Replicas: w.Replicas,
 			ServingContainer: w.ServingContainer, ServingPort: w.ServingPort,
 		})
-		for _, warn := range workloadWarnings(w, images) {
+		for _, warn := range workloadWarnings(w, im) {
 			r.Warnings = append(r.Warnings, warningSummary{
 				File: w.Source.File, Doc: w.Source.Doc, Kind: w.Kind, Name: w.Name, Message: warn,
 			})

@@ -1,4 +1,4 @@
-package runtime
+package events
 
 import (
 	"io"
@@ -17,14 +17,14 @@ func TestEventRecorder(t *testing.T) {
 	t.Parallel()
 	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := objstore.New(objstore.Options{})
-	r := newRecorder(localcluster.NewEvents(store), fc, "node", 3, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	pod := objectRef{"default", "web", "uid-1"}
+	r := New(localcluster.NewEvents(store), fc, "node", 3, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	pod := Object{"default", "web", "uid-1"}
 
 	t.Run("a repeat bumps count and lastTimestamp of the same event", func(t *testing.T) {
-		r.record(pod, "spec.containers{c}", corev1.EventTypeWarning, ReasonUnhealthy, "Readiness probe failed: x", componentKubelet)
+		r.Record(pod, Event{"spec.containers{c}", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: x", ComponentKubelet})
 		first := fc.Now()
 		fc.Step(5 * time.Second)
-		r.record(pod, "spec.containers{c}", corev1.EventTypeWarning, ReasonUnhealthy, "Readiness probe failed: x", componentKubelet)
+		r.Record(pod, Event{"spec.containers{c}", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: x", ComponentKubelet})
 		evs, _ := store.Events.List("default")
 		if len(evs) != 1 {
 			t.Fatalf("%d events, want 1", len(evs))
@@ -41,15 +41,15 @@ func TestEventRecorder(t *testing.T) {
 		}
 	})
 	t.Run("another message, field or reason is another event", func(t *testing.T) {
-		r.record(pod, "spec.containers{c}", corev1.EventTypeWarning, ReasonUnhealthy, "Readiness probe failed: y", componentKubelet)
-		r.record(pod, "spec.containers{d}", corev1.EventTypeWarning, ReasonUnhealthy, "Readiness probe failed: y", componentKubelet)
+		r.Record(pod, Event{"spec.containers{c}", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: y", ComponentKubelet})
+		r.Record(pod, Event{"spec.containers{d}", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: y", ComponentKubelet})
 		evs, _ := store.Events.List("default")
 		if len(evs) != 3 {
 			t.Fatalf("%d events, want 3", len(evs))
 		}
 	})
 	t.Run("past the limit the oldest event goes", func(t *testing.T) {
-		r.record(pod, "", corev1.EventTypeNormal, ReasonScheduled, "Successfully assigned default/web to node", componentScheduler)
+		r.Record(pod, Event{"", corev1.EventTypeNormal, "Scheduled", "Successfully assigned default/web to node", ComponentScheduler})
 		evs, _ := store.Events.List("default")
 		if len(evs) != 3 {
 			t.Fatalf("%d events, want the limit of 3", len(evs))
@@ -58,12 +58,12 @@ func TestEventRecorder(t *testing.T) {
 			if e.Message == "Readiness probe failed: x" {
 				t.Error("the oldest event is still there")
 			}
-			if e.Reason == ReasonScheduled && (e.Source.Component != "default-scheduler" || e.Source.Host != "") {
+			if e.Reason == "Scheduled" && (e.Source.Component != "default-scheduler" || e.Source.Host != "") {
 				t.Errorf("scheduler event source = %+v", e.Source)
 			}
 		}
 		// Its repeat is recorded afresh.
-		r.record(pod, "spec.containers{c}", corev1.EventTypeWarning, ReasonUnhealthy, "Readiness probe failed: x", componentKubelet)
+		r.Record(pod, Event{"spec.containers{c}", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: x", ComponentKubelet})
 		evs, _ = store.Events.List("default")
 		found := false
 		for _, e := range evs {

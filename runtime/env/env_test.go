@@ -1,4 +1,4 @@
-package runtime
+package env
 
 import (
 	"strings"
@@ -7,12 +7,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/expansion"
 )
 
-func TestExpandVars(t *testing.T) {
+// expandIn resolves a container whose env defines A=alpha, EMPTY="" and
+// then X=s, and returns X: $(VAR) expansion in env values.
+func expandIn(t *testing.T, s string) string {
+	t.Helper()
+	c := &corev1.Container{Env: []corev1.EnvVar{{Name: "A", Value: "alpha"}, {Name: "EMPTY"}, {Name: "X", Value: s}}}
+	l, errs := Resolve(nil, nil, c, PodInfo{}, field.NewPath("spec", "containers").Index(0))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	got, _ := l.Get("X")
+	return got
+}
+
+func TestEnvValuesExpandVars(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"A": "alpha", "EMPTY": ""}
-	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	for _, tc := range []struct{ name, in, want string }{
 		{"a defined name expands", "x$(A)y", "xalphay"},
 		{"an undefined name stays as written", "$(NOPE)", "$(NOPE)"},
@@ -23,30 +36,36 @@ func TestExpandVars(t *testing.T) {
 		{"several references", "$(A)-$(A)", "alpha-alpha"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := expandVars(tc.in, lookup); got != tc.want {
-				t.Errorf("expandVars(%q) = %q, want %q", tc.in, got, tc.want)
+			if got := expandIn(t, tc.in); got != tc.want {
+				t.Errorf("X=%q expands to %q, want %q", tc.in, got, tc.want)
 			}
 		})
 	}
 }
 
-func FuzzExpandVars(f *testing.F) {
+func FuzzEnvValuesExpandVars(f *testing.F) {
 	for _, s := range []string{"$(A)", "$$", "$(", "x$(A)$(B)$", "$$$(A)"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		// With nothing defined, only an escaped $$ changes.
-		got := expandVars(s, func(string) (string, bool) { return "", false })
+		// With nothing defined before it, only an escaped $$ changes.
+		c := &corev1.Container{Env: []corev1.EnvVar{{Name: "X", Value: s}}}
+		l, errs := Resolve(nil, nil, c, PodInfo{}, field.NewPath("spec"))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		got, _ := l.Get("X")
 		if !strings.Contains(s, "$$") && got != s {
-			t.Errorf("expandVars(%q) with no variables = %q, want it unchanged", s, got)
+			t.Errorf("X=%q with no variables = %q, want it unchanged", s, got)
 		}
 		if len(got) > len(s) {
-			t.Errorf("expandVars(%q) grew to %q with no variables", s, got)
+			t.Errorf("X=%q grew to %q with no variables", s, got)
 		}
-		// Defined as empty, every complete reference disappears.
-		empty := expandVars(s, func(string) (string, bool) { return "", true })
+		// Defined as empty, every complete reference disappears (the
+		// expander env values go through, with every name defined).
+		empty := expansion.Expand(s, func(string) (string, bool) { return "", true })
 		if !strings.Contains(s, "$$") && strings.Contains(empty, "$(") && strings.Contains(empty[strings.Index(empty, "$("):], ")") {
-			t.Errorf("expandVars(%q) with empty variables left a reference: %q", s, empty)
+			t.Errorf("%q with empty variables left a reference: %q", s, empty)
 		}
 	})
 }
@@ -55,7 +74,7 @@ func FuzzFieldRef(f *testing.F) {
 	for _, s := range []string{"metadata.labels['app']", `metadata.annotations["a.b/c"]`, "metadata.labels[", "status.podIP", "metadata.labels['']"} {
 		f.Add(s)
 	}
-	info := podInfo{name: "p", labels: map[string]string{"app": "web"}}
+	info := PodInfo{Name: "p", Labels: map[string]string{"app": "web"}}
 	f.Fuzz(func(t *testing.T, fp string) {
 		_, err := fieldRefValue(fp, info, field.NewPath("env"))
 		if err != nil && !strings.Contains(err.Error(), "env") {
@@ -66,11 +85,12 @@ func FuzzFieldRef(f *testing.F) {
 
 func TestResolveEnv(t *testing.T) {
 	t.Parallel()
-	info := podInfo{
-		name: "web-1", namespace: "shop", uid: "u-1",
-		labels:      map[string]string{"app": "web", "tier": "front"},
-		annotations: map[string]string{"note": "hi"},
-		nodeName:    "node", serviceAccount: "sa", podIP: "127.0.1.7", hostIP: HostIP,
+	const hostIP = "127.0.0.1"
+	info := PodInfo{
+		Name: "web-1", Namespace: "shop", UID: "u-1",
+		Labels:      map[string]string{"app": "web", "tier": "front"},
+		Annotations: map[string]string{"note": "hi"},
+		NodeName:    "node", ServiceAccount: "sa", PodIP: "127.0.1.7", HostIP: hostIP,
 	}
 	fieldRef := func(fp string) *corev1.EnvVarSource {
 		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fp}}
@@ -96,26 +116,26 @@ func TestResolveEnv(t *testing.T) {
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 	}
-	env, errs := resolveEnv([]envVar{{"PATH", "/bin"}}, []envVar{{EnvPodIP, info.podIP}, {"PORT", "8080"}}, c, info, field.NewPath("spec", "containers").Index(0))
+	env, errs := Resolve([]Var{{"PATH", "/bin"}}, []Var{{"POD_IP", info.PodIP}, {"PORT", "8080"}}, c, info, field.NewPath("spec", "containers").Index(0))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	want := map[string]string{
 		"PATH": "/bin", "POD_IP": "127.0.1.7", "NAME": "web-1", "NS": "shop", "APP": "web", "NOTE": "hi",
-		"IP": "127.0.1.7", "HOST": HostIP, "LABELS": "app=\"web\"\ntier=\"front\"",
+		"IP": "127.0.1.7", "HOST": hostIP, "LABELS": "app=\"web\"\ntier=\"front\"",
 		"URL":   "http://127.0.1.7:8080/web-1", // $(PORT) is podgate's 8080 at that point
 		"LATER": "$(DEFINED_LATER)", "DEFINED_LATER": "x",
 		"CPU": "2", "MEM": "64", "PORT": "9000",
 	}
 	for k, v := range want {
-		if got, ok := env.get(k); !ok || got != v {
+		if got, ok := env.Get(k); !ok || got != v {
 			t.Errorf("%s = %q (set %v), want %q", k, got, ok, v)
 		}
 	}
-	if _, ok := env.get("OPT"); ok {
+	if _, ok := env.Get("OPT"); ok {
 		t.Error("a missing optional ConfigMap key must leave the variable unset")
 	}
-	if got := env.strings(); got[len(got)-1] != "MEM=64" || !strings.HasPrefix(got[2], "PORT=") {
+	if got := env.Strings(); got[len(got)-1] != "MEM=64" || !strings.HasPrefix(got[2], "PORT=") {
 		// PORT keeps its first position when the container replaces it.
 		t.Errorf("order: %v", got)
 	}
@@ -130,7 +150,7 @@ func TestResolveEnvErrorsNameTheField(t *testing.T) {
 			{Name: "F", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.hostname"}}},
 		},
 	}
-	_, errs := resolveEnv(nil, nil, c, podInfo{}, field.NewPath("spec", "containers").Index(1))
+	_, errs := Resolve(nil, nil, c, PodInfo{}, field.NewPath("spec", "containers").Index(1))
 	got := errs.ToAggregate().Error()
 	for _, want := range []string{
 		`spec.containers[1].envFrom[0].configMapRef: Unsupported value: "cfg"`,
@@ -140,43 +160,5 @@ func TestResolveEnvErrorsNameTheField(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("errors %q lack %q", got, want)
 		}
-	}
-}
-
-func TestImageEntrypoints(t *testing.T) {
-	t.Parallel()
-	im := Images{Self: "/opt/podgate"}
-	im.Set("ghcr.io/podgate/testapp", "/bin/testapp", "testapp")
-	im.Set("registry:5000/api", "/bin/api")
-	path := field.NewPath("spec", "containers").Index(0)
-	for _, tc := range []struct {
-		name    string
-		image   string
-		command []string
-		args    []string
-		want    string
-		wantErr string
-	}{
-		{"a command replaces the entrypoint", "ghcr.io/podgate/testapp", []string{"sh", "-c"}, []string{"true"}, "sh -c true", ""},
-		{"an image without a command runs its entrypoint with args", "ghcr.io/podgate/testapp", nil, []string{"--port", "1"}, "/bin/testapp testapp --port 1", ""},
-		{"the command podgate is this binary", "ghcr.io/podgate/podgate", []string{"podgate"}, []string{"gate"}, "/opt/podgate gate", ""},
-		{"a tag is ignored", "ghcr.io/podgate/testapp:v1.2", nil, nil, "/bin/testapp testapp", ""},
-		{"a digest is ignored", "ghcr.io/podgate/testapp@sha256:abc", nil, nil, "/bin/testapp testapp", ""},
-		{"a registry port is not a tag", "registry:5000/api:latest", nil, nil, "/bin/api", ""},
-		{"an unknown image without a command is an error naming the flag", "nginx:1.27", nil, nil, "",
-			`spec.containers[0].command: Required value: image "nginx:1.27" has no local entrypoint`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			argv, err := im.argv(tc.image, tc.command, tc.args, path)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "--image nginx=") {
-					t.Fatalf("err = %v, want %q and a --image hint", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || strings.Join(argv, " ") != tc.want {
-				t.Errorf("argv = %q, %v; want %q", argv, err, tc.want)
-			}
-		})
 	}
 }

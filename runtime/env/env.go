@@ -1,4 +1,4 @@
-package runtime
+package env
 
 import (
 	"fmt"
@@ -15,85 +15,86 @@ import (
 	"github.com/podgate/podgate/expansion"
 )
 
-// podInfo is what the downward API can expose about a pod.
-type podInfo struct {
-	name, namespace, uid string
-	labels, annotations  map[string]string
-	nodeName             string
-	serviceAccount       string
-	podIP, hostIP        string
+// PodInfo is what the downward API can expose about a pod.
+type PodInfo struct {
+	Name, Namespace, UID string
+	Labels, Annotations  map[string]string
+	NodeName             string
+	ServiceAccount       string
+	PodIP, HostIP        string
 }
 
-// envVar is one resolved variable.
-type envVar struct{ name, value string }
+// Var is one resolved variable.
+type Var struct{ Name, Value string }
 
-// envList is a container's environment in the order it was defined; a later
+// List is a container's environment in the order it was defined; a later
 // definition of a name replaces the earlier one in place.
-type envList struct {
-	vars  []envVar
+type List struct {
+	vars  []Var
 	index map[string]int
 }
 
-func (l *envList) set(name, value string) {
+// Set defines name, in place if it is defined already.
+func (l *List) Set(name, value string) {
 	if l.index == nil {
 		l.index = map[string]int{}
 	}
 	if i, ok := l.index[name]; ok {
-		l.vars[i].value = value
+		l.vars[i].Value = value
 		return
 	}
 	l.index[name] = len(l.vars)
-	l.vars = append(l.vars, envVar{name, value})
+	l.vars = append(l.vars, Var{name, value})
 }
 
-func (l *envList) get(name string) (string, bool) {
+// Get is name's value; it is the lookup of $(VAR) expansion.
+func (l *List) Get(name string) (string, bool) {
 	i, ok := l.index[name]
 	if !ok {
 		return "", false
 	}
-	return l.vars[i].value, true
+	return l.vars[i].Value, true
 }
 
-// strings is the environment as a process gets it.
-func (l *envList) strings() []string {
+// Strings is the environment as a process gets it.
+func (l *List) Strings() []string {
 	out := make([]string, len(l.vars))
 	for i, v := range l.vars {
-		out[i] = v.name + "=" + v.value
+		out[i] = v.Name + "=" + v.Value
 	}
 	return out
 }
 
-// baseEnv is what every container inherits from podgate: enough to find
+// Base is what every container inherits from podgate: enough to find
 // programs and a home, nothing else (a container starts from its image's
 // environment, not the node's).
-func baseEnv(getenv func(string) string) []envVar {
-	var out []envVar
+func Base(getenv func(string) string) []Var {
+	var out []Var
 	path := getenv("PATH")
 	if path == "" {
 		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
-	out = append(out, envVar{"PATH", path})
+	out = append(out, Var{"PATH", path})
 	for _, k := range []string{"HOME", "USER", "TMPDIR", "LANG", "LC_ALL", "TZ"} {
 		if v := getenv(k); v != "" {
-			out = append(out, envVar{k, v})
+			out = append(out, Var{k, v})
 		}
 	}
 	return out
 }
 
-// resolveEnv builds a container's environment the way the kubelet does:
-// the base, then what podgate injects (HOSTNAME, POD_IP, PORT, …), then
-// envFrom, then env in order, each value with $(VAR) expanded from the
-// variables defined before it. Sources that exist only in a cluster
-// (ConfigMaps, Secrets) are errors naming the field, unless optional.
-func resolveEnv(base, injected []envVar, c *corev1.Container, info podInfo, path *field.Path) (*envList, field.ErrorList) {
+// Resolve builds container c's environment: base, then injected (what
+// podgate sets: HOSTNAME, POD_IP, …), then c's envFrom, then its env in
+// order, each value with $(VAR) expanded from the variables defined before
+// it. Problems are errors under path (the container's field path).
+func Resolve(base, injected []Var, c *corev1.Container, info PodInfo, path *field.Path) (*List, field.ErrorList) {
 	var errs field.ErrorList
-	l := &envList{}
+	l := &List{}
 	for _, v := range base {
-		l.set(v.name, v.value)
+		l.Set(v.Name, v.Value)
 	}
 	for _, v := range injected {
-		l.set(v.name, v.value)
+		l.Set(v.Name, v.Value)
 	}
 	for i, from := range c.EnvFrom {
 		p := path.Child("envFrom").Index(i)
@@ -113,7 +114,7 @@ func resolveEnv(base, injected []envVar, c *corev1.Container, info podInfo, path
 	for i, e := range c.Env {
 		p := path.Child("env").Index(i)
 		if e.ValueFrom == nil {
-			l.set(e.Name, expandVars(e.Value, l.get))
+			l.Set(e.Name, expansion.Expand(e.Value, l.Get))
 			continue
 		}
 		v, ok, err := valueFrom(e.ValueFrom, c, info, p.Child("valueFrom"))
@@ -122,7 +123,7 @@ func resolveEnv(base, injected []envVar, c *corev1.Container, info podInfo, path
 			continue
 		}
 		if ok {
-			l.set(e.Name, v)
+			l.Set(e.Name, v)
 		}
 	}
 	return l, errs
@@ -131,7 +132,7 @@ func resolveEnv(base, injected []envVar, c *corev1.Container, info podInfo, path
 // valueFrom resolves one env source. ok is false for an optional reference
 // that does not resolve (the variable is then not set, as the kubelet does
 // for a missing optional key).
-func valueFrom(src *corev1.EnvVarSource, c *corev1.Container, info podInfo, p *field.Path) (string, bool, *field.Error) {
+func valueFrom(src *corev1.EnvVarSource, c *corev1.Container, info PodInfo, p *field.Path) (string, bool, *field.Error) {
 	switch {
 	case src.FieldRef != nil:
 		v, err := fieldRefValue(src.FieldRef.FieldPath, info, p.Child("fieldRef", "fieldPath"))
@@ -158,32 +159,32 @@ func valueFrom(src *corev1.EnvVarSource, c *corev1.Container, info podInfo, p *f
 
 // fieldRefValue is the downward API, with the field paths the kubelet
 // supports for env.
-func fieldRefValue(fp string, info podInfo, p *field.Path) (string, *field.Error) {
+func fieldRefValue(fp string, info PodInfo, p *field.Path) (string, *field.Error) {
 	if key, ok := subscript(fp, "metadata.labels"); ok {
-		return info.labels[key], nil
+		return info.Labels[key], nil
 	}
 	if key, ok := subscript(fp, "metadata.annotations"); ok {
-		return info.annotations[key], nil
+		return info.Annotations[key], nil
 	}
 	switch fp {
 	case "metadata.name":
-		return info.name, nil
+		return info.Name, nil
 	case "metadata.namespace":
-		return info.namespace, nil
+		return info.Namespace, nil
 	case "metadata.uid":
-		return info.uid, nil
+		return info.UID, nil
 	case "metadata.labels":
-		return formatMap(info.labels), nil
+		return formatMap(info.Labels), nil
 	case "metadata.annotations":
-		return formatMap(info.annotations), nil
+		return formatMap(info.Annotations), nil
 	case "spec.nodeName":
-		return info.nodeName, nil
+		return info.NodeName, nil
 	case "spec.serviceAccountName":
-		return info.serviceAccount, nil
+		return info.ServiceAccount, nil
 	case "status.hostIP", "status.hostIPs":
-		return info.hostIP, nil
+		return info.HostIP, nil
 	case "status.podIP", "status.podIPs":
-		return info.podIP, nil
+		return info.PodIP, nil
 	}
 	return "", field.NotSupported(p, fp, []string{
 		"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels['<KEY>']",
@@ -284,9 +285,4 @@ func nodeMemory() int64 {
 		}
 	}
 	return 0
-}
-
-// expandVars expands $(NAME) with the kubelet's rules (package expansion).
-func expandVars(s string, lookup func(string) (string, bool)) string {
-	return expansion.Expand(s, lookup)
 }

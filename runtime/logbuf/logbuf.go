@@ -1,4 +1,4 @@
-package runtime
+package logbuf
 
 import (
 	"bytes"
@@ -8,44 +8,46 @@ import (
 	"time"
 )
 
-// DefaultLogBytes is how much output the agent keeps per container
-// instance (the current and the previous one), oldest lines dropped first.
-const DefaultLogBytes = 1 << 20
+// DefaultBytes is how much output a Buffer keeps by default, oldest lines
+// dropped first.
+const DefaultBytes = 1 << 20
 
 // maxLineBytes cuts a line that never ends, so one runaway write cannot
 // hold the buffer or podgate's terminal hostage.
 const maxLineBytes = 64 << 10
 
-type logLine struct {
+type line struct {
 	at   time.Time
 	text []byte // with its trailing newline
 }
 
-// logBuffer is the output of one container instance: a bounded list of
+// Buffer is the output of one container instance: a bounded list of
 // lines with absolute sequence numbers, so a following reader can tell
 // what it has missed when old lines were dropped.
-type logBuffer struct {
+type Buffer struct {
 	limit int
 
 	mu     sync.Mutex
-	lines  []logLine
+	lines  []line
 	first  uint64 // sequence number of lines[0]
 	bytes  int
 	ended  bool
 	notify chan struct{} // closed and replaced on every change
 }
 
-func newLogBuffer(limit int) *logBuffer {
+// New returns a Buffer keeping up to limit bytes (DefaultBytes when
+// limit <= 0); the last line is kept whatever its size.
+func New(limit int) *Buffer {
 	if limit <= 0 {
-		limit = DefaultLogBytes
+		limit = DefaultBytes
 	}
-	return &logBuffer{limit: limit, notify: make(chan struct{})}
+	return &Buffer{limit: limit, notify: make(chan struct{})}
 }
 
-func (b *logBuffer) add(at time.Time, text []byte) {
+func (b *Buffer) add(at time.Time, text []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.lines = append(b.lines, logLine{at: at, text: text})
+	b.lines = append(b.lines, line{at: at, text: text})
 	b.bytes += len(text)
 	drop := 0
 	for b.bytes > b.limit && drop < len(b.lines)-1 {
@@ -60,15 +62,15 @@ func (b *logBuffer) add(at time.Time, text []byte) {
 	b.wake()
 }
 
-// end marks the instance as exited: following readers stop at the end.
-func (b *logBuffer) end() {
+// End marks the instance as exited: following readers stop at the end.
+func (b *Buffer) End() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.ended = true
 	b.wake()
 }
 
-func (b *logBuffer) wake() {
+func (b *Buffer) wake() {
 	close(b.notify)
 	b.notify = make(chan struct{})
 }
@@ -76,30 +78,36 @@ func (b *logBuffer) wake() {
 // since returns the lines from sequence number seq on (clamped to what is
 // kept), the next sequence number, whether the instance ended, and a
 // channel closed on the next change.
-func (b *logBuffer) since(seq uint64) ([]logLine, uint64, bool, <-chan struct{}) {
+func (b *Buffer) since(seq uint64) ([]line, uint64, bool, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if seq < b.first {
 		seq = b.first
 	}
 	i := int(seq - b.first)
-	out := append([]logLine(nil), b.lines[i:]...)
+	out := append([]line(nil), b.lines[i:]...)
 	return out, b.first + uint64(len(b.lines)), b.ended, b.notify
 }
 
-// lineWriter splits one stream of a container into lines, prefixes each
+// LineWriter splits one stream of a container into lines, prefixes each
 // for podgate's terminal and keeps it in the buffer.
-type lineWriter struct {
+type LineWriter struct {
 	prefix string
-	out    *sharedOutput
-	buf    *logBuffer
+	out    *Output
+	buf    *Buffer
 	now    func() time.Time
 
 	mu      sync.Mutex
 	partial []byte
 }
 
-func (w *lineWriter) Write(p []byte) (int, error) {
+// NewLineWriter writes to buf, stamping lines with now, and copies each
+// line to out after prefix (out may be nil: kept only).
+func NewLineWriter(prefix string, out *Output, buf *Buffer, now func() time.Time) *LineWriter {
+	return &LineWriter{prefix: prefix, out: out, buf: buf, now: now}
+}
+
+func (w *LineWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := len(p)
@@ -121,8 +129,8 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// flush emits an unterminated last line (the process exited mid-line).
-func (w *lineWriter) flush() {
+// Flush emits an unterminated last line (the process exited mid-line).
+func (w *LineWriter) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.partial) > 0 {
@@ -131,20 +139,23 @@ func (w *lineWriter) flush() {
 	}
 }
 
-func (w *lineWriter) emit(line []byte) {
+func (w *LineWriter) emit(line []byte) {
 	kept := bytes.Clone(line)
 	w.buf.add(w.now(), kept)
 	w.out.writeLine(w.prefix, kept)
 }
 
-// sharedOutput is podgate's stdout, shared by every container: whole lines
+// Output is podgate's stdout, shared by every container: whole lines
 // only, so outputs never interleave mid-line.
-type sharedOutput struct {
+type Output struct {
 	mu sync.Mutex
 	w  io.Writer
 }
 
-func (o *sharedOutput) writeLine(prefix string, line []byte) {
+// NewOutput shares w; nil discards.
+func NewOutput(w io.Writer) *Output { return &Output{w: w} }
+
+func (o *Output) writeLine(prefix string, line []byte) {
 	if o == nil || o.w == nil {
 		return
 	}
@@ -155,10 +166,35 @@ func (o *sharedOutput) writeLine(prefix string, line []byte) {
 	_, _ = o.w.Write(b)
 }
 
-// logReader streams a logBuffer for the control API.
-type logReader struct {
+// ReadOptions choose what a Reader returns, as kubectl logs' flags do.
+type ReadOptions struct {
+	// Follow keeps the reader open for new lines until the instance ends
+	// or the reader's context does.
+	Follow bool
+	// Timestamps prefixes each line with its RFC 3339 time and a space.
+	Timestamps bool
+	// Since, when set, skips lines written before it.
+	Since time.Time
+	// TailLines, when set, starts that many lines before the end.
+	TailLines *int64
+}
+
+// Reader streams b from the point opts says until its end (or, following,
+// until the instance ends, ctx ends or the reader is closed).
+func (b *Buffer) Reader(ctx context.Context, opts ReadOptions) io.ReadCloser {
+	r := &reader{ctx: ctx, buf: b, follow: opts.Follow, timestamps: opts.Timestamps, since: opts.Since, closed: make(chan struct{})}
+	if opts.TailLines != nil {
+		_, next, _, _ := b.since(0)
+		if t := uint64(*opts.TailLines); t < next {
+			r.next = next - t
+		}
+	}
+	return r
+}
+
+type reader struct {
 	ctx        context.Context
-	buf        *logBuffer
+	buf        *Buffer
 	next       uint64
 	follow     bool
 	timestamps bool
@@ -168,7 +204,7 @@ type logReader struct {
 	pending    []byte
 }
 
-func (r *logReader) Read(p []byte) (int, error) {
+func (r *reader) Read(p []byte) (int, error) {
 	for len(r.pending) == 0 {
 		lines, next, ended, changed := r.buf.since(r.next)
 		r.next = next
@@ -201,7 +237,7 @@ func (r *logReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *logReader) Close() error {
+func (r *reader) Close() error {
 	r.closeOnce.Do(func() { close(r.closed) })
 	return nil
 }
