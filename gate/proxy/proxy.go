@@ -1,4 +1,4 @@
-package gate
+package proxy
 
 import (
 	"context"
@@ -19,27 +19,64 @@ import (
 // answered 504 "request timeout", queue-proxy's answer.
 var errRequestTimeout = errors.New("request timeout")
 
-// proxy forwards traffic to the serving container: HTTP/1.1 (including
+// Observer is told what the proxy does, for metrics.
+type Observer interface {
+	// HoldStarted and HoldEnded bracket a request held by the
+	// ride-through.
+	HoldStarted()
+	HoldEnded()
+	// Retried: one more connection attempt for a held request.
+	Retried()
+	// UpstreamError: a request failed after it may have reached the
+	// container (502, not sent again).
+	UpstreamError()
+}
+
+// Config configures a Proxy.
+type Config struct {
+	// Upstream is the serving container's HOST:PORT.
+	Upstream string
+	// Clock times the request timeout and the ride-through's backoff.
+	Clock clock.WithDelayedExecution
+	// Timeout bounds the time to the first byte of the response; 0 is
+	// none.
+	Timeout time.Duration
+	// Limiter enforces CONTAINER_CONCURRENCY; nil is unlimited.
+	Limiter *Limiter
+	Logger  *slog.Logger
+	// Observer is told of holds, retries and upstream errors.
+	Observer Observer
+	// Refused is told about each refused connection: the container is
+	// down (restarting).
+	Refused func(error)
+	// Back returns a channel closed when the container is seen back.
+	Back func() <-chan struct{}
+	// H2COnly reports whether the serving container speaks only h2c
+	// (found by HTTP/2 auto-detection): HTTP/1.1 requests then go to it
+	// as h2c too. Nil: never.
+	H2COnly func() bool
+}
+
+// Proxy forwards traffic to the serving container: HTTP/1.1 (including
 // upgrades such as websockets) to HTTP/1.1, h2c to h2c, both through the
 // ride-through.
-type proxy struct {
+type Proxy struct {
 	h1, h2   *httputil.ReverseProxy
 	t1, t2   *http.Transport
 	clock    clock.WithDelayedExecution
 	timeout  time.Duration
-	limiter  *limiter
+	limiter  *Limiter
 	log      *slog.Logger
-	m        *Metrics
+	m        Observer
 	upstream string
-	// h2cOnly reports whether the serving container speaks only h2c
-	// (found by HTTP/2 auto-detection): HTTP/1.1 requests then go to it
-	// as h2c too. Nil: never.
-	h2cOnly func() bool
+	h2cOnly  func() bool
 }
 
-func newProxy(upstream string, clk clock.WithDelayedExecution, timeout time.Duration, lim *limiter,
-	log *slog.Logger, m *Metrics, refused func(error), back func() <-chan struct{}) *proxy {
-	p := &proxy{clock: clk, timeout: timeout, limiter: lim, log: log, m: m, upstream: upstream}
+// New builds a Proxy; it holds idle connections until CloseIdle.
+func New(cfg Config) *Proxy {
+	p := &Proxy{clock: cfg.Clock, timeout: cfg.Timeout, limiter: cfg.Limiter, log: cfg.Logger, m: cfg.Observer,
+		upstream: cfg.Upstream, h2cOnly: cfg.H2COnly}
+	clk, log, refused, back, m := cfg.Clock, cfg.Logger, cfg.Refused, cfg.Back, cfg.Observer
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	p.t1 = &http.Transport{
 		DialContext: dialer.DialContext,
@@ -78,9 +115,12 @@ func newProxy(upstream string, clk clock.WithDelayedExecution, timeout time.Dura
 	return p
 }
 
-// closeIdle drops idle connections to the serving container: after it
+// Upstream is the serving container's HOST:PORT.
+func (p *Proxy) Upstream() string { return p.upstream }
+
+// CloseIdle drops idle connections to the serving container: after it
 // refused a connection they lead to a process that is gone.
-func (p *proxy) closeIdle() {
+func (p *Proxy) CloseIdle() {
 	p.t1.CloseIdleConnections()
 	p.t2.CloseIdleConnections()
 }
@@ -92,12 +132,12 @@ type reqState struct {
 	timer clock.Timer // the response-start timeout; nil without one
 }
 
-// serve proxies one request: the response must start within the timeout
+// Serve proxies one request: the response must start within the timeout
 // (as queue-proxy's, the revision timeout bounds the time to the first
 // byte of the response, queueing and ride-through included; a response
 // that started streams on); CONTAINER_CONCURRENCY requests at most are in
 // the container at once.
-func (p *proxy) serve(w *recorder, r *http.Request) {
+func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 	ctx := r.Context()
 	st := &reqState{}
 	if p.timeout > 0 {
@@ -146,7 +186,7 @@ var activatorHeaders = []string{"Knative-Serving-Revision", "Knative-Serving-Nam
 // the activator's routing headers are removed, X-Forwarded-For is extended
 // and Forwarded made from the X-Forwarded-* headers when absent. The query
 // goes out verbatim.
-func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme = "http"
 	pr.Out.URL.Host = p.upstream
 	in, out := pr.In.Header, pr.Out.Header
@@ -229,7 +269,7 @@ func forwardedFrom(h http.Header) string {
 
 // responseStarted stops the response-start timeout when the container's
 // response headers arrive, unless it already fired.
-func (p *proxy) responseStarted(resp *http.Response) error {
+func (p *Proxy) responseStarted(resp *http.Response) error {
 	st, _ := resp.Request.Context().Value(stateKey{}).(*reqState)
 	if st != nil && st.timer != nil && !st.timer.Stop() {
 		return errRequestTimeout
@@ -238,8 +278,8 @@ func (p *proxy) responseStarted(resp *http.Response) error {
 }
 
 // fail answers a request the proxy could not complete.
-func (p *proxy) fail(rw http.ResponseWriter, r *http.Request, err error) {
-	w, _ := rw.(*recorder)
+func (p *Proxy) fail(rw http.ResponseWriter, r *http.Request, err error) {
+	w, _ := rw.(*Recorder)
 	cause := context.Cause(r.Context())
 	switch {
 	case errors.Is(cause, errRequestTimeout) || errors.Is(err, errRequestTimeout):
@@ -259,7 +299,7 @@ func (p *proxy) fail(rw http.ResponseWriter, r *http.Request, err error) {
 		// The request may have reached the container: it is not sent
 		// again. queue-proxy answers the same: the error, as http.Error
 		// writes it.
-		p.m.upstreamError()
+		p.m.UpstreamError()
 		p.log.Warn("request failed after reaching the serving container", "method", r.Method, "path", r.URL.Path, "error", err)
 		http.Error(rw, err.Error(), http.StatusBadGateway)
 	}

@@ -1,4 +1,4 @@
-package gate
+package proxy
 
 import (
 	"bufio"
@@ -6,24 +6,25 @@ import (
 	"net/http"
 )
 
-// recorder notes the status and size of a response on its way out, for
+// Recorder notes the status and size of a response on its way out, for
 // metrics, the request log and the timeout (which may answer only while
 // nothing was written). Flush, Hijack and the rest of
 // http.ResponseController reach the server's writer through Unwrap.
-type recorder struct {
+// Make one with &Recorder{ResponseWriter: w}.
+type Recorder struct {
 	http.ResponseWriter
 	status int // first final status written; 0 before
 	bytes  int64
 }
 
-func (w *recorder) WriteHeader(code int) {
+func (w *Recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *recorder) Write(p []byte) (int, error) {
+func (w *Recorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -32,7 +33,7 @@ func (w *recorder) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *recorder) Flush() {
+func (w *Recorder) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -40,7 +41,7 @@ func (w *recorder) Flush() {
 
 // Hijack hands the connection to an upgraded protocol (websockets): the
 // proxy writes the 101 on it itself.
-func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *Recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil && w.status == 0 {
 		w.status = http.StatusSwitchingProtocols
@@ -48,10 +49,17 @@ func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, brw, err
 }
 
-func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *Recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// code is the status to record: 200 for a handler that wrote nothing.
-func (w *recorder) code() int {
+// Bytes is how much of the body was written.
+func (w *Recorder) Bytes() int64 { return w.bytes }
+
+// ClientLeft records that the client went away before the answer (nginx's
+// 499); nothing is written.
+func (w *Recorder) ClientLeft() { w.status = statusClientClosed }
+
+// Code is the status to record: 200 for a handler that wrote nothing.
+func (w *Recorder) Code() int {
 	if w.status == 0 {
 		return http.StatusOK
 	}

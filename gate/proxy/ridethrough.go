@@ -1,4 +1,4 @@
-package gate
+package proxy
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type rideThrough struct {
 	refused func(err error)
 	// back returns a channel closed when the container is seen back.
 	back func() <-chan struct{}
-	m    *Metrics
+	m    Observer
 }
 
 func (rt *rideThrough) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -52,8 +52,8 @@ func (rt *rideThrough) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (rt *rideThrough) hold(req *http.Request, err error) (*http.Response, error) {
 	ctx := req.Context()
-	rt.m.holdStarted()
-	defer rt.m.holdEnded()
+	rt.m.HoldStarted()
+	defer rt.m.HoldEnded()
 	backoff := holdMinBackoff
 	for {
 		rt.refused(err)
@@ -72,7 +72,7 @@ func (rt *rideThrough) hold(req *http.Request, err error) (*http.Response, error
 				return nil, fmt.Errorf("%w: %w", rerr, err)
 			}
 		}
-		rt.m.retried()
+		rt.m.Retried()
 		var resp *http.Response
 		resp, err = rt.next.RoundTrip(req)
 		if err == nil || !neverSent(err) {

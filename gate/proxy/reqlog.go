@@ -1,4 +1,4 @@
-package gate
+package proxy
 
 import (
 	"encoding/json"
@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// requestLog writes one JSON line per request, in the shape of Knative's
+// RequestLog writes one JSON line per request, in the shape of Knative's
 // default request log template (Cloud Logging's httpRequest), so log
 // pipelines built for queue-proxy read it unchanged.
-type requestLog struct {
+type RequestLog struct {
 	mu       sync.Mutex
 	w        io.Writer
 	serverIP string
@@ -37,7 +37,14 @@ type requestLogLine struct {
 	TraceID     string           `json:"traceId"`
 }
 
-func (l *requestLog) write(r *http.Request, status int, size int64, latency time.Duration) {
+// NewRequestLog writes to w; serverIP is the pod's IP.
+func NewRequestLog(w io.Writer, serverIP string) *RequestLog {
+	return &RequestLog{w: w, serverIP: serverIP}
+}
+
+// Log writes r's line: its answer's status and body size, and how long it
+// took. It is safe for concurrent use.
+func (l *RequestLog) Log(r *http.Request, status int, size int64, latency time.Duration) {
 	line := requestLogLine{
 		HTTPRequest: httpRequestEntry{
 			RequestMethod: r.Method,

@@ -1,4 +1,4 @@
-package gate
+package metrics
 
 import (
 	"log"
@@ -62,23 +62,25 @@ type counterRef struct{ prometheus.Counter }
 
 type probeKey struct{ container, kind, result string }
 
-// gaugeSources are read at scrape time, so the request path does not
-// maintain them twice.
-type gaugeSources struct {
-	inFlight   func() int64
-	queueDepth func() int64
-	ready      func() bool
-	// healthHeld may be nil (none are ever held).
-	healthHeld func() int64
+// Sources are the gauges' values, read at scrape time, so the request
+// path does not maintain them twice.
+type Sources struct {
+	InFlight   func() int64
+	QueueDepth func() int64
+	Ready      func() bool
+	// HealthHeld may be nil (none are ever held).
+	HealthHeld func() int64
 }
 
 // latencyBounds are the request duration buckets, in seconds: from well
 // under a loopback round trip up to the default revision timeout.
 var latencyBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 
-func newMetrics(src gaugeSources, errLog *log.Logger) *Metrics {
-	if src.healthHeld == nil {
-		src.healthHeld = func() int64 { return 0 }
+// New registers the gate's metrics on a registry of their own; errLog
+// gets the metrics page's errors.
+func New(src Sources, errLog *log.Logger) *Metrics {
+	if src.HealthHeld == nil {
+		src.HealthHeld = func() int64 { return 0 }
 	}
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -122,19 +124,19 @@ func newMetrics(src gaugeSources, errLog *log.Logger) *Metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "podgate_requests_in_flight",
 			Help: "Requests arrived and not yet answered.",
-		}, func() float64 { return float64(src.inFlight()) }),
+		}, func() float64 { return float64(src.InFlight()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "podgate_queue_depth",
 			Help: "Requests waiting for a CONTAINER_CONCURRENCY slot.",
-		}, func() float64 { return float64(src.queueDepth()) }),
+		}, func() float64 { return float64(src.QueueDepth()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "podgate_ready",
 			Help: "1 when the gate answers health checks with ready.",
-		}, func() float64 { return b2f(src.ready()) }),
+		}, func() float64 { return b2f(src.Ready()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "podgate_health_checks_held",
 			Help: "Health checks held until every container is ready (a periodSeconds: 0 readiness probe, before the pod was first ready).",
-		}, func() float64 { return float64(src.healthHeld()) }),
+		}, func() float64 { return float64(src.HealthHeld()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -147,8 +149,8 @@ func newMetrics(src gaugeSources, errLog *log.Logger) *Metrics {
 	return m
 }
 
-// request records one proxied request.
-func (m *Metrics) request(code int, d time.Duration) {
+// Request records one proxied request.
+func (m *Metrics) Request(code int, d time.Duration) {
 	if code < 0 || code >= len(m.codes) {
 		code = 0
 	}
@@ -162,29 +164,31 @@ func (m *Metrics) request(code int, d time.Duration) {
 	m.latency.Observe(d.Seconds())
 }
 
-// holdStarted and holdEnded bracket a request held by the ride-through.
-func (m *Metrics) holdStarted() {
+// HoldStarted and HoldEnded bracket a request held by the ride-through.
+func (m *Metrics) HoldStarted() {
 	m.holds.Inc()
 	m.held.Inc()
 }
 
-func (m *Metrics) holdEnded() { m.held.Dec() }
+// HoldEnded: see HoldStarted.
+func (m *Metrics) HoldEnded() { m.held.Dec() }
 
-// retried counts one more connection attempt for a held request.
-func (m *Metrics) retried() { m.retries.Inc() }
+// Retried counts one more connection attempt for a held request.
+func (m *Metrics) Retried() { m.retries.Inc() }
 
-// upstreamError counts a request that failed after it may have reached
+// UpstreamError counts a request that failed after it may have reached
 // the container.
-func (m *Metrics) upstreamError() { m.upstream.Inc() }
+func (m *Metrics) UpstreamError() { m.upstream.Inc() }
 
-func (m *Metrics) containerReady(name string, ready bool) {
+// ContainerReady sets whether a container counts as ready.
+func (m *Metrics) ContainerReady(name string, ready bool) {
 	m.containers.WithLabelValues(name).Set(b2f(ready))
 }
 
-// probeResult counts a probe attempt. The aggressive prober runs one every
+// ProbeResult counts a probe attempt. The aggressive prober runs one every
 // few milliseconds, so children are kept rather than looked up (and their
 // label slice allocated) each time.
-func (m *Metrics) probeResult(container, kind string, r probe.Result) {
+func (m *Metrics) ProbeResult(container, kind string, r probe.Result) {
 	k := probeKey{container, kind, r.String()}
 	m.probesMu.Lock()
 	c, ok := m.probes[k]

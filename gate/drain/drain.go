@@ -1,4 +1,4 @@
-package gate
+package drain
 
 import (
 	"sync"
@@ -44,8 +44,9 @@ type Drainer struct {
 	wg    sync.WaitGroup
 }
 
-// NewDrainer returns a Drainer with the given quiet period.
-func NewDrainer(clk clock.Clock, quiet time.Duration) *Drainer {
+// New returns a Drainer with the given quiet period; a nil clk is the
+// real clock.
+func New(clk clock.Clock, quiet time.Duration) *Drainer {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
