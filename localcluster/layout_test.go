@@ -23,6 +23,7 @@ var allowedDeps = map[string][]string{
 	"prober":                 {"probe", "expansion", "procgroup", "wire", "specdecode"},
 	"gateenv":                {"specdecode", "wire"},
 	"podspec":                {"gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"podspec/validation":     {"podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"runtime/proc":           {"procgroup"},
 	"runtime/queue":          {},
 	"runtime/backoff":        {},

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 )
 
 // stdinName names standard input (-f -) in messages.
@@ -120,7 +121,7 @@ func loadAndValidate(inputs []podspec.Input) (*podspec.Manifests, podspec.Proble
 		return nil, nil, err
 	}
 	for _, w := range m.Workloads {
-		problems = append(problems, w.Problems(podspec.Validate(w))...)
+		problems = append(problems, w.Problems(validation.Validate(w))...)
 	}
 	podspec.SortProblems(problems, inputNames(inputs)...)
 	return m, problems, nil

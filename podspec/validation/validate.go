@@ -1,4 +1,4 @@
-package podspec
+package validation
 
 import (
 	"strings"
@@ -8,11 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
+	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/podspec"
 )
 
 // Validate checks a defaulted workload (as Load returns it) against the
@@ -22,13 +21,13 @@ import (
 //
 // An already injected workload validates too: the gate container and the
 // variables the injector set are recognised and left out.
-func Validate(w *Workload) field.ErrorList {
+func Validate(w *podspec.Workload) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateMeta(w)...)
-	if w.Kind == KindDeployment {
+	if w.Kind == podspec.KindDeployment {
 		errs = append(errs, validateDeployment(w)...)
 	}
-	v := &podValidator{w: w, spec: w.PodSpec(), path: w.SpecPath(), gate: findGate(w.PodSpec())}
+	v := &podValidator{w: w, spec: w.PodSpec(), path: w.SpecPath(), gate: podspec.FindGate(w.PodSpec())}
 	errs = append(errs, v.validate()...)
 	if w.Knative != nil {
 		errs = append(errs, validateKnative(w, v)...)
@@ -36,43 +35,43 @@ func Validate(w *Workload) field.ErrorList {
 	return errs
 }
 
-func validateMeta(w *Workload) field.ErrorList {
+func validateMeta(w *podspec.Workload) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	switch {
-	case w.Name == "" && w.generateName() != "":
+	case w.Name == "" && generateName(w) != "":
 		errs = append(errs, field.Required(meta.Child("name"), "podgate needs a fixed name; generateName is not supported"))
 	case w.Name == "":
 		errs = append(errs, field.Required(meta.Child("name"), ""))
-	case w.Kind == KindService:
+	case w.Kind == podspec.KindService:
 		// Knative derives revision and host names from it: a DNS label.
-		for _, msg := range validation.IsDNS1123Label(w.Name) {
+		for _, msg := range apivalidation.IsDNS1123Label(w.Name) {
 			errs = append(errs, field.Invalid(meta.Child("name"), w.Name, msg))
 		}
 	default:
-		for _, msg := range validation.IsDNS1123Subdomain(w.Name) {
+		for _, msg := range apivalidation.IsDNS1123Subdomain(w.Name) {
 			errs = append(errs, field.Invalid(meta.Child("name"), w.Name, msg))
 		}
 	}
-	for _, msg := range validation.IsDNS1123Label(w.Namespace) {
+	for _, msg := range apivalidation.IsDNS1123Label(w.Namespace) {
 		errs = append(errs, field.Invalid(meta.Child("namespace"), w.Namespace, msg))
 	}
 	errs = append(errs, metavalidation.ValidateLabels(w.Labels, meta.Child("labels"))...)
-	if w.Kind != KindPod {
+	if w.Kind != podspec.KindPod {
 		tmeta := field.NewPath("spec", "template", "metadata")
 		errs = append(errs, metavalidation.ValidateLabels(w.Template.Labels, tmeta.Child("labels"))...)
 	}
 	return errs
 }
 
-func validateDeployment(w *Workload) field.ErrorList {
+func validateDeployment(w *podspec.Workload) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if w.Replicas < 0 {
 		errs = append(errs, field.Invalid(spec.Child("replicas"), w.Replicas, "must be greater than or equal to 0"))
 	}
 	var sel *metav1.LabelSelector
-	if d, ok := w.object.(*appsv1.Deployment); ok {
+	if d, ok := w.Object().(*appsv1.Deployment); ok {
 		sel = d.Spec.Selector
 	}
 	if sel == nil {
@@ -97,52 +96,6 @@ func validateDeployment(w *Workload) field.ErrorList {
 	return errs
 }
 
-// gateRef locates the gate of an injected pod: a native sidecar among the
-// init containers (the default), or a regular container.
-type gateRef struct {
-	init  bool // among spec.initContainers
-	index int  // -1: no gate
-}
-
-func (g gateRef) found() bool { return g.index >= 0 }
-
-// isContainer says whether spec.containers[i] is the gate.
-func (g gateRef) isContainer(i int) bool { return !g.init && g.index == i }
-
-// isInit says whether spec.initContainers[i] is the gate.
-func (g gateRef) isInit(i int) bool { return g.init && g.index == i }
-
-// findGate finds the gate container of an injected pod: named podgate and
-// configured by the injector (it always writes the status source). A user
-// container merely named podgate is not the gate.
-func findGate(spec *corev1.PodSpec) gateRef {
-	isGate := func(c *corev1.Container) bool {
-		if c.Name != wire.GateContainerName {
-			return false
-		}
-		for _, e := range c.Env {
-			if e.Name == gateenv.EnvStatusSource {
-				return true
-			}
-		}
-		return false
-	}
-	for i := range spec.InitContainers {
-		if isGate(&spec.InitContainers[i]) {
-			return gateRef{init: true, index: i}
-		}
-	}
-	for i := range spec.Containers {
-		if isGate(&spec.Containers[i]) {
-			return gateRef{index: i}
-		}
-	}
-	return gateRef{index: -1}
-}
-
-// IsInjected reports whether the workload's pod already carries the gate.
-func (w *Workload) IsInjected() bool { return findGate(w.PodSpec()).found() }
-
 func describePorts(ports []corev1.ContainerPort) string {
 	var names []string
 	for _, p := range ports {
@@ -157,14 +110,9 @@ func describePorts(ports []corev1.ContainerPort) string {
 }
 
 // generateName is the manifest's metadata.generateName.
-func (w *Workload) generateName() string {
-	switch o := w.object.(type) {
-	case *corev1.Pod:
-		return o.GenerateName
-	case *appsv1.Deployment:
-		return o.GenerateName
-	case *Service:
-		return o.GenerateName
+func generateName(w *podspec.Workload) string {
+	if o, ok := w.Object().(metav1.Object); ok {
+		return o.GetGenerateName()
 	}
 	return ""
 }

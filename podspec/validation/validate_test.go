@@ -1,8 +1,10 @@
-package podspec
+package validation
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/podgate/podgate/podspec"
 )
 
 // podWith is a Pod whose single container "app" (image, port 8080) gets
@@ -143,7 +145,7 @@ func TestInjectedWorkloadStillValidates(t *testing.T) {
 		if errs := Validate(w); len(errs) > 0 {
 			t.Fatalf("original invalid: %v", errs)
 		}
-		iw, err := Inject(w, Options{})
+		iw, err := podspec.Inject(w, podspec.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,12 +155,41 @@ func TestInjectedWorkloadStillValidates(t *testing.T) {
 	}
 }
 
-func TestUserContainerNamedPodgateIsNotTakenForTheGate(t *testing.T) {
-	w := one(t, strings.Replace(podWith(""), "name: app", "name: podgate", 1))
-	if w.IsInjected() {
-		t.Fatal("a user container named podgate made the pod look injected")
+// one loads a manifest holding exactly one workload, without problems.
+func one(t *testing.T, manifest string) *podspec.Workload {
+	t.Helper()
+	m, err := podspec.Load(strings.NewReader(manifest), "m.yaml")
+	if err != nil {
+		t.Fatalf("load problems: %v", err)
 	}
-	if _, err := Inject(w, Options{}); err == nil || !strings.Contains(err.Error(), "podgate") {
-		t.Fatalf("Inject of a pod with a user container named podgate: err %v, want a name clash", err)
+	if len(m.Workloads) != 1 {
+		t.Fatalf("%d workloads, want 1", len(m.Workloads))
+	}
+	return m.Workloads[0]
+}
+
+func ksvc(containers string, extra ...string) string {
+	spec := ""
+	meta := ""
+	if len(extra) > 0 {
+		spec = extra[0]
+	}
+	if len(extra) > 1 {
+		meta = extra[1]
+	}
+	return "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: svc}\nspec:\n  template:\n" + meta + "    spec:\n" + spec + "      containers:\n" + containers
+}
+
+// assertStrings compares lists; with prefix, want[i] need only start got[i].
+func assertStrings(t *testing.T, what string, got, want []string, prefix bool) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s = %q, want %q", what, got, want)
+		return
+	}
+	for i := range want {
+		if got[i] != want[i] && !(prefix && strings.HasPrefix(got[i], want[i])) {
+			t.Errorf("%s[%d] = %q, want %q", what, i, got[i], want[i])
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package podspec
+package validation
 
 import (
 	"fmt"
@@ -6,9 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
+	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -24,16 +25,16 @@ var gatePorts = map[int32]string{
 // podValidator validates a pod spec with the Kubernetes rules plus
 // podgate's own (reserved names and ports, named probe ports resolved).
 type podValidator struct {
-	w    *Workload
+	w    *podspec.Workload
 	spec *corev1.PodSpec
 	path *field.Path
-	gate gateRef // the injected gate, if any
+	gate podspec.GateRef // the injected gate, if any
 }
 
 func (v *podValidator) validate() field.ErrorList {
 	var errs field.ErrorList
 	spec, path := v.spec, v.path
-	if len(spec.Containers) == 0 || (len(spec.Containers) == 1 && v.gate.isContainer(0)) {
+	if len(spec.Containers) == 0 || (len(spec.Containers) == 1 && v.gate.IsContainer(0)) {
 		errs = append(errs, field.Required(path.Child("containers"), "a pod needs at least one container"))
 	}
 	switch spec.RestartPolicy {
@@ -48,13 +49,13 @@ func (v *podValidator) validate() field.ErrorList {
 	errs = append(errs, v.names()...)
 	errs = append(errs, v.validatePortEnv()...)
 	for i := range spec.InitContainers {
-		if v.gate.isInit(i) {
+		if v.gate.IsInit(i) {
 			continue
 		}
 		errs = append(errs, v.initContainer(i)...)
 	}
 	for i := range spec.Containers {
-		if v.gate.isContainer(i) {
+		if v.gate.IsContainer(i) {
 			continue
 		}
 		c := &spec.Containers[i]
@@ -64,7 +65,7 @@ func (v *podValidator) validate() field.ErrorList {
 			errs = append(errs, field.Forbidden(cpath.Child("restartPolicy"),
 				"may only be set on init containers (restartPolicy: Always makes a sidecar)"))
 		}
-		errs = append(errs, v.probes(c, cpath, i == v.w.servingIndex())...)
+		errs = append(errs, v.probes(c, cpath, i == v.w.ServingIndex())...)
 	}
 	return errs
 }
@@ -85,7 +86,7 @@ func (v *podValidator) names() field.ErrorList {
 			return
 		}
 		seen.Insert(c.Name)
-		for _, msg := range validation.IsDNS1123Label(c.Name) {
+		for _, msg := range apivalidation.IsDNS1123Label(c.Name) {
 			errs = append(errs, field.Invalid(np, c.Name, msg))
 		}
 		if c.Name == wire.GateContainerName && !isGate {
@@ -93,10 +94,10 @@ func (v *podValidator) names() field.ErrorList {
 		}
 	}
 	for i := range v.spec.InitContainers {
-		check(&v.spec.InitContainers[i], v.path.Child("initContainers").Index(i), v.gate.isInit(i))
+		check(&v.spec.InitContainers[i], v.path.Child("initContainers").Index(i), v.gate.IsInit(i))
 	}
 	for i := range v.spec.Containers {
-		check(&v.spec.Containers[i], v.path.Child("containers").Index(i), v.gate.isContainer(i))
+		check(&v.spec.Containers[i], v.path.Child("containers").Index(i), v.gate.IsContainer(i))
 	}
 	return errs
 }
@@ -157,7 +158,7 @@ func (v *podValidator) ports(c *corev1.Container, p *field.Path) field.ErrorList
 	names := sets.New[string]()
 	for i, port := range c.Ports {
 		pp := p.Index(i)
-		for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+		for _, msg := range apivalidation.IsValidPortNum(int(port.ContainerPort)) {
 			errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, msg))
 		}
 		if port.Name != "" {
@@ -165,7 +166,7 @@ func (v *podValidator) ports(c *corev1.Container, p *field.Path) field.ErrorList
 				errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
 			}
 			names.Insert(port.Name)
-			for _, msg := range validation.IsValidPortName(port.Name) {
+			for _, msg := range apivalidation.IsValidPortName(port.Name) {
 				errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
 			}
 		}
@@ -196,7 +197,7 @@ func envValue(c *corev1.Container, name string) (string, int, bool) {
 // validatePortEnv: podgate sets $PORT on the serving container of a Pod
 // or Deployment; a different value the user set would be overwritten.
 func (v *podValidator) validatePortEnv() field.ErrorList {
-	i := v.w.servingIndex()
+	i := v.w.ServingIndex()
 	if i < 0 || v.w.Knative != nil {
 		return nil
 	}

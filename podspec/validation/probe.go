@@ -1,4 +1,4 @@
-package podspec
+package validation
 
 import (
 	"fmt"
@@ -6,9 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
+	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 )
 
@@ -42,7 +43,7 @@ func (v *podValidator) probe(c *corev1.Container, p *corev1.Probe, path *field.P
 	}
 	var mine field.ErrorList
 	checked := *p
-	if kind == readiness && v.w.Knative != nil && IsAggressive(p) {
+	if kind == readiness && v.w.Knative != nil && podspec.IsAggressive(p) {
 		// Knative's aggressive mode: no period, so no timeout or failure
 		// threshold either; the context-free rules see legal stand-ins.
 		const msg = "must not be set when periodSeconds is 0 (Knative's aggressive probing)"
@@ -91,24 +92,24 @@ func (v *podValidator) probePort(c *corev1.Container, p *corev1.Probe, path *fie
 			fmt.Sprintf("container %q is not the serving container: its probes must name a port (only the serving container's default to %d)",
 				c.Name, v.w.ServingPort))}
 	}
-	if port.Type != intstr.String || port.StrVal == "" || len(validation.IsValidPortName(port.StrVal)) > 0 {
+	if port.Type != intstr.String || port.StrVal == "" || len(apivalidation.IsValidPortName(port.StrVal)) > 0 {
 		return nil // numbers and malformed names are package probe's to judge
 	}
-	if _, ok := resolveNamedPort(c, port.StrVal); !ok {
+	if !hasNamedPort(c, port.StrVal) {
 		return field.ErrorList{field.Invalid(ppath, port.StrVal,
 			fmt.Sprintf("no such named port on container %q (%s)", c.Name, describePorts(c.Ports)))}
 	}
 	return nil
 }
 
-// resolveNamedPort finds a container port by name.
-func resolveNamedPort(c *corev1.Container, name string) (int32, bool) {
+// hasNamedPort reports whether c declares a port named name.
+func hasNamedPort(c *corev1.Container, name string) bool {
 	for _, p := range c.Ports {
 		if p.Name == name {
-			return p.ContainerPort, true
+			return true
 		}
 	}
-	return 0, false
+	return false
 }
 
 // withSpecific appends the specific errors to the general ones, dropping

@@ -1,4 +1,4 @@
-package podspec
+package validation
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -21,11 +22,17 @@ var (
 	knativeReservedEnv = []string{"K_SERVICE", "K_CONFIGURATION", "K_REVISION"}
 )
 
+// Knative's limits (config-defaults), as shipped.
+const (
+	knativeMaxTimeoutSeconds       = 600
+	knativeMaxContainerConcurrency = 1000
+)
+
 // validateKnative applies Knative Serving's webhook rules that concern
 // podgate: one serving port, the revision settings, reserved names.
 // Multi-container probing is always on; exec probes on sidecars need no
 // port; podgate's other differences are in docs/admission.md.
-func validateKnative(w *Workload, v *podValidator) field.ErrorList {
+func validateKnative(w *podspec.Workload, v *podValidator) field.ErrorList {
 	var errs field.ErrorList
 	k, spec, path := w.Knative, w.PodSpec(), w.SpecPath()
 	tmeta := field.NewPath("spec", "template", "metadata")
@@ -46,7 +53,7 @@ func validateKnative(w *Workload, v *podValidator) field.ErrorList {
 	errs = append(errs, validateServingPort(w, v)...)
 
 	for i := range spec.Containers {
-		if v.gate.isContainer(i) {
+		if v.gate.IsContainer(i) {
 			continue
 		}
 		c := &spec.Containers[i]
@@ -54,11 +61,11 @@ func validateKnative(w *Workload, v *podValidator) field.ErrorList {
 		if c.Name == "queue-proxy" {
 			errs = append(errs, field.Invalid(cpath.Child("name"), c.Name, "reserved for Knative's queue-proxy"))
 		}
-		if v.gate.found() {
+		if v.gate.Found() {
 			continue // the injector set the reserved variables
 		}
 		reserved := knativeReservedEnv
-		if i == w.servingIndex() {
+		if i == w.ServingIndex() {
 			reserved = append([]string{"PORT"}, reserved...)
 		}
 		for _, name := range reserved {
@@ -72,12 +79,12 @@ func validateKnative(w *Workload, v *podValidator) field.ErrorList {
 
 // validateServingPort: a Knative Service declares exactly one port, on the
 // container that serves traffic; with one container it may declare none.
-func validateServingPort(w *Workload, v *podValidator) field.ErrorList {
+func validateServingPort(w *podspec.Workload, v *podValidator) field.ErrorList {
 	var errs field.ErrorList
 	spec, path := w.PodSpec(), w.SpecPath()
 	count, users := 0, 0
 	for i := range spec.Containers {
-		if v.gate.isContainer(i) {
+		if v.gate.IsContainer(i) {
 			continue
 		}
 		users++
@@ -109,7 +116,7 @@ func validateServingPort(w *Workload, v *podValidator) field.ErrorList {
 
 func validateScaleAnnotations(ann map[string]string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{annotationInitialScale, annotationInitialScaleLegacy, annotationMinScale, annotationMinScaleLegacy} {
+	for _, key := range []string{podspec.AnnotationInitialScale, podspec.AnnotationInitialScaleLegacy, podspec.AnnotationMinScale, podspec.AnnotationMinScaleLegacy} {
 		s, ok := ann[key]
 		if !ok {
 			continue
