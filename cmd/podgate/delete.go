@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
 )
 
 func init() { register(newDeleteCmd) }
@@ -51,7 +52,7 @@ error.`,
 			if err != nil {
 				return err
 			}
-			c, err := api.NewClient(addr)
+			c, err := apiclient.New(addr)
 			if err != nil {
 				return usageErrorf("--api: %v", err)
 			}
@@ -66,7 +67,7 @@ error.`,
 			var failed []error
 			for _, name := range names {
 				_, err := c.DeletePod(cmd.Context(), namespace, name, opts)
-				var unreachable *api.UnreachableError
+				var unreachable *apiclient.UnreachableError
 				switch {
 				case errors.As(err, &unreachable):
 					return invalidf("%v", err)

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/printers"
 )
@@ -109,7 +111,7 @@ func runGet(cmd *cobra.Command, o getOptions, args []string) error {
 	if o.allNamespaces && len(names) > 0 {
 		return usageErrorf("a resource cannot be retrieved by name across all namespaces")
 	}
-	c, err := api.NewClient(o.api)
+	c, err := apiclient.New(o.api)
 	if err != nil {
 		return usageErrorf("--api: %v", err)
 	}
@@ -122,7 +124,7 @@ func runGet(cmd *cobra.Command, o getOptions, args []string) error {
 	if o.allNamespaces {
 		ns = ""
 	}
-	opts := api.ListOptions{Namespace: ns, LabelSelector: o.selector, FieldSelector: o.fieldSelector}
+	opts := apiclient.ListOptions{Namespace: ns, LabelSelector: o.selector, FieldSelector: o.fieldSelector}
 
 	if len(names) > 0 && !o.watch {
 		return getByName(ctx, c, k, p, ns, names)
@@ -152,7 +154,7 @@ func runGet(cmd *cobra.Command, o getOptions, args []string) error {
 	return watchAndPrint(ctx, c, k, p, opts)
 }
 
-func getByName(ctx context.Context, c *api.Client, k kind, p *printers.Printer, ns string, names []string) error {
+func getByName(ctx context.Context, c *apiclient.Client, k kind, p *printers.Printer, ns string, names []string) error {
 	var items []item
 	var missing []error
 	for _, name := range names {
@@ -181,7 +183,7 @@ func getByName(ctx context.Context, c *api.Client, k kind, p *printers.Printer, 
 	return nil
 }
 
-func watchAndPrint(ctx context.Context, c *api.Client, k kind, p *printers.Printer, opts api.ListOptions) error {
+func watchAndPrint(ctx context.Context, c *apiclient.Client, k kind, p *printers.Printer, opts apiclient.ListOptions) error {
 	w, err := c.Watch(ctx, k.resource(), opts)
 	if err != nil {
 		return cliError(err)
@@ -243,12 +245,12 @@ type item = printers.Item
 
 // kind is one resource type `podgate get` knows.
 type kind interface {
-	resource() api.Resource
+	resource() resources.Resource
 	names() []string
 	printed() printers.Resource
-	list(ctx context.Context, c *api.Client, opts api.ListOptions) (list any, items []item, err error)
-	get(ctx context.Context, c *api.Client, namespace, name string) (item, error)
-	decode(ev api.WatchEvent) (item, error)
+	list(ctx context.Context, c *apiclient.Client, opts apiclient.ListOptions) (list any, items []item, err error)
+	get(ctx context.Context, c *apiclient.Client, namespace, name string) (item, error)
+	decode(ev apiclient.WatchEvent) (item, error)
 }
 
 // kindOf implements kind for one API type T (PT is *T).
@@ -256,7 +258,7 @@ type kindOf[T any, PT interface {
 	*T
 	objstore.Object
 }] struct {
-	res     api.Resource
+	res     resources.Resource
 	aliases []string
 	print   printers.Resource
 	row     func(obj PT, wide bool, now time.Time) []string
@@ -271,11 +273,11 @@ type listOf[T any] struct {
 	Items           []T `json:"items"`
 }
 
-func (k *kindOf[T, PT]) resource() api.Resource     { return k.res }
-func (k *kindOf[T, PT]) names() []string            { return k.aliases }
-func (k *kindOf[T, PT]) printed() printers.Resource { return k.print }
+func (k *kindOf[T, PT]) resource() resources.Resource { return k.res }
+func (k *kindOf[T, PT]) names() []string              { return k.aliases }
+func (k *kindOf[T, PT]) printed() printers.Resource   { return k.print }
 
-func (k *kindOf[T, PT]) list(ctx context.Context, c *api.Client, opts api.ListOptions) (any, []item, error) {
+func (k *kindOf[T, PT]) list(ctx context.Context, c *apiclient.Client, opts apiclient.ListOptions) (any, []item, error) {
 	var l listOf[T]
 	if err := c.List(ctx, k.res, opts, &l); err != nil {
 		return nil, nil, err
@@ -290,7 +292,7 @@ func (k *kindOf[T, PT]) list(ctx context.Context, c *api.Client, opts api.ListOp
 	return &l, items, nil
 }
 
-func (k *kindOf[T, PT]) get(ctx context.Context, c *api.Client, namespace, name string) (item, error) {
+func (k *kindOf[T, PT]) get(ctx context.Context, c *apiclient.Client, namespace, name string) (item, error) {
 	obj := PT(new(T))
 	if err := c.Get(ctx, k.res, namespace, name, obj); err != nil {
 		return item{}, err
@@ -298,7 +300,7 @@ func (k *kindOf[T, PT]) get(ctx context.Context, c *api.Client, namespace, name 
 	return k.item(obj), nil
 }
 
-func (k *kindOf[T, PT]) decode(ev api.WatchEvent) (item, error) {
+func (k *kindOf[T, PT]) decode(ev apiclient.WatchEvent) (item, error) {
 	obj := PT(new(T))
 	if err := ev.Decode(obj); err != nil {
 		return item{}, err
@@ -316,19 +318,19 @@ func (k *kindOf[T, PT]) item(obj PT) item {
 
 var kinds = []kind{
 	&kindOf[corev1.Pod, *corev1.Pod]{
-		res: api.Pods, aliases: []string{"pods", "pod", "po"},
+		res: resources.Pods, aliases: []string{"pods", "pod", "po"},
 		print: printers.Pods, row: printers.PodRow,
 	},
 	&kindOf[corev1.Event, *corev1.Event]{
-		res: api.Events, aliases: []string{"events", "event", "ev"},
+		res: resources.Events, aliases: []string{"events", "event", "ev"},
 		print: printers.Events, row: printers.EventRow, sort: printers.SortEvents,
 	},
 	&kindOf[discoveryv1.EndpointSlice, *discoveryv1.EndpointSlice]{
-		res: api.EndpointSlices, aliases: []string{"endpoints", "endpoint", "ep", "endpointslices", "endpointslice"},
+		res: resources.EndpointSlices, aliases: []string{"endpoints", "endpoint", "ep", "endpointslices", "endpointslice"},
 		print: printers.EndpointSlices, row: printers.EndpointSliceRow,
 	},
 	&kindOf[objstore.KnativeService, *objstore.KnativeService]{
-		res: api.Services, aliases: []string{"services", "service", "ksvc", "ksvcs", "kservice"},
+		res: resources.Services, aliases: []string{"services", "service", "ksvc", "ksvcs", "kservice"},
 		print: printers.Services, row: printers.ServiceRow,
 	},
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
 )
 
 func init() { register(newLogsCmd) }
@@ -62,7 +63,7 @@ Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 			if tail >= 0 {
 				opts.TailLines = &tail
 			}
-			c, err := api.NewClient(addr)
+			c, err := apiclient.New(addr)
 			if err != nil {
 				return usageErrorf("--api: %v", err)
 			}

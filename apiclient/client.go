@@ -1,4 +1,4 @@
-package api
+package apiclient
 
 import (
 	"bytes"
@@ -18,7 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/api/resources"
 	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/wire"
 )
 
 // Client talks to the control API of a running `podgate run`.
@@ -29,15 +31,15 @@ type Client struct {
 	hc   *http.Client
 }
 
-// NewClient returns a client for addr: HOST:PORT or an http:// URL.
-func NewClient(addr string) (*Client, error) {
+// New returns a client for addr: HOST:PORT or an http:// URL.
+func New(addr string) (*Client, error) {
 	raw := addr
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("control API address %q: want HOST:PORT or http://HOST:PORT (e.g. %s)", addr, DefaultAddr)
+		return nil, fmt.Errorf("control API address %q: want HOST:PORT or http://HOST:PORT (e.g. %s)", addr, wire.APIAddr)
 	}
 	u.Path = ""
 	// Its own transport: no proxy from the environment (the API is on
@@ -96,44 +98,44 @@ func (o ListOptions) query(watch bool) url.Values {
 }
 
 // List decodes the resource's list (PodList, EventList, …) into into.
-func (c *Client) List(ctx context.Context, r Resource, opts ListOptions, into any) error {
+func (c *Client) List(ctx context.Context, r resources.Resource, opts ListOptions, into any) error {
 	return c.getJSON(ctx, r, opts.Namespace, "", opts.query(false), into)
 }
 
 // Get decodes one object into into; a missing object is a NotFound
 // StatusError (apierrors.IsNotFound).
-func (c *Client) Get(ctx context.Context, r Resource, namespace, name string, into any) error {
+func (c *Client) Get(ctx context.Context, r resources.Resource, namespace, name string, into any) error {
 	return c.getJSON(ctx, r, namespace, name, nil, into)
 }
 
 // ListPods lists pods.
 func (c *Client) ListPods(ctx context.Context, opts ListOptions) (*corev1.PodList, error) {
 	var l corev1.PodList
-	return &l, c.List(ctx, Pods, opts, &l)
+	return &l, c.List(ctx, resources.Pods, opts, &l)
 }
 
 // GetPod reads one pod.
 func (c *Client) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	var p corev1.Pod
-	return &p, c.Get(ctx, Pods, namespace, name, &p)
+	return &p, c.Get(ctx, resources.Pods, namespace, name, &p)
 }
 
 // ListEvents lists events.
 func (c *Client) ListEvents(ctx context.Context, opts ListOptions) (*corev1.EventList, error) {
 	var l corev1.EventList
-	return &l, c.List(ctx, Events, opts, &l)
+	return &l, c.List(ctx, resources.Events, opts, &l)
 }
 
 // ListEndpointSlices lists EndpointSlices.
 func (c *Client) ListEndpointSlices(ctx context.Context, opts ListOptions) (*discoveryv1.EndpointSliceList, error) {
 	var l discoveryv1.EndpointSliceList
-	return &l, c.List(ctx, EndpointSlices, opts, &l)
+	return &l, c.List(ctx, resources.EndpointSlices, opts, &l)
 }
 
 // ListServices lists Knative Services.
 func (c *Client) ListServices(ctx context.Context, opts ListOptions) (*objstore.KnativeServiceList, error) {
 	var l objstore.KnativeServiceList
-	return &l, c.List(ctx, Services, opts, &l)
+	return &l, c.List(ctx, resources.Services, opts, &l)
 }
 
 // DeletePod starts graceful termination of a pod and returns the pod as it
@@ -144,12 +146,12 @@ func (c *Client) DeletePod(ctx context.Context, namespace, name string, opts met
 	if err != nil {
 		return nil, fmt.Errorf("encoding DeleteOptions: %w", err)
 	}
-	resp, err := c.do(ctx, http.MethodDelete, Pods.Path(namespace, name), nil, bytes.NewReader(body))
+	resp, err := c.do(ctx, http.MethodDelete, resources.Pods.Path(namespace, name), nil, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if err := checkResponse(resp, http.MethodDelete, Pods, name); err != nil {
+	if err := checkResponse(resp, http.MethodDelete, resources.Pods, name); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(resp.Body)
@@ -187,18 +189,18 @@ func (c *Client) Logs(ctx context.Context, namespace, pod string, opts corev1.Po
 			q.Set(name, strconv.FormatInt(*v, 10))
 		}
 	}
-	resp, err := c.do(ctx, http.MethodGet, Pods.Path(namespace, pod)+"/log", q, nil)
+	resp, err := c.do(ctx, http.MethodGet, resources.Pods.Path(namespace, pod)+"/log", q, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkResponse(resp, http.MethodGet, Pods, pod); err != nil {
+	if err := checkResponse(resp, http.MethodGet, resources.Pods, pod); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
 	return resp.Body, nil
 }
 
-func (c *Client) getJSON(ctx context.Context, r Resource, namespace, name string, q url.Values, into any) error {
+func (c *Client) getJSON(ctx context.Context, r resources.Resource, namespace, name string, q url.Values, into any) error {
 	resp, err := c.do(ctx, http.MethodGet, r.Path(namespace, name), q, nil)
 	if err != nil {
 		return err
@@ -238,7 +240,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 // checkResponse turns a non-2xx answer into the StatusError the server
 // sent, or one made up from the status code if the body is not a Status.
-func checkResponse(resp *http.Response, method string, r Resource, name string) error {
+func checkResponse(resp *http.Response, method string, r resources.Resource, name string) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}

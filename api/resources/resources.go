@@ -1,4 +1,4 @@
-package api
+package resources
 
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"

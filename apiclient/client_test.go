@@ -1,4 +1,4 @@
-package api
+package apiclient
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestNewClientTakesHostPortOrAnHTTPURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := NewClient(tt.addr)
+			c, err := New(tt.addr)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -48,7 +48,7 @@ func TestAClosedPortIsUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c, _ := NewClient(addr)
+	c, _ := New(addr)
 	defer c.Close()
 	_, err = c.ListPods(context.Background(), ListOptions{})
 	var unreachable *UnreachableError
@@ -68,7 +68,7 @@ func TestANonStatusErrorBodyStillBecomesAStatusError(t *testing.T) {
 		http.Error(w, "upstream exploded", http.StatusBadGateway)
 	}))
 	defer srv.Close()
-	c, _ := NewClient(srv.URL)
+	c, _ := New(srv.URL)
 	defer c.Close()
 	_, err := c.GetPod(context.Background(), "default", "web")
 	var se *apierrors.StatusError

@@ -1,4 +1,4 @@
-package api
+package apiclient
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/podgate/podgate/api/resources"
 )
 
 // WatchEvent is one change from a watch: metav1.WatchEvent with the object
@@ -36,7 +38,7 @@ type Watcher struct {
 }
 
 // Watch opens a watch of r. The server has accepted it when Watch returns.
-func (c *Client) Watch(ctx context.Context, r Resource, opts ListOptions) (*Watcher, error) {
+func (c *Client) Watch(ctx context.Context, r resources.Resource, opts ListOptions) (*Watcher, error) {
 	resp, err := c.do(ctx, http.MethodGet, r.Path(opts.Namespace, ""), opts.query(true), nil)
 	if err != nil {
 		return nil, err
