@@ -42,9 +42,11 @@ var allowedDeps = map[string][]string{
 	"gate/metrics":           {"probe", "expansion", "procgroup", "wire"},
 	"gate":                   {"gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"gate/podstatus":         {"gate", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gate/gatemain":          {"gate", "gate/podstatus", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"activator":              {"gateenv", "wire", "specdecode"},
 	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
 	"printers":               {"objstore"},
+	"podctl":                 {"apiclient", "printers", "api/resources", "objstore", "wire"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list

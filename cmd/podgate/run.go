@@ -11,13 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 )
@@ -122,11 +123,11 @@ func (o *runOptions) checkFlags(replicasSet bool, servicePorts []string) error {
 	} else if o.replicas < 0 {
 		return usageErrorf("--replicas %d: must not be negative", o.replicas)
 	}
-	if errs := validation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
+	if errs := apivalidation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
 		return usageErrorf("--domain %q: %s", o.domain, strings.Join(errs, "; "))
 	}
 	if o.nodeName != "" {
-		if errs := validation.IsDNS1123Subdomain(o.nodeName); len(errs) > 0 {
+		if errs := apivalidation.IsDNS1123Subdomain(o.nodeName); len(errs) > 0 {
 			return usageErrorf("--node-name %q: %s", o.nodeName, strings.Join(errs, "; "))
 		}
 	}
@@ -185,7 +186,7 @@ func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, 
 	if err != nil {
 		return invalidf("%v", err)
 	}
-	m, problems, err := loadAndValidate(inputs)
+	m, problems, err := validation.LoadInputs(inputs...)
 	if err != nil {
 		return invalidf("%v", err)
 	}
@@ -230,11 +231,11 @@ func parseServicePorts(flags []string) ([]frontdoor.ServicePort, error) {
 		p := frontdoor.ServicePort{Raw: raw, Name: ref}
 		if ns, name, ok := strings.Cut(ref, "/"); ok {
 			p.Namespace, p.Name = ns, name
-			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			if errs := apivalidation.IsDNS1123Label(ns); len(errs) > 0 {
 				return nil, usageErrorf("--service-port %q: namespace %q: %s", raw, ns, strings.Join(errs, "; "))
 			}
 		}
-		if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
+		if errs := apivalidation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
 			return nil, usageErrorf("--service-port %q: name %q: %s", raw, p.Name, strings.Join(errs, "; "))
 		}
 		port, err := strconv.Atoi(portStr)
