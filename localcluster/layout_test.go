@@ -18,6 +18,7 @@ var allowedDeps = map[string][]string{
 	"wire":                   {},
 	"specdecode":             {},
 	"procgroup":              {},
+	"internal/lint":          {},
 	"objstore":               {},
 	"probe":                  {"expansion", "procgroup", "wire"},
 	"prober":                 {"probe", "expansion", "procgroup", "wire", "specdecode"},
