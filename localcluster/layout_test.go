@@ -32,6 +32,8 @@ var allowedDeps = map[string][]string{
 	"activator":              {"gateenv", "wire", "specdecode"},
 	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
 	"printers":               {"objstore"},
+	"internal/k8sbin":        {},
+	"controlplane":           {"internal/k8sbin", "runtime/proc", "procgroup"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
