@@ -28,6 +28,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,9 @@ const (
 	DefaultReadyTimeout = 3 * time.Minute
 	DefaultStopTimeout  = 20 * time.Second
 )
+
+// startAttempts bounds the starts tried when a port was taken.
+const startAttempts = 3
 
 // Component names, as the log files and Pids name them.
 const (
@@ -124,12 +128,27 @@ type ControlPlane struct {
 // component that failed with the end of its log.
 func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	begin := time.Now()
-	c, err := newControlPlane(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.start(ctx, begin); err != nil {
-		return nil, errors.Join(err, c.Stop())
+	var c *ControlPlane
+	for attempt := 1; ; attempt++ {
+		var err error
+		if c, err = newControlPlane(opts); err != nil {
+			return nil, err
+		}
+		err = c.start(ctx, begin)
+		if err == nil {
+			break
+		}
+		err = errors.Join(err, c.Stop())
+		// The free ports are released before the components bind them:
+		// another process may take one in between. Rare; a new set is
+		// tried (on a fresh etcd).
+		if attempt == startAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+		c.log.Warn("a port was taken meanwhile; starting again on other ports", "attempt", attempt, "err", err)
+		if err := os.RemoveAll(filepath.Join(c.opts.Dir, "etcd")); err != nil {
+			return nil, fmt.Errorf("controlplane: %w", err)
+		}
 	}
 	go func() {
 		select {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -332,6 +334,32 @@ func TestStartNamesTheComponentThatExits(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}
+	}
+	noProcessLeft(t, dir, nil)
+}
+
+func TestAPortTakenMeanwhileIsRetriedThenReported(t *testing.T) {
+	// A port held for the whole test, given to the scheduler: every
+	// attempt finds it taken, as a port taken between choosing and binding
+	// would be.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	dir := t.TempDir()
+	_, err = Start(t.Context(), Options{Dir: dir, ExtraArgs: map[string][]string{KubeScheduler: {"--secure-port=" + port}}})
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("got %v, want the scheduler's bind error", err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "kube-scheduler.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each start writes its command line first.
+	if n := len(regexp.MustCompile(`(?m)^# `).FindAll(log, -1)); n != startAttempts {
+		t.Errorf("the scheduler started %d times, want %d:\n%s", n, startAttempts, log)
 	}
 	noProcessLeft(t, dir, nil)
 }

@@ -123,87 +123,104 @@ func logTail(path string, n int) string {
 
 // args is each component's command line.
 func (c *ControlPlane) args(name string) ([]string, error) {
-	f := c.files
-	p := c.ports
 	switch name {
 	case Etcd:
-		client := "http://127.0.0.1:" + strconv.Itoa(p.etcdClient)
-		peer := "http://127.0.0.1:" + strconv.Itoa(p.etcdPeer)
-		args := []string{
-			"--name=default",
-			"--data-dir=" + filepath.Join(c.opts.Dir, "etcd"),
-			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=default=" + peer,
-			"--log-level=warn",
-		}
-		if !c.opts.Fsync {
-			args = append(args, "--unsafe-no-fsync")
-		}
-		return args, nil
+		return c.etcdArgs(), nil
 	case KubeAPIServer:
-		args := []string{
-			"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(p.etcdClient),
-			"--bind-address=" + c.opts.BindAddress,
-			"--secure-port=" + strconv.Itoa(p.apiServer),
-			"--advertise-address=" + c.opts.AdvertiseAddress,
-			"--tls-cert-file=" + f.apiServerCert, "--tls-private-key-file=" + f.apiServerKey,
-			"--client-ca-file=" + f.caCert,
-			"--service-account-issuer=" + serviceAccountIssuer,
-			"--service-account-key-file=" + f.saPub,
-			"--service-account-signing-key-file=" + f.saKey,
-			"--service-cluster-ip-range=" + c.opts.ServiceCIDR,
-			"--authorization-mode=Node,RBAC",
-			"--enable-admission-plugins=NodeRestriction",
-			"--allow-privileged=true",
-			// Webhooks and aggregated APIs are called at their Service's
-			// endpoints: no kube-proxy needed.
-			"--enable-aggregator-routing=true",
-			"--requestheader-client-ca-file=" + f.frontProxyCA,
-			"--requestheader-allowed-names=" + frontProxyUser,
-			"--requestheader-username-headers=X-Remote-User",
-			"--requestheader-group-headers=X-Remote-Group",
-			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-			"--proxy-client-cert-file=" + f.frontProxyCert, "--proxy-client-key-file=" + f.frontProxyKey,
-			"--profiling=false",
-		}
-		if ip := netipAddr(c.opts.AdvertiseAddress); ip.IsLoopback() {
-			// The API server refuses to publish a loopback address as the
-			// `kubernetes` Service's endpoint; envtest turns the
-			// reconciler off the same way.
-			args = append(args, "--endpoint-reconciler-type=none")
-		}
-		return args, nil
+		return c.apiServerArgs(), nil
 	case KubeControllerManager:
-		return []string{
-			"--kubeconfig=" + f.kcmKubeconfig,
-			"--authentication-kubeconfig=" + f.kcmKubeconfig,
-			"--authorization-kubeconfig=" + f.kcmKubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(p.controllerManager),
-			"--tls-cert-file=" + f.kcmCert, "--tls-private-key-file=" + f.kcmKey,
-			"--client-ca-file=" + f.caCert,
-			"--root-ca-file=" + f.caCert,
-			"--service-account-private-key-file=" + f.saKey,
-			"--use-service-account-credentials=true",
-			"--cluster-signing-cert-file=" + f.caCert, "--cluster-signing-key-file=" + f.caKey,
-			"--service-cluster-ip-range=" + c.opts.ServiceCIDR,
-			"--cluster-name=podgate",
-			"--leader-elect=false",
-			"--profiling=false",
-		}, nil
+		return c.controllerManagerArgs(), nil
 	case KubeScheduler:
-		return []string{
-			"--kubeconfig=" + f.schedulerKubeconfig,
-			"--authentication-kubeconfig=" + f.schedulerKubeconfig,
-			"--authorization-kubeconfig=" + f.schedulerKubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(p.scheduler),
-			"--tls-cert-file=" + f.schedulerCert, "--tls-private-key-file=" + f.schedulerKey,
-			"--client-ca-file=" + f.caCert,
-			"--leader-elect=false",
-			"--profiling=false",
-		}, nil
+		return c.schedulerArgs(), nil
 	}
 	return nil, fmt.Errorf("controlplane: unknown component %q", name)
+}
+
+func (c *ControlPlane) etcdArgs() []string {
+	client := "http://127.0.0.1:" + strconv.Itoa(c.ports.etcdClient)
+	peer := "http://127.0.0.1:" + strconv.Itoa(c.ports.etcdPeer)
+	args := []string{
+		"--name=default",
+		"--data-dir=" + filepath.Join(c.opts.Dir, "etcd"),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer,
+		"--log-level=warn",
+	}
+	if !c.opts.Fsync {
+		args = append(args, "--unsafe-no-fsync")
+	}
+	return args
+}
+
+func (c *ControlPlane) apiServerArgs() []string {
+	f := c.files
+	args := []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(c.ports.etcdClient),
+		"--bind-address=" + c.opts.BindAddress,
+		"--secure-port=" + strconv.Itoa(c.ports.apiServer),
+		"--advertise-address=" + c.opts.AdvertiseAddress,
+		"--tls-cert-file=" + f.apiServerCert, "--tls-private-key-file=" + f.apiServerKey,
+		"--client-ca-file=" + f.caCert,
+		"--service-account-issuer=" + serviceAccountIssuer,
+		"--service-account-key-file=" + f.saPub,
+		"--service-account-signing-key-file=" + f.saKey,
+		"--service-cluster-ip-range=" + c.opts.ServiceCIDR,
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=true",
+		// Webhooks and aggregated APIs are called at their Service's
+		// endpoints: no kube-proxy needed.
+		"--enable-aggregator-routing=true",
+		"--requestheader-client-ca-file=" + f.frontProxyCA,
+		"--requestheader-allowed-names=" + frontProxyUser,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + f.frontProxyCert, "--proxy-client-key-file=" + f.frontProxyKey,
+		"--profiling=false",
+	}
+	if netipAddr(c.opts.AdvertiseAddress).IsLoopback() {
+		// The API server refuses to publish a loopback address as the
+		// `kubernetes` Service's endpoint; envtest turns the reconciler
+		// off the same way.
+		args = append(args, "--endpoint-reconciler-type=none")
+	}
+	return args
+}
+
+func (c *ControlPlane) controllerManagerArgs() []string {
+	f := c.files
+	return []string{
+		"--kubeconfig=" + f.kcmKubeconfig,
+		"--authentication-kubeconfig=" + f.kcmKubeconfig,
+		"--authorization-kubeconfig=" + f.kcmKubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports.controllerManager),
+		"--tls-cert-file=" + f.kcmCert, "--tls-private-key-file=" + f.kcmKey,
+		"--client-ca-file=" + f.caCert,
+		"--root-ca-file=" + f.caCert,
+		"--service-account-private-key-file=" + f.saKey,
+		"--use-service-account-credentials=true",
+		"--cluster-signing-cert-file=" + f.caCert, "--cluster-signing-key-file=" + f.caKey,
+		"--service-cluster-ip-range=" + c.opts.ServiceCIDR,
+		"--cluster-name=podgate",
+		"--leader-elect=false",
+		"--profiling=false",
+	}
+}
+
+func (c *ControlPlane) schedulerArgs() []string {
+	f := c.files
+	return []string{
+		"--kubeconfig=" + f.schedulerKubeconfig,
+		"--authentication-kubeconfig=" + f.schedulerKubeconfig,
+		"--authorization-kubeconfig=" + f.schedulerKubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports.scheduler),
+		"--tls-cert-file=" + f.schedulerCert, "--tls-private-key-file=" + f.schedulerKey,
+		"--client-ca-file=" + f.caCert,
+		"--leader-elect=false",
+		"--profiling=false",
+	}
 }

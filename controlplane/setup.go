@@ -152,6 +152,15 @@ func (c *ControlPlane) writePKI() error {
 		return err
 	}
 	c.pki = &pki{ca: ca}
+	return c.writeKubeconfigs()
+}
+
+// writeKubeconfigs writes the kubeconfigs of the admin, the controller
+// manager and the scheduler.
+func (c *ControlPlane) writeKubeconfigs() error {
+	f := &c.files
+	ca := c.pki.ca
+	var err error
 	if c.pki.admin, err = ca.issue(certSpec{commonName: adminUser, orgs: []string{mastersGroup}, client: true}); err != nil {
 		return err
 	}
