@@ -34,6 +34,7 @@ var allowedDeps = map[string][]string{
 	"printers":               {"objstore"},
 	"internal/k8sbin":        {},
 	"controlplane":           {"internal/k8sbin", "runtime/proc", "procgroup"},
+	"kubenode":               {"runtime", "runtime/proc", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
@@ -75,6 +76,9 @@ func TestTheNodeAgentAndTheControlPlaneDoNotKnowEachOther(t *testing.T) {
 	forbidden := map[string][]string{
 		"runtime":      {"localcluster", "cmd/", "api", "activator", "gate", "lab"},
 		"localcluster": {"runtime", "cmd/", "activator", "gate", "lab"},
+		// The node on a cluster is the node agent and the API server's
+		// client, nothing of the local control plane.
+		"kubenode": {"localcluster", "objstore", "api", "controlplane", "cmd/", "activator", "gate", "lab"},
 	}
 	for pkg, bad := range forbidden {
 		for _, dep := range moduleDeps(t, pkg) {
