@@ -18,20 +18,40 @@ var allowedDeps = map[string][]string{
 	"wire":                   {},
 	"specdecode":             {},
 	"procgroup":              {},
+	"internal/lint":          {},
 	"objstore":               {},
+	"podnet":                 {},
 	"probe":                  {"expansion", "procgroup", "wire"},
 	"prober":                 {"probe", "expansion", "procgroup", "wire", "specdecode"},
 	"gateenv":                {"specdecode", "wire"},
 	"podspec":                {"gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"podspec/validation":     {"podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"runtime/proc":           {"procgroup"},
-	"runtime":                {"runtime/proc", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"runtime/queue":          {},
+	"runtime/backoff":        {},
+	"runtime/events":         {},
+	"runtime/logbuf":         {},
+	"runtime/env":            {"expansion"},
+	"runtime/hooks":          {"probe", "expansion", "procgroup", "wire"},
+	"runtime/images":         {"podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"runtime":                {"runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"localcluster":           {"objstore", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
-	"api":                    {"objstore", "wire"},
-	"gate":                   {"gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
-	"gate/podstatus":         {"gate", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"api/resources":          {"objstore"},
+	"api":                    {"api/resources", "objstore", "wire"},
+	"apiclient":              {"api/resources", "objstore", "wire"},
+	"gate/proxy":             {},
+	"gate/drain":             {},
+	"gate/metrics":           {"probe", "expansion", "procgroup", "wire"},
+	"gate":                   {"gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gate/podstatus":         {"gate", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gate/gatemain":          {"gate", "gate/podstatus", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"activator":              {"gateenv", "wire", "specdecode"},
 	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
 	"printers":               {"objstore"},
+	"podctl":                 {"apiclient", "printers", "api/resources", "objstore", "wire"},
+	"internal/k8sbin":        {},
+	"controlplane":           {"internal/k8sbin", "runtime/proc", "procgroup"},
+	"kubenode":               {"runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
@@ -73,6 +93,9 @@ func TestTheNodeAgentAndTheControlPlaneDoNotKnowEachOther(t *testing.T) {
 	forbidden := map[string][]string{
 		"runtime":      {"localcluster", "cmd/", "api", "activator", "gate", "lab"},
 		"localcluster": {"runtime", "cmd/", "activator", "gate", "lab"},
+		// The node on a cluster is the node agent and the API server's
+		// client, nothing of the local control plane.
+		"kubenode": {"localcluster", "objstore", "api", "controlplane", "cmd/", "activator", "gate", "lab"},
 	}
 	for pkg, bad := range forbidden {
 		for _, dep := range moduleDeps(t, pkg) {
