@@ -2,201 +2,91 @@ package podstatus
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
-	"k8s.io/client-go/rest"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/gate"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/wire"
 )
 
-// A real kube-apiserver (with etcd), built by scripts/k8s-build.sh, with
-// RBAC and static tokens: an admin, and the gate, which may do nothing
-// until the test grants it.
+// A real control plane (package controlplane: etcd, kube-apiserver with
+// Node,RBAC, the controller manager that makes service accounts), and the
+// gate as a pod's service account, which may do nothing until the test
+// grants it.
 
-type kubeAPIServer struct {
-	url        string
-	adminToken string
-	gateToken  string
-}
-
-func (k *kubeAPIServer) config(token string) *rest.Config {
-	return &rest.Config{Host: k.url, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-}
-
-// freePort is a port nothing listens on now; etcd and kube-apiserver take
-// a port number, not a listener.
-func freePort(t *testing.T) int {
+// gateKubeconfig writes a kubeconfig for service account default/gate
+// with a token from the TokenRequest API, as the pod's projected token.
+func gateKubeconfig(t *testing.T, cp *controlplane.ControlPlane) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ctx := context.Background()
+	admin, err := corev1client.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func randomToken(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
+	if _, err := admin.ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gate"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return hex.EncodeToString(b)
-}
-
-// startProcess runs bin with args, its output in a file of dir; cleanup
-// stops it (SIGTERM, then SIGKILL after 15 s) and shows the output's end
-// when the test failed.
-func startProcess(t *testing.T, dir, bin string, args ...string) {
-	t.Helper()
-	name := filepath.Base(bin)
-	out, err := os.Create(filepath.Join(dir, name+".log"))
+	tok, err := admin.ServiceAccounts("default").CreateToken(ctx, "gate", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	// Gone with the test binary, whatever happens to it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		out.Close()
-		if t.Failed() {
-			data, _ := os.ReadFile(out.Name())
-			if len(data) > 4000 {
-				data = data[len(data)-4000:]
-			}
-			t.Logf("%s output (end):\n%s", name, data)
-		}
-	})
-}
-
-// startKubeAPIServer builds (or finds cached) the control plane and runs
-// etcd and kube-apiserver on free loopback ports until the test ends.
-func startKubeAPIServer(t *testing.T) *kubeAPIServer {
-	t.Helper()
-	out, err := exec.Command("../../scripts/k8s-build.sh").Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("scripts/k8s-build.sh: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("scripts/k8s-build.sh: %v", err)
-	}
-	bin := strings.TrimSpace(string(out))
-	dir := t.TempDir()
-	k := &kubeAPIServer{adminToken: randomToken(t), gateToken: randomToken(t)}
-
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
+	path := filepath.Join(t.TempDir(), "config")
+	ca := base64.StdEncoding.EncodeToString(cp.AdminConfig().CAData)
+	if err := os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: k, cluster: {server: "`+cp.URL()+`", certificate-authority-data: "`+ca+`"}}]
+contexts: [{name: k, context: {cluster: k, user: gate, namespace: default}}]
+users: [{name: gate, user: {token: "`+tok.Status.Token+`"}}]
+current-context: k
+`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	saKey := filepath.Join(dir, "sa.key")
-	tokens := filepath.Join(dir, "tokens.csv")
-	for path, data := range map[string][]byte{
-		saKey:  pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
-		tokens: fmt.Appendf(nil, "%s,admin,1,\"system:masters\"\n%s,gate,2\n", k.adminToken, k.gateToken),
-	} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	startProcess(t, dir, filepath.Join(bin, "etcd"), "--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
-	port := freePort(t)
-	// Registered after etcd's: cleanups run last first, so the API server
-	// stops while etcd still answers.
-	startProcess(t, dir, filepath.Join(bin, "kube-apiserver"),
-		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
-		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", tokens,
-		"--authorization-mode", "RBAC", "--disable-admission-plugins", "ServiceAccount",
-		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey)
-	k.url = fmt.Sprintf("https://127.0.0.1:%d", port)
-
-	admin, err := corev1client.NewForConfig(k.config(k.adminToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		body, err := admin.RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
-		if err == nil && strings.TrimSpace(string(body)) == "ok" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver not ready after 3 minutes: %v %s", err, body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	// The namespace controller makes "default" once the server runs.
-	for {
-		if _, err := admin.Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err == nil {
-			return k
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("namespace default never appeared")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return path
 }
 
 // TestOnAClusterAMissingPermissionIsLoggedOnceAndNamed runs the gate's
-// writer as PODGATE_STATUS_SOURCE=kubernetes builds it ($KUBECONFIG)
-// against a real kube-apiserver with RBAC. Without permission to patch
+// writer as PODGATE_STATUS_SOURCE=kubernetes builds it ($KUBECONFIG, here
+// with a service account's token) against a real API server with RBAC. Without permission to patch
 // pods/status the write is refused: the error names the permission, the
 // gate logs it once however often it retries (every 30 s), and once the
 // permission is granted the next retry writes the condition, beside the
 // conditions already on the pod.
 func TestOnAClusterAMissingPermissionIsLoggedOnceAndNamed(t *testing.T) {
-	k := startKubeAPIServer(t)
+	cp, err := controlplane.Start(t.Context(), controlplane.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	ctx := context.Background()
-	admin, err := corev1client.NewForConfig(k.config(k.adminToken))
+	admin, err := corev1client.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := admin.Pods("default").Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "ghcr.io/podgate/testapp"}},
+		// Bound to a node that does not exist: the scheduler leaves it alone.
+		Spec: corev1.PodSpec{NodeName: "no-such-node", Containers: []corev1.Container{{Name: "web", Image: "ghcr.io/podgate/testapp"}},
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -208,17 +98,7 @@ func TestOnAClusterAMissingPermissionIsLoggedOnceAndNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	kubeconfig := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: k, cluster: {server: "`+k.url+`", insecure-skip-tls-verify: true}}]
-contexts: [{name: k, context: {cluster: k, user: gate}}]
-users: [{name: gate, user: {token: "`+k.gateToken+`"}}]
-current-context: k
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("KUBECONFIG", gateKubeconfig(t, cp))
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	w, err := ConditionWriterForCluster("default", "web-1")
 	if err != nil {
@@ -226,7 +106,7 @@ current-context: k
 	}
 	err = w.WriteCondition(ctx, gate.PodCondition{Ready: true, LastTransition: time.Now()})
 	if !errors.Is(err, gate.ErrNotPermitted) || !strings.Contains(err.Error(), `verb "patch" on resource "pods/status"`) ||
-		!strings.Contains(err.Error(), `User "gate" cannot patch resource "pods/status"`) {
+		!strings.Contains(err.Error(), `User "system:serviceaccount:default:gate" cannot patch resource "pods/status"`) {
 		t.Fatalf("write without permission: %v; want ErrNotPermitted naming the permission", err)
 	}
 
@@ -257,7 +137,7 @@ current-context: k
 		t.Errorf("the log does not name the permission:\n%s", logs.String())
 	}
 
-	rbac, err := rbacv1client.NewForConfig(k.config(k.adminToken))
+	rbac, err := rbacv1client.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +150,7 @@ current-context: k
 	if _, err := rbac.RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "podgate-gate"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "podgate-gate"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "gate"}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "gate", Namespace: "default"}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
