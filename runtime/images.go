@@ -28,6 +28,22 @@ type Images struct {
 	// container the injector adds says `command: [podgate]`, which locally
 	// is this binary wherever it lives.
 	Self string
+	// Store, when set, holds images on this machine (podgate's
+	// --image-layout): a container without a command whose image it holds
+	// runs the image's entrypoint from there, before Entrypoints is asked
+	// (a container with a command runs it on this host, Store or not).
+	Store ImageStore
+}
+
+// ImageStore holds images on this machine and hands out what a container
+// of one runs (ociimage.Layout: an OCI image layout, the image's program
+// extracted from its checked layer).
+type ImageStore interface {
+	// Entrypoint returns image's ENTRYPOINT and CMD, their program a path
+	// on this machine; found is false, with no error, for an image the
+	// store does not hold. An error means it holds the image but cannot
+	// run it (a blob that fails its digest, another platform).
+	Entrypoint(image string) (entrypoint, cmd []string, found bool, err error)
 }
 
 // DefaultImages maps the test app's image to this binary's `testapp`
@@ -81,7 +97,8 @@ func imageRepository(image string) string {
 
 // argv is the container's command line before $(VAR) expansion, as a
 // container runtime builds it: command replaces the image's entrypoint;
-// args replace its default arguments (locally an image has none).
+// args replace its default arguments (an image of the Store has its CMD;
+// one mapped in Entrypoints has none).
 func (im Images) argv(image string, command, args []string, path *field.Path) ([]string, *field.Error) {
 	if len(command) > 0 {
 		argv := append(append([]string{}, command...), args...)
@@ -89,6 +106,19 @@ func (im Images) argv(image string, command, args []string, path *field.Path) ([
 			argv[0] = im.Self
 		}
 		return argv, nil
+	}
+	if im.Store != nil {
+		ep, cmd, found, err := im.Store.Entrypoint(image)
+		if err != nil {
+			return nil, field.Invalid(path.Child("image"), image, err.Error())
+		}
+		if found {
+			// As Kubernetes runs an image: args, when given, replace its CMD.
+			if len(args) == 0 {
+				args = cmd
+			}
+			return append(append([]string{}, ep...), args...), nil
+		}
 	}
 	ep, ok := im.entrypoint(image)
 	if !ok {
