@@ -32,6 +32,8 @@ var allowedDeps = map[string][]string{
 	"activator":              {"gateenv", "wire", "specdecode"},
 	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
 	"printers":               {"objstore"},
+	"ociimage":               {},
+	"hack/image":             {"ociimage"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list

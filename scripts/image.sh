@@ -22,14 +22,18 @@ layout="${XDG_CACHE_HOME:-$HOME/.cache}/podgate/oci"
 tarball=""
 version=""
 image_repo="ghcr.io/podgate/podgate"
+usage() { echo "image.sh: $1 (see --help)" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|--layout|--tarball|--version|--repo) [ $# -ge 2 ] && [ -n "$2" ] || usage "$1 needs a value" ;;
+  esac
   case "$1" in
     -o|--layout) layout=$2; shift 2 ;;
     --tarball) tarball=$2; shift 2 ;;
     --version) version=$2; shift 2 ;;
     --repo) image_repo=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "image.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) usage "unknown argument $1" ;;
   esac
 done
 if [ -z "$version" ]; then
@@ -37,13 +41,13 @@ if [ -z "$version" ]; then
 fi
 
 # Build outputs never go into the repository (nothing built is committed).
-abs() { mkdir -p "$1" && (cd "$1" && pwd -P); }
-for out in "$layout" ${tarball:+"$(dirname "$tarball")"}; do
-  case "$(abs "$out")/" in
-    "$(cd "$repo_root" && pwd -P)"/*) echo "image.sh: $out is inside the repository; write images elsewhere (default: the user cache)" >&2; exit 2 ;;
+for out in "$layout" ${tarball:+"$tarball"}; do
+  case "$(realpath -m "$out")/" in
+    "$(realpath "$repo_root")"/*) usage "$out is inside the repository; write images elsewhere (default: the user cache)" ;;
   esac
 done
 
+[ -z "$tarball" ] || mkdir -p "$(dirname "$tarball")"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 start=$EPOCHREALTIME
