@@ -14,12 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/podgate/podgate/api/resources"
 	"github.com/podgate/podgate/objstore"
 )
 
 // collection serves one objstore collection as a Kubernetes resource.
 type collection[T objstore.Object] struct {
-	res        Resource
+	res        resources.Resource
 	store      *objstore.Collection[T]
 	selectable []string
 	fieldSet   func(T) fields.Set

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podgate/podgate/api/resources"
 )
 
 // PodDeleter is told of pod deletions. It is transitional: it lets a node
@@ -82,7 +84,7 @@ func writeDeleted(w http.ResponseWriter, name string, uid types.UID) {
 	writeJSON(w, http.StatusOK, metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
-		Details:  &metav1.StatusDetails{Name: name, Kind: Pods.Plural, UID: uid},
+		Details:  &metav1.StatusDetails{Name: name, Kind: resources.Pods.Plural, UID: uid},
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/api/resources"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -101,7 +102,7 @@ func TestDeleteOfAPodThatIsGoneAtOnceAnswersSuccess(t *testing.T) {
 func TestDeleteErrors(t *testing.T) {
 	store := objstore.New(objstore.Options{})
 	failing := &storeDeleter{store: store, fail: errors.New("process table full")}
-	refusing := &storeDeleter{store: store, fail: apierrors.NewConflict(Pods.GroupResource(), "web", errors.New("already terminating"))}
+	refusing := &storeDeleter{store: store, fail: apierrors.NewConflict(resources.Pods.GroupResource(), "web", errors.New("already terminating"))}
 	tests := []struct {
 		name    string
 		deleter PodDeleter

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/podgate/podgate/api/resources"
 )
 
 // Version is what /version reports as gitVersion; the binary sets it.
@@ -52,11 +54,11 @@ func (s *Server) mountDiscovery() {
 			GroupVersion: "v1", APIResources: s.coreResources()}
 	}))
 	groups := []struct {
-		res  Resource
+		res  resources.Resource
 		list []metav1.APIResource
 	}{
-		{EndpointSlices, []metav1.APIResource{{Name: "endpointslices", SingularName: "endpointslice", Namespaced: true, Kind: "EndpointSlice", Verbs: readVerbs}}},
-		{Services, []metav1.APIResource{{Name: "services", SingularName: "service", Namespaced: true, Kind: "Service", Verbs: readVerbs,
+		{resources.EndpointSlices, []metav1.APIResource{{Name: "endpointslices", SingularName: "endpointslice", Namespaced: true, Kind: "EndpointSlice", Verbs: readVerbs}}},
+		{resources.Services, []metav1.APIResource{{Name: "services", SingularName: "service", Namespaced: true, Kind: "Service", Verbs: readVerbs,
 			ShortNames: []string{"kservice", "ksvc"}, Categories: []string{"all", "knative", "serving"}}}},
 	}
 	var apiGroups []metav1.APIGroup

@@ -1,6 +1,7 @@
 // Package api is podgate's local control API: the Kubernetes-shaped HTTP
-// endpoints `podgate run` serves from its object store (objstore), and the
-// Go client the CLI reads them with.
+// endpoints `podgate run` serves from its object store (objstore). The Go
+// client the CLI reads them with is package apiclient; the resources both
+// name are package api/resources.
 //
 // It speaks enough of the Kubernetes REST protocol for client-go (typed
 // clientsets, informers, discovery) and kubectl-like clients; paths, list

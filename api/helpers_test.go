@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -19,7 +20,7 @@ import (
 type testServer struct {
 	store  *objstore.Store
 	addr   string
-	client *Client
+	client *apiclient.Client
 }
 
 func startServer(t *testing.T, cfg Config) *testServer {
@@ -34,7 +35,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- NewServer(cfg).Serve(ctx, ln) }()
-	c, err := NewClient(ln.Addr().String())
+	c, err := apiclient.New(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +99,10 @@ func decodeStatus(t *testing.T, body string) metav1.Status {
 
 // nextEvent reads one watch event with a generous deadline: a hang is a
 // bug, not slowness.
-func nextEvent(t *testing.T, w *Watcher) (WatchEvent, error) {
+func nextEvent(t *testing.T, w *apiclient.Watcher) (apiclient.WatchEvent, error) {
 	t.Helper()
 	type result struct {
-		ev  WatchEvent
+		ev  apiclient.WatchEvent
 		err error
 	}
 	ch := make(chan result, 1)
@@ -120,7 +121,7 @@ func nextEvent(t *testing.T, w *Watcher) (WatchEvent, error) {
 	panic("unreachable")
 }
 
-func mustNext(t *testing.T, w *Watcher) (string, *corev1.Pod) {
+func mustNext(t *testing.T, w *apiclient.Watcher) (string, *corev1.Pod) {
 	t.Helper()
 	ev, err := nextEvent(t, w)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/podgate/podgate/api/resources"
 )
 
 // LogSource serves container output: the node agent implements it.
@@ -31,7 +33,7 @@ type LogSource interface {
 func (s *Server) podLogs(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	if s.cfg.Logs == nil {
-		writeError(w, s.cfg.Logger, apierrors.NewMethodNotSupported(Pods.GroupResource(), "get pods/log"))
+		writeError(w, s.cfg.Logger, apierrors.NewMethodNotSupported(resources.Pods.GroupResource(), "get pods/log"))
 		return
 	}
 	opts, err := podLogOptions(r.URL.Query())

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/podgate/podgate/api/resources"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/wire"
 )
@@ -68,14 +69,14 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	st, log, every := cfg.Store, cfg.Logger, cfg.BookmarkInterval
-	mount(s.mux, &collection[*corev1.Pod]{res: Pods, store: st.Pods, selectable: podFields, fieldSet: podFieldSet, log: log, bookmarkEvery: every,
+	mount(s.mux, &collection[*corev1.Pod]{res: resources.Pods, store: st.Pods, selectable: podFields, fieldSet: podFieldSet, log: log, bookmarkEvery: every,
 		writes: writes[*corev1.Pod]{create: true, update: podSpecUpdate, status: podStatusUpdate, patchSchema: corev1.Pod{}}},
 		map[string]http.HandlerFunc{http.MethodDelete: s.deletePod})
-	mount(s.mux, &collection[*corev1.Event]{res: Events, store: st.Events, selectable: eventFields, fieldSet: eventFieldSet, log: log, bookmarkEvery: every,
+	mount(s.mux, &collection[*corev1.Event]{res: resources.Events, store: st.Events, selectable: eventFields, fieldSet: eventFieldSet, log: log, bookmarkEvery: every,
 		writes: writes[*corev1.Event]{create: true, update: replaceAll[*corev1.Event], patchSchema: corev1.Event{}}}, nil)
-	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log, bookmarkEvery: every}, nil)
-	mount(s.mux, &collection[*objstore.KnativeService]{res: Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log, bookmarkEvery: every}, nil)
-	s.mux.HandleFunc(Pods.Path("{ns}", "{name}")+"/log", s.methods(schema.GroupResource{Resource: "pods/log"},
+	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: resources.EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log, bookmarkEvery: every}, nil)
+	mount(s.mux, &collection[*objstore.KnativeService]{res: resources.Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log, bookmarkEvery: every}, nil)
+	s.mux.HandleFunc(resources.Pods.Path("{ns}", "{name}")+"/log", s.methods(schema.GroupResource{Resource: "pods/log"},
 		map[string]http.HandlerFunc{http.MethodGet: s.podLogs}))
 	s.mountDiscovery()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

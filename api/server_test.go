@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -153,18 +154,18 @@ func TestSelectorsFilterLists(t *testing.T) {
 
 	tests := []struct {
 		name string
-		opts ListOptions
+		opts apiclient.ListOptions
 		want string
 	}{
-		{"no selector lists every namespace in order", ListOptions{}, "a,b,c,e,d"},
-		{"a namespace limits the list", ListOptions{Namespace: "prod"}, "d"},
-		{"label equality", ListOptions{LabelSelector: "app=web"}, "a,b,d"},
-		{"label set and namespace", ListOptions{Namespace: "default", LabelSelector: "app in (web,db),!tier"}, "b,c"},
-		{"label absence", ListOptions{LabelSelector: "!app"}, "e"},
-		{"field metadata.name", ListOptions{FieldSelector: "metadata.name=c"}, "c"},
-		{"field inequality", ListOptions{FieldSelector: "metadata.namespace!=default"}, "d"},
-		{"field status.phase", ListOptions{FieldSelector: "status.phase=Running"}, "b"},
-		{"labels and fields together", ListOptions{LabelSelector: "app=web", FieldSelector: "metadata.name!=a"}, "b,d"},
+		{"no selector lists every namespace in order", apiclient.ListOptions{}, "a,b,c,e,d"},
+		{"a namespace limits the list", apiclient.ListOptions{Namespace: "prod"}, "d"},
+		{"label equality", apiclient.ListOptions{LabelSelector: "app=web"}, "a,b,d"},
+		{"label set and namespace", apiclient.ListOptions{Namespace: "default", LabelSelector: "app in (web,db),!tier"}, "b,c"},
+		{"label absence", apiclient.ListOptions{LabelSelector: "!app"}, "e"},
+		{"field metadata.name", apiclient.ListOptions{FieldSelector: "metadata.name=c"}, "c"},
+		{"field inequality", apiclient.ListOptions{FieldSelector: "metadata.namespace!=default"}, "d"},
+		{"field status.phase", apiclient.ListOptions{FieldSelector: "status.phase=Running"}, "b"},
+		{"labels and fields together", apiclient.ListOptions{LabelSelector: "app=web", FieldSelector: "metadata.name!=a"}, "b,d"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,7 +194,7 @@ func TestEventFieldSelectorsMatchTheInvolvedObject(t *testing.T) {
 			Source:         corev1.EventSource{Component: "kubelet"},
 		})
 	}
-	l, err := s.client.ListEvents(t.Context(), ListOptions{FieldSelector: "involvedObject.name=web,type=Warning,source=kubelet"})
+	l, err := s.client.ListEvents(t.Context(), apiclient.ListOptions{FieldSelector: "involvedObject.name=web,type=Warning,source=kubelet"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,11 +209,11 @@ func TestTypedListHelpersDecodeEachKind(t *testing.T) {
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"127.0.1.1"}}}})
 	s.store.Services.Create(&objstore.KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
 		Status: objstore.KnativeServiceStatus{URL: "http://hello.default.example.com"}})
-	eps, err := s.client.ListEndpointSlices(t.Context(), ListOptions{})
+	eps, err := s.client.ListEndpointSlices(t.Context(), apiclient.ListOptions{})
 	if err != nil || len(eps.Items) != 1 || eps.Items[0].Endpoints[0].Addresses[0] != "127.0.1.1" || eps.Kind != "EndpointSliceList" {
 		t.Errorf("endpointslices: %+v %v", eps, err)
 	}
-	svcs, err := s.client.ListServices(t.Context(), ListOptions{})
+	svcs, err := s.client.ListServices(t.Context(), apiclient.ListOptions{})
 	if err != nil || len(svcs.Items) != 1 || svcs.Items[0].Status.URL != "http://hello.default.example.com" || svcs.Items[0].Kind != "Service" {
 		t.Errorf("services: %+v %v", svcs, err)
 	}

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -62,11 +64,11 @@ func TestWatchStreamIsNewlineDelimitedWatchEvents(t *testing.T) {
 func TestWatchFromAListsVersionSeesOnlyLaterChanges(t *testing.T) {
 	s := startServer(t, Config{})
 	s.createPod(t, testPod("default", "old", nil))
-	l, err := s.client.ListPods(t.Context(), ListOptions{})
+	l, err := s.client.ListPods(t.Context(), apiclient.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.client.Watch(t.Context(), Pods, ListOptions{ResourceVersion: l.ResourceVersion})
+	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{ResourceVersion: l.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestWatchSelectorsTurnMatchChangesIntoAddedAndDeleted(t *testing.T) {
 	s := startServer(t, Config{})
 	s.createPod(t, testPod("default", "web", map[string]string{"app": "web"}))
 	s.createPod(t, testPod("prod", "web", map[string]string{"app": "web"}))
-	w, err := s.client.Watch(t.Context(), Pods, ListOptions{Namespace: "default", LabelSelector: "app=web"})
+	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{Namespace: "default", LabelSelector: "app=web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestWatchFromACompactedVersionEndsWithExpired(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		s.createPod(t, testPod("default", n, nil))
 	}
-	w, err := s.client.Watch(t.Context(), Pods, ListOptions{ResourceVersion: "1"})
+	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{ResourceVersion: "1"})
 	if err != nil {
 		t.Fatalf("the watch itself is accepted, as the API server's is: %v", err)
 	}
@@ -138,7 +140,7 @@ func TestWatchFromACompactedVersionEndsWithExpired(t *testing.T) {
 
 func TestWatchTimeoutEndsTheStream(t *testing.T) {
 	s := startServer(t, Config{})
-	w, err := s.client.Watch(t.Context(), Pods, ListOptions{TimeoutSeconds: 1})
+	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{TimeoutSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestWatchTimeoutEndsTheStream(t *testing.T) {
 func TestCancellingTheCallersContextEndsTheWatch(t *testing.T) {
 	s := startServer(t, Config{})
 	ctx, cancel := context.WithCancel(t.Context())
-	w, err := s.client.Watch(ctx, Pods, ListOptions{})
+	w, err := s.client.Watch(ctx, resources.Pods, apiclient.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +173,9 @@ func TestShutdownEndsOpenWatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- NewServer(Config{Store: store}).Serve(ctx, ln) }()
-	c, _ := NewClient(ln.Addr().String())
+	c, _ := apiclient.New(ln.Addr().String())
 	defer c.Close()
-	w, err := c.Watch(t.Context(), Pods, ListOptions{})
+	w, err := c.Watch(t.Context(), resources.Pods, apiclient.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := g.runRouted(r.Context(), p)
-	g.metrics.probeResult(name, string(kind), out.Result)
+	g.metrics.ProbeResult(name, string(kind), out.Result)
 	switch kind {
 	case gateenv.Liveness:
 		g.agg.LivenessResult(name, out, prober.FailureThresholdOf(p))

@@ -13,14 +13,16 @@
 //     answer is a load of one atomic value.
 //   - health.go: the health-check protocol of queue-proxy (docs/facts.md
 //     §4): which requests are health checks and what they are answered.
-//   - rideThrough (ridethrough.go): a RoundTripper that holds a request whose
-//     connection the serving container refused, and retries it until the
-//     container is back or the request times out. A request whose bytes
-//     reached the container is never sent twice.
-//   - Drainer (drain.go): SIGTERM fails readiness at once; the gate exits
-//     after a quiet period without new requests and with none in flight;
-//     /wait-for-drain holds every container's preStop until then.
-//   - the proxy, concurrency limit, request timeout, metrics and request log.
+//   - admin.go: the admin port — /wait-for-drain holds every container's
+//     preStop until the drain is done, the routed liveness and startup
+//     probes, /readyz.
+//
+// and, in subpackages: gate/proxy (the data path: reverse proxy, the
+// ride-through that holds a request whose connection the restarting
+// container refused, concurrency limit, request timeout, request log),
+// gate/drain (when a terminating gate may exit: SIGTERM fails readiness at
+// once, the gate exits after a quiet period without new requests and with
+// none in flight) and gate/metrics (the Prometheus metrics).
 //
 // Time comes from an injected k8s.io/utils/clock, so the timing rules are
 // deterministic tests.

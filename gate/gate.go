@@ -16,6 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/podgate/podgate/gate/drain"
+	"github.com/podgate/podgate/gate/metrics"
+	"github.com/podgate/podgate/gate/proxy"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 )
@@ -59,10 +62,10 @@ type Gate struct {
 	target  probe.Target
 	status  StatusSource
 	agg     *Aggregator
-	drainer *Drainer
-	proxy   *proxy
-	metrics *Metrics
-	reqlog  *requestLog
+	drainer *drain.Drainer
+	proxy   *proxy.Proxy
+	metrics *metrics.Metrics
+	reqlog  *proxy.RequestLog
 
 	// terminating is closed once the pod is known to be deleted: SIGTERM
 	// (Serve's context ending), the gate's own preStop hook, or the status
@@ -151,10 +154,10 @@ func New(opts Options) (*Gate, error) {
 	for _, p := range cfg.ReadinessProbes {
 		g.holdChecks = g.holdChecks || (p.PeriodSeconds <= 0 && opts.HealthCheckHold > 0)
 	}
-	g.drainer = NewDrainer(opts.Clock, cfg.DrainQuietPeriod)
-	lim := newLimiter(cfg.ContainerConcurrency)
+	g.drainer = drain.New(opts.Clock, cfg.DrainQuietPeriod)
+	lim := proxy.NewLimiter(cfg.ContainerConcurrency)
 	// Before the aggregator, which reports its first verdicts as it is built.
-	g.metrics = newMetrics(gaugeSources{inFlight: g.drainer.InFlight, queueDepth: lim.depth, ready: g.Ready, healthHeld: g.held.Load},
+	g.metrics = metrics.New(metrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load},
 		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = newAggregator(specs, aggregatorOptions{
 		Clock:              opts.Clock,
@@ -166,15 +169,15 @@ func New(opts Options) (*Gate, error) {
 		Logger:             opts.Logger,
 		OnChange:           g.readinessChanged,
 		OnAttempt: func(c string, out probe.Outcome) {
-			g.metrics.probeResult(c, "readiness", out.Result)
+			g.metrics.ProbeResult(c, "readiness", out.Result)
 		},
 	})
 	g.signalReadiness() // the aggregator's first verdict
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
-	g.proxy = newProxy(upstream, opts.Clock, cfg.RevisionTimeout, lim, opts.Logger, g.metrics, g.refused, g.agg.ServingBack)
-	g.proxy.h2cOnly = g.agg.ServingSpeaksH2C
+	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Timeout: cfg.RevisionTimeout, Limiter: lim,
+		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C})
 	if opts.RequestLog != nil {
-		g.reqlog = &requestLog{w: opts.RequestLog, serverIP: cfg.PodIP}
+		g.reqlog = proxy.NewRequestLog(opts.RequestLog, cfg.PodIP)
 	}
 	return g, nil
 }
@@ -199,11 +202,11 @@ func (g *Gate) Metrics() http.Handler { return g.metrics }
 func (g *Gate) Registry() *prometheus.Registry { return g.metrics.Registry() }
 
 // Drainer decides when the gate has drained.
-func (g *Gate) Drainer() *Drainer { return g.drainer }
+func (g *Gate) Drainer() *drain.Drainer { return g.drainer }
 
 func (g *Gate) readinessChanged(container string, ready bool, reason string, all bool) {
 	if !all {
-		g.metrics.containerReady(container, ready)
+		g.metrics.ContainerReady(container, ready)
 		return
 	}
 	g.signalReadiness()
@@ -244,7 +247,7 @@ func (g *Gate) HealthChecksHeld() int { return int(g.held.Load()) }
 // idle connections to the old process are useless.
 func (g *Gate) refused(err error) {
 	if g.agg.Suspect(g.agg.Serving(), "refused the proxy's connection: "+err.Error()) {
-		g.proxy.closeIdle()
+		g.proxy.CloseIdle()
 	}
 }
 
@@ -252,7 +255,7 @@ func (g *Gate) refused(err error) {
 // other request proxied to the serving container.
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &recorder{ResponseWriter: w}
+	rec := &proxy.Recorder{ResponseWriter: w}
 	switch classify(r) {
 	case kindHealth:
 		g.serveHealth(rec, r)
@@ -266,15 +269,15 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.drainer.Arrive()
 	defer func() {
 		g.drainer.Leave()
-		g.metrics.request(rec.code(), time.Since(start))
+		g.metrics.Request(rec.Code(), time.Since(start))
 		g.logRequest(r, rec, start)
 	}()
-	g.proxy.serve(rec, r)
+	g.proxy.Serve(rec, r)
 }
 
-func (g *Gate) logRequest(r *http.Request, rec *recorder, start time.Time) {
+func (g *Gate) logRequest(r *http.Request, rec *proxy.Recorder, start time.Time) {
 	if g.reqlog != nil {
-		g.reqlog.write(r, rec.code(), rec.bytes, time.Since(start))
+		g.reqlog.Log(r, rec.Code(), rec.Bytes(), time.Since(start))
 	}
 }
 
@@ -334,7 +337,7 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 		close(g.quit)
 		g.reporting.Wait()
 		g.drainer.Stop()
-		g.proxy.closeIdle()
+		g.proxy.CloseIdle()
 	}()
 
 	var protos http.Protocols
@@ -359,7 +362,7 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 		}()
 	}
 	g.log.Info("listening", "serving", ls.Serving.Addr().String(), "admin", ls.Admin.Addr().String(),
-		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.upstream, "serving container", g.agg.Serving())
+		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
 
 	var failed error
 	select {

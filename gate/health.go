@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/podgate/podgate/gate/proxy"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -60,7 +61,7 @@ func classify(r *http.Request) requestKind {
 // periodSeconds is 0 (queue-proxy would hold it again): a container that
 // went away should leave the endpoints now, and a caller learns that from
 // an immediate 503, not from its own timeout.
-func (g *Gate) serveHealth(w *recorder, r *http.Request) {
+func (g *Gate) serveHealth(w *proxy.Recorder, r *http.Request) {
 	if g.drainer.Draining() {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
@@ -102,7 +103,7 @@ func (g *Gate) serveHealth(w *recorder, r *http.Request) {
 			return
 		case <-r.Context().Done():
 			// The caller gave up (its timeout): nobody reads an answer.
-			w.status = statusClientClosed
+			w.ClientLeft()
 			return
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
 )
 
@@ -19,7 +19,7 @@ import (
 var farFuture = time.Now().Add(24 * time.Hour)
 
 // apiAll lists every object.
-var apiAll = api.ListOptions{}
+var apiAll = apiclient.ListOptions{}
 
 // waitTimeout bounds every single wait of a scenario: generous, since the
 // scenarios run in parallel on a loaded 2-core machine under -race; a

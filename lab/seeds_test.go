@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
 )
 
@@ -117,7 +117,7 @@ func TestSeedExecLivenessRestartLosesNoRequest(t *testing.T) {
 	s.waitServedAfter(restarted, "served by the restarted container")
 	s.waitOK(50)
 	s.within("the kubelet's events", func(ctx context.Context) error {
-		events, err := s.p.Client().ListEvents(ctx, api.ListOptions{})
+		events, err := s.p.Client().ListEvents(ctx, apiclient.ListOptions{})
 		if err != nil {
 			return err
 		}

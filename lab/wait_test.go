@@ -12,18 +12,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/objstore"
 )
 
 // controlAPI is the real control API server over a store the test writes,
 // on a loopback port, and a client for it.
-func controlAPI(t *testing.T) (*objstore.Store, *api.Client) {
+func controlAPI(t *testing.T) (*objstore.Store, *apiclient.Client) {
 	t.Helper()
 	store := objstore.New(objstore.Options{})
 	srv := httptest.NewServer(api.NewServer(api.Config{Store: store}))
 	t.Cleanup(srv.Close)
-	c, err := api.NewClient(srv.URL)
+	c, err := apiclient.New(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -41,7 +41,7 @@ func (w ServiceCondition) Matches(s *objstore.KnativeService) error {
 
 // WaitServiceCondition waits until the Knative Service namespace/name
 // reports every wanted condition at once, and returns it.
-func WaitServiceCondition(ctx context.Context, c *api.Client, namespace, name string, want ...ServiceCondition) (*objstore.KnativeService, error) {
+func WaitServiceCondition(ctx context.Context, c *apiclient.Client, namespace, name string, want ...ServiceCondition) (*objstore.KnativeService, error) {
 	var found *objstore.KnativeService
 	var what []string
 	for _, w := range want {
@@ -65,8 +65,8 @@ func WaitServiceCondition(ctx context.Context, c *api.Client, namespace, name st
 }
 
 // GetService reads one Knative Service through ListServices.
-func GetService(ctx context.Context, c *api.Client, namespace, name string) (*objstore.KnativeService, error) {
-	list, err := c.ListServices(ctx, api.ListOptions{Namespace: namespace})
+func GetService(ctx context.Context, c *apiclient.Client, namespace, name string) (*objstore.KnativeService, error) {
+	list, err := c.ListServices(ctx, apiclient.ListOptions{Namespace: namespace})
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"log/slog"
 	"net"
 	"os"
@@ -20,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/podgate/podgate/activator/prommetrics"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
@@ -27,6 +28,7 @@ import (
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -37,7 +39,7 @@ type Config struct {
 	Workloads []*podspec.Workload
 	PodCIDR   string
 	APIAddr   string
-	Images    runtime.Images
+	Images    images.Map
 	// Replicas, when set, overrides every Deployment's and Knative
 	// Service's replicas.
 	Replicas *int32

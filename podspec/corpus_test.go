@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -23,22 +23,22 @@ const corpus = "../testdata"
 // check loads one file and validates what it holds, as `podgate validate`
 // does, naming the file by its base name so goldens do not depend on the
 // working directory.
-func check(t *testing.T, path string) (*Manifests, Problems) {
+func check(t *testing.T, path string) (*podspec.Manifests, podspec.Problems) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := Load(f, filepath.Base(path))
-	var problems Problems
+	m, err := podspec.Load(f, filepath.Base(path))
+	var problems podspec.Problems
 	if err != nil && !errors.As(err, &problems) {
 		t.Fatalf("Load(%s): %v", path, err)
 	}
 	for _, w := range m.Workloads {
-		problems = append(problems, w.Problems(Validate(w))...)
+		problems = append(problems, w.Problems(validation.Validate(w))...)
 	}
-	SortProblems(problems)
+	podspec.SortProblems(problems)
 	return m, problems
 }
 
@@ -113,11 +113,11 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			}
 			for _, mode := range []struct {
 				suffix string
-				opts   Options
-			}{{".yaml", Options{}}, {".local.yaml", Options{Local: true}}} {
+				opts   podspec.Options
+			}{{".yaml", podspec.Options{}}, {".local.yaml", podspec.Options{Local: true}}} {
 				injected := injectAll(t, m.Workloads, mode.opts)
 				var b bytes.Buffer
-				if err := WriteYAML(&b, injected); err != nil {
+				if err := podspec.WriteYAML(&b, injected); err != nil {
 					t.Fatal(err)
 				}
 				golden(t, filepath.Join(corpus, "inject", stem(f)+mode.suffix), b.Bytes())
@@ -125,10 +125,10 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			}
 			// The regular-container mode for older clusters: no goldens,
 			// but it must be as idempotent and round-trip as cleanly.
-			for _, opts := range []Options{{GateAsContainer: true}, {GateAsContainer: true, Local: true}} {
+			for _, opts := range []podspec.Options{{GateAsContainer: true}, {GateAsContainer: true, Local: true}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
-				if err := WriteYAML(&b, injected); err != nil {
+				if err := podspec.WriteYAML(&b, injected); err != nil {
 					t.Fatal(err)
 				}
 				assertInjectedRoundTrip(t, b.Bytes(), injected, opts)
@@ -155,10 +155,10 @@ func TestExamplesAreValidAndInjectable(t *testing.T) {
 					}
 				}
 			}
-			for _, opts := range []Options{{}, {Local: true}, {GateAsContainer: true}} {
+			for _, opts := range []podspec.Options{{}, {Local: true}, {GateAsContainer: true}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
-				if err := WriteYAML(&b, injected); err != nil {
+				if err := podspec.WriteYAML(&b, injected); err != nil {
 					t.Fatal(err)
 				}
 				assertInjectedRoundTrip(t, b.Bytes(), injected, opts)
@@ -169,15 +169,15 @@ func TestExamplesAreValidAndInjectable(t *testing.T) {
 
 // injectAll injects every workload and checks that injecting again
 // changes nothing.
-func injectAll(t *testing.T, ws []*Workload, opts Options) []*Workload {
+func injectAll(t *testing.T, ws []*podspec.Workload, opts podspec.Options) []*podspec.Workload {
 	t.Helper()
-	var out []*Workload
+	var out []*podspec.Workload
 	for _, w := range ws {
-		once, err := Inject(w, opts)
+		once, err := podspec.Inject(w, opts)
 		if err != nil {
 			t.Fatalf("Inject(%s): %v", w.ID(), err)
 		}
-		twice, err := Inject(once, opts)
+		twice, err := podspec.Inject(once, opts)
 		if err != nil {
 			t.Fatalf("Inject(Inject(%s)): %v", w.ID(), err)
 		}
@@ -195,24 +195,24 @@ func injectAll(t *testing.T, ws []*Workload, opts Options) []*Workload {
 // assertInjectedRoundTrip: the printed injected manifests load and
 // validate clean, injecting them again prints the same, and the gate's
 // environment decodes with the gate's own decoder.
-func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*Workload, opts Options) {
+func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.Workload, opts podspec.Options) {
 	t.Helper()
-	m, err := Load(bytes.NewReader(printed), "injected.yaml")
+	m, err := podspec.Load(bytes.NewReader(printed), "injected.yaml")
 	if err != nil {
 		t.Fatalf("injected output does not load: %v", err)
 	}
 	if len(m.Workloads) != len(injected) {
 		t.Fatalf("injected output holds %d workloads, want %d", len(m.Workloads), len(injected))
 	}
-	var again []*Workload
+	var again []*podspec.Workload
 	for _, w := range m.Workloads {
-		if errs := Validate(w); len(errs) > 0 {
+		if errs := validation.Validate(w); len(errs) > 0 {
 			t.Errorf("injected %s does not validate: %v", w.ID(), errs)
 		}
 		if !w.IsInjected() {
 			t.Errorf("reloaded %s is not recognised as injected", w.ID())
 		}
-		iw, err := Inject(w, opts)
+		iw, err := podspec.Inject(w, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*Workload,
 		assertGateEnvDecodes(t, iw, opts)
 	}
 	var b bytes.Buffer
-	if err := WriteYAML(&b, again); err != nil {
+	if err := podspec.WriteYAML(&b, again); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(b.Bytes(), printed) {
@@ -230,13 +230,13 @@ func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*Workload,
 
 // assertGateEnvDecodes resolves the gate's environment as the node agent
 // or kubelet would (downward API fields get a pod's values) and decodes it.
-func assertGateEnvDecodes(t *testing.T, w *Workload, opts Options) {
+func assertGateEnvDecodes(t *testing.T, w *podspec.Workload, opts podspec.Options) {
 	t.Helper()
 	gate := w.Container(wire.GateContainerName)
 	if gate == nil {
 		t.Fatalf("%s has no gate container", w.ID())
 	}
-	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": w.Name + "-pod", "status.podIP": "127.0.1.7"})
+	env := podspec.ResolveEnv(t, gate.Env, map[string]string{"metadata.name": w.Name + "-pod", "status.podIP": "127.0.1.7"})
 	cfg, err := gateenv.Decode(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("%s: gate env does not decode: %v", w.ID(), err)
@@ -259,24 +259,4 @@ func assertGateEnvDecodes(t *testing.T, w *Workload, opts Options) {
 	if cfg.UpstreamHost != wantHost {
 		t.Errorf("%s: upstream host %q, want %q", w.ID(), cfg.UpstreamHost, wantHost)
 	}
-}
-
-func resolveEnv(t *testing.T, vars []corev1.EnvVar, fields map[string]string) map[string]string {
-	t.Helper()
-	env := map[string]string{}
-	for _, v := range vars {
-		switch {
-		case v.ValueFrom == nil:
-			env[v.Name] = v.Value
-		case v.ValueFrom.FieldRef != nil:
-			val, ok := fields[v.ValueFrom.FieldRef.FieldPath]
-			if !ok {
-				t.Fatalf("env %s refers to unknown field %s", v.Name, v.ValueFrom.FieldRef.FieldPath)
-			}
-			env[v.Name] = val
-		default:
-			t.Fatalf("env %s has a source the gate cannot rely on", v.Name)
-		}
-	}
-	return env
 }

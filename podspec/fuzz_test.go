@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"bytes"
@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 )
 
 // FuzzLoad feeds arbitrary bytes through the whole admission path. Load,
@@ -24,8 +27,8 @@ func FuzzLoad(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Load(bytes.NewReader(data), "f.yaml")
-		var problems Problems
+		m, err := podspec.Load(bytes.NewReader(data), "f.yaml")
+		var problems podspec.Problems
 		if err != nil && !errors.As(err, &problems) {
 			t.Fatalf("Load returned a non-Problems error for in-memory input: %v", err)
 		}
@@ -35,7 +38,7 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 		for _, w := range m.Workloads {
-			errs := Validate(w)
+			errs := validation.Validate(w)
 			_ = w.Warnings()
 			if _, err := w.YAML(); err != nil {
 				t.Fatalf("YAML(%s): %v", w.ID(), err)
@@ -43,7 +46,7 @@ func FuzzLoad(f *testing.F) {
 			if len(problems) > 0 || len(errs) > 0 {
 				continue
 			}
-			iw, err := Inject(w, Options{})
+			iw, err := podspec.Inject(w, podspec.Options{})
 			if err != nil {
 				t.Fatalf("Inject of a valid %s: %v", w.ID(), err)
 			}
@@ -51,7 +54,7 @@ func FuzzLoad(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := Load(bytes.NewReader(out), "injected.yaml")
+			again, err := podspec.Load(bytes.NewReader(out), "injected.yaml")
 			if err != nil {
 				t.Fatalf("injected %s does not load: %v\n%s", w.ID(), err, out)
 			}
@@ -59,10 +62,10 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("injected %s reloads as %d workloads", w.ID(), len(again.Workloads))
 			}
 			rw := again.Workloads[0]
-			if errs := Validate(rw); len(errs) > 0 {
+			if errs := validation.Validate(rw); len(errs) > 0 {
 				t.Fatalf("injected %s does not validate: %v\n%s", w.ID(), errs, out)
 			}
-			rw2, err := Inject(rw, Options{})
+			rw2, err := podspec.Inject(rw, podspec.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

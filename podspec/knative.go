@@ -68,11 +68,9 @@ const (
 	LabelKnativeRevision      = "serving.knative.dev/revision"
 )
 
-// Knative's defaults and limits (config-defaults), as shipped.
+// Knative's defaults (config-defaults), as shipped.
 const (
-	knativeDefaultTimeoutSeconds   = 300
-	knativeMaxTimeoutSeconds       = 600
-	knativeMaxContainerConcurrency = 1000
-	knativeUserContainerName       = "user-container"
-	knativeInitContainerName       = "init-container"
+	knativeDefaultTimeoutSeconds = 300
+	knativeUserContainerName     = "user-container"
+	knativeInitContainerName     = "init-container"
 )

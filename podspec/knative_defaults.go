@@ -9,10 +9,10 @@ import (
 
 // Knative's scale annotations on the revision template.
 const (
-	annotationInitialScale       = "autoscaling.knative.dev/initial-scale"
-	annotationInitialScaleLegacy = "autoscaling.knative.dev/initialScale"
-	annotationMinScale           = "autoscaling.knative.dev/min-scale"
-	annotationMinScaleLegacy     = "autoscaling.knative.dev/minScale"
+	AnnotationInitialScale       = "autoscaling.knative.dev/initial-scale"
+	AnnotationInitialScaleLegacy = "autoscaling.knative.dev/initialScale"
+	AnnotationMinScale           = "autoscaling.knative.dev/min-scale"
+	AnnotationMinScaleLegacy     = "autoscaling.knative.dev/minScale"
 )
 
 // setKnativeDefaults applies what Knative's webhook (revision defaults) and
@@ -38,7 +38,7 @@ func setKnativeDefaults(w *Workload) {
 	pickServingContainer(w)
 	// An injected pod's serving readiness probe lives in the gate; adding
 	// Knative's default back would probe twice.
-	if i := w.servingIndex(); i >= 0 && !findGate(spec).found() {
+	if i := w.ServingIndex(); i >= 0 && !FindGate(spec).Found() {
 		c := &spec.Containers[i]
 		// The reconciler replaces the serving container's ports with the
 		// one user port; a port without a number gets the default.
@@ -117,10 +117,10 @@ func defaultContainerNames(spec *corev1.PodSpec) {
 // validation and count as unset here.
 func knativeReplicas(ann map[string]string) int32 {
 	n := int32(1)
-	if v, ok := scaleAnnotation(ann, annotationInitialScale, annotationInitialScaleLegacy); ok {
+	if v, ok := scaleAnnotation(ann, AnnotationInitialScale, AnnotationInitialScaleLegacy); ok {
 		n = v
 	}
-	if v, ok := scaleAnnotation(ann, annotationMinScale, annotationMinScaleLegacy); ok && v > n {
+	if v, ok := scaleAnnotation(ann, AnnotationMinScale, AnnotationMinScaleLegacy); ok && v > n {
 		n = v
 	}
 	return n

@@ -18,11 +18,11 @@ import (
 // no port anywhere, the first container on Knative's 8080.
 func pickServingContainer(w *Workload) {
 	cs := w.PodSpec().Containers
-	gate := findGate(w.PodSpec())
+	gate := FindGate(w.PodSpec())
 	w.ServingContainer, w.ServingPort = "", wire.KnativeUserPort
 	first := -1
 	for i := range cs {
-		if gate.isContainer(i) {
+		if gate.IsContainer(i) {
 			continue
 		}
 		if first < 0 {
@@ -44,12 +44,26 @@ func pickServingContainer(w *Workload) {
 	}
 }
 
-// servingIndex is the index of the serving container, -1 if there is none.
-func (w *Workload) servingIndex() int {
+// servingIndex is ServingIndex, by the name the injector calls it.
+func (w *Workload) servingIndex() int { return w.ServingIndex() }
+
+// ServingIndex is the index of the serving container in
+// PodSpec().Containers, -1 if there is none.
+func (w *Workload) ServingIndex() int {
 	for i := range w.PodSpec().Containers {
 		if w.PodSpec().Containers[i].Name == w.ServingContainer {
 			return i
 		}
 	}
 	return -1
+}
+
+// resolveNamedPort finds a container port by name.
+func resolveNamedPort(c *corev1.Container, name string) (int32, bool) {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort, true
+		}
+	}
+	return 0, false
 }

@@ -11,7 +11,7 @@ import (
 // places where the gate cannot fully protect traffic. They are not errors.
 func (w *Workload) Warnings() []string {
 	var out []string
-	spec, gate := w.PodSpec(), findGate(w.PodSpec())
+	spec, gate := w.PodSpec(), FindGate(w.PodSpec())
 	check := func(c *corev1.Container, p *field.Path) {
 		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && !isDrainHook(c.Lifecycle.PreStop) {
 			out = append(out, p.Child("lifecycle", "preStop").String()+
@@ -27,7 +27,7 @@ func (w *Workload) Warnings() []string {
 		}
 	}
 	for i := range spec.Containers {
-		if !gate.isContainer(i) {
+		if !gate.IsContainer(i) {
 			check(&spec.Containers[i], w.SpecPath().Child("containers").Index(i))
 		}
 	}

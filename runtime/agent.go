@@ -16,6 +16,10 @@ import (
 
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
 )
 
@@ -35,8 +39,8 @@ type Options struct {
 	// DefaultPodCIDR).
 	PodCIDR string
 	// Images resolves images of containers without a command. Without
-	// Entrypoints it is DefaultImages (the test app), its Store kept.
-	Images Images
+	// Entrypoints it is images.Default (the test app), its Store kept.
+	Images images.Map
 	// Replicas, when set, is the replica count Check counts for every
 	// Deployment and Knative Service (a Pod is always one pod).
 	Replicas *int32
@@ -52,9 +56,9 @@ type Options struct {
 	// machine's host name).
 	NodeName string
 	// LogBytes is how much output is kept per container instance
-	// (default DefaultLogBytes).
+	// (default logbuf.DefaultBytes).
 	LogBytes int
-	// EventLimit bounds the events kept (default DefaultEventLimit).
+	// EventLimit bounds the events kept (default events.DefaultLimit).
 	EventLimit int
 	// WorkDir is where containers without workingDir run (default:
 	// podgate's working directory).
@@ -77,10 +81,10 @@ type Agent struct {
 	ipam    *ipam
 	sup     *proc.Supervisor
 	runner  *probe.Runner
-	events  *recorder
-	out     *sharedOutput
+	events  *events.Recorder
+	out     *logbuf.Output
 	owners  portOwners
-	base    []envVar
+	base    []env.Var
 	workDir string
 
 	podsWG sync.WaitGroup // one per pod worker
@@ -107,7 +111,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	if opts.Images.Entrypoints == nil {
-		im, err := DefaultImages()
+		im, err := images.Default()
 		if err != nil {
 			return nil, err
 		}
@@ -145,9 +149,9 @@ func New(opts Options) (*Agent, error) {
 		ipam:    pool,
 		sup:     sup,
 		runner:  opts.Runner,
-		events:  newRecorder(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
-		out:     &sharedOutput{w: opts.Output},
-		base:    baseEnv(opts.Getenv),
+		events:  events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
+		out:     logbuf.NewOutput(opts.Output),
+		base:    env.Base(opts.Getenv),
 		workDir: opts.WorkDir,
 		pods:    map[nsName]*pod{},
 
@@ -162,6 +166,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	return a, nil
 }
+
+// nsName keys the agent's pods.
+type nsName struct{ namespace, name string }
 
 func defaultNodeName() string {
 	h, err := os.Hostname()

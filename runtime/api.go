@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/podgate/podgate/runtime/logbuf"
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}
@@ -40,20 +42,14 @@ func (a *Agent) Logs(ctx context.Context, namespace, name string, opts corev1.Po
 		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", c.name, name, "ContainerCreating"))
 	}
-	r := &logReader{ctx: ctx, buf: buf, follow: opts.Follow && !opts.Previous, timestamps: opts.Timestamps, closed: make(chan struct{})}
+	ro := logbuf.ReadOptions{Follow: opts.Follow && !opts.Previous, Timestamps: opts.Timestamps, TailLines: opts.TailLines}
 	if opts.SinceSeconds != nil {
-		r.since = a.clock.Now().Add(-time.Duration(*opts.SinceSeconds) * time.Second)
+		ro.Since = a.clock.Now().Add(-time.Duration(*opts.SinceSeconds) * time.Second)
 	}
 	if opts.SinceTime != nil {
-		r.since = opts.SinceTime.Time
+		ro.Since = opts.SinceTime.Time
 	}
-	if opts.TailLines != nil {
-		_, next, _, _ := buf.since(0)
-		if t := uint64(*opts.TailLines); t < next {
-			r.next = next - t
-		}
-	}
-	return r, nil
+	return buf.Reader(ctx, ro), nil
 }
 
 // logContainer picks the container: the one named, else the pod's

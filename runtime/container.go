@@ -1,19 +1,17 @@
 package runtime
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/runtime/backoff"
+	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
 )
 
@@ -30,7 +28,7 @@ type container struct {
 	init    bool // in spec.initContainers
 	sidecar bool // an init container with restartPolicy Always
 
-	env   *envList
+	env   *env.List
 	argv  []string
 	dir   string
 	exec  probe.Executor  // runs its exec probes and hooks
@@ -39,8 +37,8 @@ type container struct {
 	// The current instance.
 	id        string
 	proc      *proc.Process
-	stdout    *lineWriter
-	stderr    *lineWriter
+	stdout    *logbuf.LineWriter
+	stderr    *logbuf.LineWriter
 	startedAt time.Time
 	running   bool
 	kill      *killing // set while a kill is under way
@@ -50,11 +48,11 @@ type container struct {
 	// History.
 	created      bool // an instance has existed
 	restartCount int32
-	logs, prev   *logBuffer
+	logs, prev   *logbuf.Buffer
 	terminated   *corev1.ContainerStateTerminated // the current state, when it is that
 	lastState    corev1.ContainerState
 	waiting      *corev1.ContainerStateWaiting // CrashLoopBackOff while backing off
-	backoff      crashBackoff
+	backoff      backoff.CrashLoop
 	notBefore    time.Time // no restart before this
 	succeeded    bool      // a regular init container that exited 0
 	done         bool      // will not be started again
@@ -69,21 +67,6 @@ func (c *container) probeTarget(podIP string) probe.Target {
 		Env:  c.spec.Env,
 		Exec: c.exec,
 	}
-}
-
-// hostExecutor runs a container's exec probes and hooks on this host. A
-// command "podgate" runs this binary, as a container's command does: the
-// gate's startup probe is `podgate gate wait`.
-type hostExecutor struct {
-	probe.HostExecutor
-	self string
-}
-
-func (e hostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, error) {
-	if len(argv) > 0 && argv[0] == "podgate" && e.self != "" {
-		argv = append([]string{e.self}, argv[1:]...)
-	}
-	return e.HostExecutor.Exec(ctx, argv)
 }
 
 // fieldPath is the events' fieldPath for the container.
@@ -106,31 +89,4 @@ func newContainerID() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// resolveExecutable finds argv[0] as a container runtime would: a name
-// with a slash is a path (relative to the working directory), a bare name
-// is looked up in the container's own PATH.
-func resolveExecutable(name, dir string, env *envList) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if _, err := os.Stat(p); err != nil {
-			return "", &exec.Error{Name: name, Err: err}
-		}
-		return p, nil
-	}
-	pathEnv, _ := env.get("PATH")
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }

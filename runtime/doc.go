@@ -19,8 +19,14 @@
 //     in order; native sidecars start in order, each gated on its startup
 //     probe, and stop after the main containers in reverse order.
 //   - probes: one prober.Manager per pod over one shared probe.Runner.
-//   - processes: runtime/proc (own process group per container, parent-
-//     death signal and a guardian process so nothing outlives podgate).
+//
+// and, each in a subpackage of its own, what the pod worker uses:
+// runtime/proc (a process group per container, parent-death signal and a
+// guardian process so nothing outlives podgate), runtime/queue (the pod
+// worker's mailbox), runtime/backoff (CrashLoopBackOff), runtime/events
+// (the event recorder), runtime/logbuf (the output kept for logs),
+// runtime/env (a container's environment), runtime/hooks (preStop
+// handlers) and runtime/images (which program a container runs).
 //
 // Where podgate deliberately differs from the kubelet it is in the user's
 // favour and said in docs/running.md; the main one: when a liveness or

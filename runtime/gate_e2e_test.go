@@ -17,6 +17,7 @@ import (
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -61,7 +62,7 @@ type gateHarness struct {
 func newGateHarness(t *testing.T) *gateHarness {
 	t.Helper()
 	bin := podgateBinary(t)
-	im, err := DefaultImages()
+	im, err := images.Default()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 )
 
 // waitLimit bounds every wait in these tests: generous, because they must
@@ -133,7 +134,7 @@ func load(t testing.TB, manifest string) []*podspec.Workload {
 		t.Fatalf("load: %v", err)
 	}
 	for _, w := range m.Workloads {
-		if errs := podspec.Validate(w); len(errs) > 0 {
+		if errs := validation.Validate(w); len(errs) > 0 {
 			t.Fatalf("validate %s: %v", w.ID(), errs.ToAggregate())
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/runtime/queue"
 )
 
 // podEvent is what reaches a pod worker through its queue.
@@ -56,7 +58,7 @@ type pod struct {
 	inits, mains    []*container
 	byName          map[string]*container
 	mgr             *prober.Manager
-	q               *queue[podEvent]
+	q               *queue.Queue[podEvent]
 	tasks           sync.WaitGroup // process waiters and killers
 	exited          chan struct{}  // closed when the worker has ended
 	timers          []interface{ Stop() bool }
@@ -81,16 +83,18 @@ type pod struct {
 	logMu sync.Mutex
 }
 
-func (p *pod) post(ev podEvent) { p.q.push(ev) }
+func (p *pod) post(ev podEvent) { p.q.Push(ev) }
 
-func (p *pod) ref() objectRef { return objectRef{p.namespace, p.name, p.uid} }
+func (p *pod) ref() events.Object {
+	return events.Object{Namespace: p.namespace, Name: p.name, UID: p.uid}
+}
 
 func (p *pod) record(c *container, eventType, reason, message string) {
 	fp := ""
 	if c != nil {
 		fp = c.fieldPath()
 	}
-	p.a.events.record(p.ref(), fp, eventType, reason, message, componentKubelet)
+	p.a.events.Record(p.ref(), events.Event{FieldPath: fp, Type: eventType, Reason: reason, Message: message, Component: events.ComponentKubelet})
 }
 
 // podGrace is the pod's terminationGracePeriodSeconds (default 30).
@@ -106,8 +110,8 @@ func (p *pod) run() {
 	defer p.a.podsWG.Done()
 	defer close(p.exited)
 	for {
-		<-p.q.wake
-		for _, ev := range p.q.take() {
+		<-p.q.Wake()
+		for _, ev := range p.q.Take() {
 			p.handle(ev)
 		}
 		if !p.finished {

@@ -11,6 +11,8 @@ import (
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/queue"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -26,7 +28,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	p := &pod{
 		a:         a,
 		namespace: obj.Namespace, name: obj.Name, uid: obj.UID,
-		ip: ip, obj: obj.DeepCopy(), q: newQueue[podEvent](), exited: make(chan struct{}),
+		ip: ip, obj: obj.DeepCopy(), q: queue.New[podEvent](), exited: make(chan struct{}),
 		conditions: map[corev1.PodConditionType]corev1.PodCondition{},
 		qos:        obj.Status.QOSClass,
 		injected:   hasGate(&obj.Spec),
@@ -38,11 +40,11 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	}
 	p.obj.Status = corev1.PodStatus{}
 	a.ipam.setOwner(ip, id)
-	info := podInfo{
-		name: p.name, namespace: p.namespace, uid: string(p.uid),
-		labels: obj.Labels, annotations: obj.Annotations,
-		nodeName: a.opts.NodeName, serviceAccount: obj.Spec.ServiceAccountName,
-		podIP: ip.String(), hostIP: HostIP,
+	info := env.PodInfo{
+		Name: p.name, Namespace: p.namespace, UID: string(p.uid),
+		Labels: obj.Labels, Annotations: obj.Annotations,
+		NodeName: a.opts.NodeName, ServiceAccount: obj.Spec.ServiceAccountName,
+		PodIP: ip.String(), HostIP: HostIP,
 	}
 	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info)
 	p.byName = map[string]*container{}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/proc"
 )
 
@@ -19,7 +20,7 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 	}
 	now := metav1.NewTime(p.a.clock.Now())
 	p.a.owners.remove(c.proc.Pid)
-	c.logs.end()
+	c.logs.End()
 	probeKill := c.kill != nil && c.kill.probe
 	c.running, c.proc, c.kill, c.ready, c.started = false, nil, nil, false, false
 	p.mgr.ContainerStopped(c.name, id)
@@ -47,7 +48,7 @@ func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminate
 	}
 	c.lastState = corev1.ContainerState{Terminated: &term}
 	c.terminated = nil
-	delay := c.backoff.next(term.StartedAt.Time, term.FinishedAt.Time)
+	delay := c.backoff.Next(term.StartedAt.Time, term.FinishedAt.Time)
 	c.notBefore = term.FinishedAt.Add(delay)
 	if delay > 0 {
 		podName := fmt.Sprintf("%s_%s(%s)", p.name, p.namespace, p.uid)
@@ -95,7 +96,7 @@ func (p *pod) onProbe(u prober.Update) {
 			// A terminating pod fails readiness by design (the gate's
 			// drain answers 503 every period): counted in the event,
 			// logged once; the gate reports the drain's progress.
-			p.a.events.recordQuietly(p.ref(), c.fieldPath(), eventType, reason, message, componentKubelet)
+			p.a.events.RecordQuietly(p.ref(), events.Event{FieldPath: c.fieldPath(), Type: eventType, Reason: reason, Message: message, Component: events.ComponentKubelet})
 		} else {
 			p.record(c, eventType, reason, message)
 		}

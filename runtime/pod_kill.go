@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/runtime/hooks"
 	"github.com/podgate/podgate/runtime/proc"
 )
 
@@ -163,6 +164,16 @@ func (p *pod) startKillNow(c *container) {
 	c.kill = k
 	p.record(c, corev1.EventTypeNormal, ReasonKilling, "Stopping container "+c.name)
 	c.proc.Kill()
+}
+
+// runPreStop runs c's preStop handler until it finishes or ctx ends (the
+// grace period is over, the process exited, or the kill was forced). A
+// failure is recorded; the kill goes on regardless, as the kubelet's does.
+func (p *pod) runPreStop(ctx context.Context, c *container, h *corev1.LifecycleHandler) {
+	err := hooks.Run(ctx, h, c.probeTarget(p.ip.String()), p.a.clock)
+	if err != nil && ctx.Err() == nil {
+		p.record(c, corev1.EventTypeWarning, ReasonFailedPreStopHook, "PreStopHook failed: "+err.Error())
+	}
 }
 
 // killProcess runs on its own goroutine; c's fields it reads (spec, env,

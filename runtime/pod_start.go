@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
 )
 
@@ -32,13 +34,14 @@ func (p *pod) startContainer(c *container) {
 		p.startFailed(c, err)
 		return
 	}
-	path, err := resolveExecutable(c.argv[0], c.dir, c.env)
+	pathEnv, _ := c.env.Get("PATH")
+	path, err := images.LookPath(c.argv[0], c.dir, pathEnv)
 	if err != nil {
 		p.startFailed(c, fmt.Errorf("exec: %w", err))
 		return
 	}
 
-	logs := newLogBuffer(a.opts.LogBytes)
+	logs := logbuf.New(a.opts.LogBytes)
 	p.logMu.Lock()
 	if c.logs != nil {
 		c.prev = c.logs
@@ -46,16 +49,16 @@ func (p *pod) startContainer(c *container) {
 	c.logs = logs
 	p.logMu.Unlock()
 	prefix := p.name + "/" + c.name + " | "
-	c.stdout = &lineWriter{prefix: prefix, out: a.out, buf: logs, now: a.clock.Now}
-	c.stderr = &lineWriter{prefix: prefix, out: a.out, buf: logs, now: a.clock.Now}
+	c.stdout = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
+	c.stderr = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 
 	p.record(c, corev1.EventTypeNormal, ReasonCreated, "Created container: "+c.name)
 	pr, err := a.sup.Start(proc.Spec{
-		Path: path, Args: c.argv, Env: c.env.strings(), Dir: c.dir,
+		Path: path, Args: c.argv, Env: c.env.Strings(), Dir: c.dir,
 		Stdout: c.stdout, Stderr: c.stderr,
 	})
 	if err != nil {
-		logs.end()
+		logs.End()
 		p.startFailed(c, err)
 		return
 	}
@@ -70,8 +73,8 @@ func (p *pod) startContainer(c *container) {
 	go func() {
 		defer p.tasks.Done()
 		<-pr.Done()
-		stdout.flush()
-		stderr.flush()
+		stdout.Flush()
+		stderr.Flush()
 		p.post(evExited{c: c, id: id, exit: pr.Exit()})
 	}()
 }

@@ -4,8 +4,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podgate/podgate/expansion"
 	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/runtime/env"
 )
 
 // EnvPodIP is the pod's loopback address, set in every container before
@@ -17,7 +18,7 @@ const EnvPodIP = "POD_IP"
 // (downward API included), the command line with $(VAR) expanded, the
 // working directory. Problems are kept on the container (it then fails to
 // start with CreateContainerConfigError) and returned.
-func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, info podInfo) ([]*container, []*container, field.ErrorList) {
+func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo) ([]*container, []*container, field.ErrorList) {
 	var errs field.ErrorList
 	var inits, mains []*container
 	for i := range spec.InitContainers {
@@ -33,7 +34,7 @@ func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, in
 	return inits, mains, errs
 }
 
-func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info podInfo, init bool) *container {
+func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, init bool) *container {
 	c := &container{
 		name:    spec.Name,
 		spec:    spec,
@@ -41,31 +42,31 @@ func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info 
 		init:    init,
 		sidecar: init && spec.RestartPolicy != nil && *spec.RestartPolicy == corev1.ContainerRestartPolicyAlways,
 	}
-	injected := []envVar{{"HOSTNAME", info.name}, {EnvPodIP, info.podIP}}
-	env, errs := resolveEnv(a.base, injected, spec, info, path)
-	c.env = env
+	injected := []env.Var{{Name: "HOSTNAME", Value: info.Name}, {Name: EnvPodIP, Value: info.PodIP}}
+	vars, errs := env.Resolve(a.base, injected, spec, info, path)
+	c.env = vars
 	c.setup = append(c.setup, errs...)
-	argv, ferr := a.opts.Images.argv(spec.Image, spec.Command, spec.Args, path)
+	argv, ferr := a.opts.Images.Argv(spec.Image, spec.Command, spec.Args, path)
 	if ferr != nil {
 		c.setup = append(c.setup, ferr)
 	}
 	for i := range argv {
-		argv[i] = expandVars(argv[i], env.get)
+		argv[i] = expansion.Expand(argv[i], vars.Get)
 	}
 	c.argv = argv
 	c.dir = spec.WorkingDir
 	if c.dir == "" {
 		c.dir = a.workDir
 	}
-	c.exec = hostExecutor{HostExecutor: probe.HostExecutor{Dir: c.dir, Env: env.strings()}, self: a.opts.Images.Self}
+	c.exec = a.opts.Images.Executor(c.dir, vars.Strings())
 	return c
 }
 
 // checkWorkload resolves the workload's containers for a stand-in pod, to
 // report up front what would keep them from starting.
 func (a *Agent) checkWorkload(w *podspec.Workload) field.ErrorList {
-	info := podInfo{name: w.Name, namespace: w.Namespace, labels: w.PodLabels(),
-		annotations: w.Template.Annotations, nodeName: a.opts.NodeName, podIP: "127.0.0.1", hostIP: HostIP}
+	info := env.PodInfo{Name: w.Name, Namespace: w.Namespace, Labels: w.PodLabels(),
+		Annotations: w.Template.Annotations, NodeName: a.opts.NodeName, PodIP: "127.0.0.1", HostIP: HostIP}
 	_, _, errs := a.prepareContainers(w.SpecPath(), w.PodSpec(), info)
 	return errs
 }

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
 )
 
-var apiAll = api.ListOptions{}
+var apiAll = apiclient.ListOptions{}
 
 // sidecarPort is where the sidecar's test app takes its toggles.
 const sidecarPort = 8090
@@ -98,7 +98,7 @@ loop:
 	return res, ctx.Err()
 }
 
-func waitReadyPods(ctx context.Context, c *api.Client, n int) error {
+func waitReadyPods(ctx context.Context, c *apiclient.Client, n int) error {
 	return lab.Poll(ctx, lab.PollInterval, fmt.Sprintf("%d ready pods", n), func(ctx context.Context) (bool, error) {
 		pods, err := c.ListPods(ctx, apiAll)
 		if err != nil {

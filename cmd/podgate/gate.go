@@ -5,25 +5,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/gate"
-	"github.com/podgate/podgate/gate/podstatus"
+	"github.com/podgate/podgate/gate/gatemain"
 	"github.com/podgate/podgate/gateenv"
 )
 
 func init() { register(newGateCmd) }
-
-// Knative's switches for queue-proxy's request log, honoured as such.
-const envEnableRequestLog = "SERVING_ENABLE_REQUEST_LOG"
 
 func newGateCmd() *cobra.Command {
 	var (
@@ -54,81 +47,28 @@ address (local mode: every pod has its own), else on every interface. SIGTERM st
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			cfg, err := gateenv.DecodeEnv(os.LookupEnv)
-			if err != nil {
-				return invalidf("%v", err)
+			c := gatemain.Config{LookupEnv: os.LookupEnv, Logger: logger, Stdout: cmd.OutOrStdout()}
+			if cmd.Flags().Changed("request-log") {
+				c.RequestLog = &requestLog
 			}
-			host, err := gateListenHost(cfg, os.Getenv)
-			if err != nil {
-				return invalidf("%v", err)
-			}
-			if !cmd.Flags().Changed("request-log") {
-				if v := os.Getenv(envEnableRequestLog); v != "" {
-					on, perr := strconv.ParseBool(v)
-					if perr != nil {
-						return invalidf("%s: %q is not true or false", envEnableRequestLog, v)
-					}
-					requestLog = on
-				}
-			}
-			opts := gate.Options{Config: cfg, Logger: logger}
-			if requestLog {
-				opts.RequestLog = cmd.OutOrStdout()
-			}
-			switch src := cfg.StatusSource; src {
-			case gateenv.StatusSourceNone:
-			case gateenv.StatusSourceKubernetes:
-				s, err := podstatus.ForCluster(cfg.Namespace, cfg.Pod)
-				if err != nil {
-					return invalidf("%s: %v", gateenv.EnvStatusSource, err)
-				}
-				opts.Status = s
-			default:
-				s, err := podstatus.ForURL(src, cfg.Namespace, cfg.Pod)
-				if err != nil {
-					return invalidf("%s: %v", gateenv.EnvStatusSource, err)
-				}
-				defer s.Close()
-				opts.Status = s
-			}
-			g, err := gate.New(opts)
-			if err != nil {
-				return invalidf("%v", err)
-			}
-			ls, err := gate.Listen(host, cfg)
-			if err != nil {
-				return invalidf("listen: %v", err)
-			}
-			parent := cmd.Context()
-			if parent == nil {
-				parent = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
+			ctx, stop := signal.NotifyContext(contextOf(cmd), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			// During the drain a second signal kills at once (default action).
 			context.AfterFunc(ctx, stop)
-			if err := g.Serve(ctx, ls); err != nil {
+			if err := gatemain.Run(ctx, c); err != nil {
 				return invalidf("%v", err)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&requestLog, "request-log", false, "write one JSON line per request to stdout (default: $"+envEnableRequestLog+")")
+	cmd.Flags().BoolVar(&requestLog, "request-log", false, "write one JSON line per request to stdout (default: $"+gatemain.EnvEnableRequestLog+")")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	cmd.AddCommand(newGateWaitCmd())
 	return cmd
 }
 
-// gateWaitPoll is how often `podgate gate wait` asks the gate.
-const gateWaitPoll = 10 * time.Millisecond
-
 // newGateWaitCmd is the gate's startup probe when it runs as a native
-// sidecar: the kubelet starts the pod's other containers once it passes.
-// An httpGet probe would do, but its first attempt usually comes before
-// the gate listens (always with podgate's node agent, which probes right
-// at the start): a "Startup probe failed: connection refused" on every pod
-// start, and a whole period (1 s) before the app may start. Waiting here
-// passes on the first attempt, as soon as the gate serves.
+// sidecar (gatemain.Wait says why it waits).
 func newGateWaitCmd() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -146,19 +86,8 @@ environment is malformed), 2 usage error.`,
 			if timeout <= 0 {
 				return usageErrorf("--timeout %s: must be positive", timeout)
 			}
-			cfg, err := gateenv.Decode(os.Getenv)
+			url, err := gatemain.Wait(contextOf(cmd), os.Getenv, timeout)
 			if err != nil {
-				return invalidf("%v", err)
-			}
-			host, err := gateListenHost(cfg, os.Getenv)
-			if err != nil {
-				return invalidf("%v", err)
-			}
-			if host == "" {
-				host = "127.0.0.1" // the gate listens on every interface
-			}
-			url := "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.AdminPort)) + gateenv.LivezPath
-			if err := waitServing(cmd.Context(), url, timeout); err != nil {
 				return invalidf("%v", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "the gate serves on %s\n", url)
@@ -169,65 +98,6 @@ environment is malformed), 2 usage error.`,
 	return cmd
 }
 
-// waitServing polls url until it answers 200 or timeout passes.
-func waitServing(ctx context.Context, url string, timeout time.Duration) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	var last error
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("%s answered %s", url, resp.Status)
-		}
-		if ctx.Err() == nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last == nil {
-				last = ctx.Err()
-			}
-			return fmt.Errorf("the gate does not serve after %s: %w", timeout, last)
-		case <-time.After(gateWaitPoll):
-		}
-	}
-}
-
-// gateListenHost is the pod IP when it is a loopback address: locally
-// every pod has its own (127.0.1.N), and a gate must not take its ports on
-// every interface. On Kubernetes the pod IP is the pod's own interface and
-// "" (every interface) lets callers inside the pod use 127.0.0.1 too, as
-// with queue-proxy. The injector sets SERVING_POD_IP in both modes, so the
-// address, not its presence, tells them apart.
-func gateListenHost(cfg gateenv.Config, getenv func(string) string) (string, error) {
-	ip := cfg.PodIP
-	if ip == "" {
-		ip = getenv("POD_IP")
-		if ip != "" && net.ParseIP(ip) == nil {
-			return "", fmt.Errorf("POD_IP: %q is not an IP address", ip)
-		}
-	}
-	if parsed := net.ParseIP(ip); parsed != nil && parsed.IsLoopback() {
-		return ip, nil
-	}
-	return "", nil
-}
-
 func gateLogger(w io.Writer, format string) (*slog.Logger, error) {
 	switch format {
 	case "text":
@@ -236,4 +106,13 @@ func gateLogger(w io.Writer, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, fmt.Errorf("invalid --log-format %q: want text or json", format)
+}
+
+// contextOf is the command's context; Background when it was run without
+// one.
+func contextOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podgate/podgate/gate/gatemain"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/testapp"
 )
@@ -35,7 +36,7 @@ var gateEnvNames = []string{
 	gateenv.EnvReadinessContainers, gateenv.EnvDelegatedReadiness, gateenv.EnvRoutedProbes,
 	gateenv.EnvDrainQuietPeriod, gateenv.EnvStatusSource, gateenv.EnvContainers,
 	gateenv.EnvUpstreamHost, gateenv.EnvAdminPort, gateenv.EnvMetricsPort, gateenv.EnvOnlyRouter,
-	"POD_IP", envEnableRequestLog,
+	"POD_IP", gatemain.EnvEnableRequestLog,
 }
 
 func gateClearEnv(t *testing.T) {
@@ -134,33 +135,6 @@ func TestGateConfigErrorsExit1NamingTheVariable(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tc.wantErr) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
-			}
-		})
-	}
-}
-
-func TestGateListenHost(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		servingPodIP string
-		podIP        string
-		want         string
-	}{
-		{"a local pod's loopback address is listened on", "127.0.1.3", "", "127.0.1.3"},
-		{"POD_IP counts when SERVING_POD_IP is unset", "", "127.0.1.4", "127.0.1.4"},
-		{"a Kubernetes pod IP means every interface", "10.42.0.29", "", ""},
-		{"no pod IP means every interface", "", "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := gateenv.Config{PodIP: tc.servingPodIP}
-			got, err := gateListenHost(cfg, func(k string) string {
-				if k == "POD_IP" {
-					return tc.podIP
-				}
-				return ""
-			})
-			if err != nil || got != tc.want {
-				t.Errorf("got %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}

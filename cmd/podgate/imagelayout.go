@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/podgate/podgate/ociimage"
-	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/runtime/images"
 )
 
 // imageLayoutUsage is the --image-layout flag's help, the same for every
@@ -17,7 +17,7 @@ const imageLayoutUsage = "OCI image layout DIR (scripts/image.sh writes one): a 
 // (--image-layout); "" leaves im as it is. The directory is checked now,
 // so a wrong path fails before anything starts; the images in it are
 // checked as the pods that name them are.
-func withImageLayout(im runtime.Images, dir string) (runtime.Images, error) {
+func withImageLayout(im images.Map, dir string) (images.Map, error) {
 	if dir == "" {
 		return im, nil
 	}

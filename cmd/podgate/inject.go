@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podgate/podgate/podspec/validation"
+
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/wire"
@@ -53,7 +55,7 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 			if err != nil {
 				return err
 			}
-			m, problems, err := loadAndValidate(inputs)
+			m, problems, err := validation.LoadInputs(inputs...)
 			if err != nil {
 				return invalidf("%v", err)
 			}

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/apiclient"
+	"github.com/podgate/podgate/podctl"
 )
 
 func init() { register(newLogsCmd) }
@@ -42,42 +40,19 @@ Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
   podgate logs pod/web-0 -p --tail 20`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("logs takes one pod: logs POD [-c CONTAINER]")
+			r := podctl.LogsRequest{Args: args, Namespace: namespace, Container: container,
+				Follow: follow, Previous: previous, Tail: tail, Timestamps: timestamps}
+			if err := r.Check(); err != nil {
+				return ctlError(err)
 			}
-			pod := args[0]
-			if typ, name, ok := strings.Cut(pod, "/"); ok {
-				if typ != "pod" && typ != "pods" && typ != "po" {
-					return usageErrorf("%q: podgate prints logs of pods only", pod)
-				}
-				pod = name
-			}
-			if err := checkNamespaceFlag(namespace); err != nil {
-				return err
-			}
-			if tail < -1 {
-				return usageErrorf("--tail %d: must be -1 (all lines) or more", tail)
-			}
-			opts := corev1.PodLogOptions{Container: container, Follow: follow, Previous: previous, Timestamps: timestamps}
-			if tail >= 0 {
-				opts.TailLines = &tail
-			}
-			c, err := api.NewClient(addr)
+			c, err := apiclient.New(addr)
 			if err != nil {
 				return usageErrorf("--api: %v", err)
 			}
 			defer c.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rc, err := c.Logs(ctx, namespace, pod, opts)
-			if err != nil {
-				return invalidf("%v", err)
-			}
-			defer rc.Close()
-			if _, err := io.Copy(cmd.OutOrStdout(), rc); err != nil && ctx.Err() == nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-				return invalidf("reading logs of %s: %v", pod, err)
-			}
-			return nil
+			return ctlError(podctl.Logs(ctx, c, r, cmd.OutOrStdout()))
 		},
 	}
 	f := cmd.Flags()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -108,22 +107,6 @@ func inputNames(inputs []podspec.Input) []string {
 		names[i] = in.Name
 	}
 	return names
-}
-
-// loadAndValidate loads the sources and validates every workload in them.
-// Problems come sorted by source and document. The error is for sources
-// that cannot be read at all.
-func loadAndValidate(inputs []podspec.Input) (*podspec.Manifests, podspec.Problems, error) {
-	m, err := podspec.LoadInputs(inputs...)
-	var problems podspec.Problems
-	if err != nil && !errors.As(err, &problems) {
-		return nil, nil, err
-	}
-	for _, w := range m.Workloads {
-		problems = append(problems, w.Problems(podspec.Validate(w))...)
-	}
-	podspec.SortProblems(problems, inputNames(inputs)...)
-	return m, problems, nil
 }
 
 // describeInputs names the sources for a message: "a.yaml, b.yaml".

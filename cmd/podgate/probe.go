@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -85,7 +83,7 @@ Exit status: 0 success or warning, 1 failure or invalid probe, 2 usage error,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := probe.NewRunner().Run(ctx, p, target)
-			if err := printOutcome(cmd.OutOrStdout(), output, out); err != nil {
+			if err := probe.WriteReport(cmd.OutOrStdout(), output, out); err != nil {
 				return err
 			}
 			switch out.Result {
@@ -139,60 +137,4 @@ func displayName(file string) string {
 		return "<stdin>"
 	}
 	return file
-}
-
-// probeReport is the JSON form of one tick's outcome.
-type probeReport struct {
-	Result     string  `json:"result"`
-	Message    string  `json:"message,omitempty"`
-	Error      string  `json:"error,omitempty"`
-	Attempts   int     `json:"attempts"`
-	DurationMS float64 `json:"durationMs"`
-	// Kubelet says what the kubelet would do with the result.
-	Kubelet string `json:"kubelet"`
-}
-
-func kubeletVerdict(r probe.Result) string {
-	switch r {
-	case probe.Success:
-		return "counts as success"
-	case probe.Warning:
-		return "counts as success, recorded as a ProbeWarning event"
-	case probe.Failure:
-		return "counts as failure toward failureThreshold"
-	default:
-		return "dropped: the probe errored, the container's state is unchanged"
-	}
-}
-
-func printOutcome(w io.Writer, format string, o probe.Outcome) error {
-	rep := probeReport{
-		Result:     o.Result.String(),
-		Message:    o.Message,
-		Attempts:   o.Attempts,
-		DurationMS: float64(o.Duration.Microseconds()) / 1000,
-		Kubelet:    kubeletVerdict(o.Result),
-	}
-	if o.Err != nil {
-		rep.Error = o.Err.Error()
-	}
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	fmt.Fprintf(w, "Result:    %s\n", rep.Result)
-	if rep.Message != "" {
-		fmt.Fprintf(w, "Message:   %s\n", strings.TrimRight(rep.Message, "\n"))
-	}
-	fmt.Fprintf(w, "Duration:  %s (%d attempt%s)\n", o.Duration.Round(10*time.Microsecond), o.Attempts, plural(o.Attempts))
-	fmt.Fprintf(w, "Kubelet:   %s\n", rep.Kubelet)
-	return nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/podgate/podgate/probe"
 )
 
 // probeCLI runs `podgate probe` in-process with stdin and returns the exit
@@ -86,7 +88,7 @@ func TestProbeCommandReadsAFileAndPrintsJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep probeReport
+	var rep probe.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}

@@ -5,22 +5,22 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/runtime/images"
 )
 
 func init() { register(newRunCmd) }
@@ -127,11 +127,11 @@ func (o *runOptions) checkFlags(replicasSet bool, servicePorts []string) error {
 	} else if o.replicas < 0 {
 		return usageErrorf("--replicas %d: must not be negative", o.replicas)
 	}
-	if errs := validation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
+	if errs := apivalidation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
 		return usageErrorf("--domain %q: %s", o.domain, strings.Join(errs, "; "))
 	}
 	if o.nodeName != "" {
-		if errs := validation.IsDNS1123Subdomain(o.nodeName); len(errs) > 0 {
+		if errs := apivalidation.IsDNS1123Subdomain(o.nodeName); len(errs) > 0 {
 			return usageErrorf("--node-name %q: %s", o.nodeName, strings.Join(errs, "; "))
 		}
 	}
@@ -185,38 +185,15 @@ func checkLoopbackAddr(flag, addr, example string) error {
 	return nil
 }
 
-// parseImages turns --image NAME=PATH flags (their syntax checked with the
-// flags) into entrypoints; a path that is no executable is invalid input.
-func parseImages(flags []string) (runtime.Images, error) {
-	im, err := runtime.DefaultImages()
-	if err != nil {
-		return im, err
-	}
-	for _, f := range flags {
-		name, path, _ := strings.Cut(f, "=")
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return im, fmt.Errorf("--image %s: %w", f, err)
-		}
-		if st, err := os.Stat(abs); err != nil {
-			return im, fmt.Errorf("--image %s: %w", f, err)
-		} else if st.IsDir() || st.Mode()&0o111 == 0 {
-			return im, fmt.Errorf("--image %s: %s is not an executable file", f, abs)
-		}
-		im.Set(name, abs)
-	}
-	return im, nil
-}
-
 func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, stderr io.Writer) error {
-	images, err := parseImages(o.images)
+	im, err := images.FromFlags(o.images)
 	if err != nil {
 		return invalidf("%v", err)
 	}
-	if images, err = withImageLayout(images, o.imageLayout); err != nil {
+	if im, err = withImageLayout(im, o.imageLayout); err != nil {
 		return invalidf("%v", err)
 	}
-	m, problems, err := loadAndValidate(inputs)
+	m, problems, err := validation.LoadInputs(inputs...)
 	if err != nil {
 		return invalidf("%v", err)
 	}
@@ -234,7 +211,7 @@ func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, 
 			s.Source, s.APIVersion, s.Kind, s.Name)
 	}
 	cfg := localrun.Config{
-		Workloads: m.Workloads, PodCIDR: o.podCIDR, APIAddr: o.apiAddr, Images: images,
+		Workloads: m.Workloads, PodCIDR: o.podCIDR, APIAddr: o.apiAddr, Images: im,
 		NodeName: o.nodeName, NoGate: o.noGate, Listen: o.listen, Domain: o.domain,
 		ServicePorts: o.ports, ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout,
 		MetricsListen: o.metricsListen, Stdout: stdout, Stderr: stderr,
@@ -261,11 +238,11 @@ func parseServicePorts(flags []string) ([]frontdoor.ServicePort, error) {
 		p := frontdoor.ServicePort{Raw: raw, Name: ref}
 		if ns, name, ok := strings.Cut(ref, "/"); ok {
 			p.Namespace, p.Name = ns, name
-			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			if errs := apivalidation.IsDNS1123Label(ns); len(errs) > 0 {
 				return nil, usageErrorf("--service-port %q: namespace %q: %s", raw, ns, strings.Join(errs, "; "))
 			}
 		}
-		if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
+		if errs := apivalidation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
 			return nil, usageErrorf("--service-port %q: name %q: %s", raw, p.Name, strings.Join(errs, "; "))
 		}
 		port, err := strconv.Atoi(portStr)

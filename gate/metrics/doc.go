@@ -1,0 +1,7 @@
+// Package metrics is the gate's Prometheus metrics: proxied requests by
+// status and duration, ride-through holds and retries, upstream errors,
+// readiness per container, probe results, and gauges read at scrape time
+// (in flight, queue depth, ready, health checks held), on a registry of
+// the gate's own so several gates can share a process. The request path
+// costs an atomic load, a counter increment and a histogram observation.
+package metrics

@@ -1,0 +1,10 @@
+// Package proxy is the gate's data path to the serving container, as
+// queue-proxy's: HTTP/1.1 (upgrades included) and h2c through a reverse
+// proxy that rewrites the request as queue-proxy does (Host,
+// X-Forwarded-*, Forwarded, the activator's headers); the ride-through,
+// which holds a request whose connection the restarting container refused
+// and sends it once the container is back, never a request that may have
+// reached it; CONTAINER_CONCURRENCY with queue-proxy's queue; the
+// revision timeout to the first byte of the response; and the response
+// recorder and request log of the serving port.
+package proxy

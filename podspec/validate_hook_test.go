@@ -1,0 +1,8 @@
+package podspec_test
+
+import (
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
+)
+
+func init() { podspec.Validate = validation.Validate }

@@ -1,0 +1,226 @@
+package images
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/probe"
+)
+
+// TestappImage is the test app's image; podgate runs it as its own
+// `testapp` subcommand.
+const TestappImage = "ghcr.io/podgate/testapp"
+
+// Map resolves container images to local entrypoints.
+type Map struct {
+	// Entrypoints maps an image (as written, or without its tag or digest)
+	// to the argv that stands for its ENTRYPOINT.
+	Entrypoints map[string][]string
+	// Self, when set, is the program a command "podgate" runs: the gate
+	// container the injector adds says `command: [podgate]`, which locally
+	// is this binary wherever it lives.
+	Self string
+	// Store, when set, holds images on this machine (podgate's
+	// --image-layout): a container without a command whose image it holds
+	// runs the image's entrypoint from there, before Entrypoints is asked
+	// (a container with a command runs it on this host, Store or not).
+	Store Store
+}
+
+// Store holds images on this machine and hands out what a container of
+// one runs (ociimage.Layout: an OCI image layout, the image's program
+// extracted from its checked layer).
+type Store interface {
+	// Entrypoint returns image's ENTRYPOINT and CMD, their program a path
+	// on this machine; found is false, with no error, for an image the
+	// store does not hold. An error means it holds the image but cannot
+	// run it (a blob that fails its digest, another platform).
+	Entrypoint(image string) (entrypoint, cmd []string, found bool, err error)
+}
+
+// Default maps the test app's image to this binary's `testapp`
+// subcommand and the gate's image, and the command "podgate", to this
+// binary.
+func Default() (Map, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return Map{}, fmt.Errorf("find own executable for %s: %w", TestappImage, err)
+	}
+	return Map{
+		Entrypoints: map[string][]string{
+			TestappImage:         {exe, "testapp"},
+			gateenv.DefaultImage: {exe},
+		},
+		Self: exe,
+	}, nil
+}
+
+// FromFlags is Default plus --image NAME=PATH mappings (their syntax
+// checked with the other flags): PATH, made absolute, must be an
+// executable file.
+func FromFlags(flags []string) (Map, error) {
+	m, err := Default()
+	if err != nil {
+		return m, err
+	}
+	for _, f := range flags {
+		name, path, _ := strings.Cut(f, "=")
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return m, fmt.Errorf("--image %s: %w", f, err)
+		}
+		if st, err := os.Stat(abs); err != nil {
+			return m, fmt.Errorf("--image %s: %w", f, err)
+		} else if st.IsDir() || st.Mode()&0o111 == 0 {
+			return m, fmt.Errorf("--image %s: %s is not an executable file", f, abs)
+		}
+		m.Set(name, abs)
+	}
+	return m, nil
+}
+
+// Set adds an --image NAME=PATH mapping.
+func (m *Map) Set(image string, entrypoint ...string) {
+	if m.Entrypoints == nil {
+		m.Entrypoints = map[string][]string{}
+	}
+	m.Entrypoints[image] = entrypoint
+}
+
+// entrypoint finds image's entrypoint: the exact name first, then the name
+// without a digest or tag (ghcr.io/podgate/testapp:latest is the test app).
+func (m Map) entrypoint(image string) ([]string, bool) {
+	if ep, ok := m.Entrypoints[image]; ok {
+		return ep, true
+	}
+	if ep, ok := m.Entrypoints[repository(image)]; ok {
+		return ep, true
+	}
+	return nil, false
+}
+
+// repository strips a digest (@sha256:…) and a tag (:v1; a colon after
+// the last slash, so a registry port stays).
+func repository(image string) string {
+	if i := strings.IndexByte(image, '@'); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndexByte(image, ':'); i > strings.LastIndexByte(image, '/') {
+		image = image[:i]
+	}
+	return image
+}
+
+// Argv is the container's command line before $(VAR) expansion, as a
+// container runtime builds it: command replaces the image's entrypoint;
+// args replace its default arguments (an image of the Store has its CMD;
+// one mapped in Entrypoints has none). An image without a local
+// entrypoint and no command is an error at path.command; an image the
+// Store holds but cannot run, at path.image.
+func (m Map) Argv(image string, command, args []string, path *field.Path) ([]string, *field.Error) {
+	if len(command) > 0 {
+		argv := append(append([]string{}, command...), args...)
+		if argv[0] == "podgate" && m.Self != "" {
+			argv[0] = m.Self
+		}
+		return argv, nil
+	}
+	if m.Store != nil {
+		ep, cmd, found, err := m.Store.Entrypoint(image)
+		if err != nil {
+			return nil, field.Invalid(path.Child("image"), image, err.Error())
+		}
+		if found {
+			// As Kubernetes runs an image: args, when given, replace its CMD.
+			if len(args) == 0 {
+				args = cmd
+			}
+			return append(append([]string{}, ep...), args...), nil
+		}
+	}
+	ep, ok := m.entrypoint(image)
+	if !ok {
+		return nil, field.Required(path.Child("command"), fmt.Sprintf(
+			"image %q has no local entrypoint: podgate runs containers as local processes, so give the container a command, or map the image with --image %s=/path/to/program",
+			image, repository(image)))
+	}
+	return append(append([]string{}, ep...), args...), nil
+}
+
+// LocalWarnings names the containers of w that Kubernetes would run but
+// podgate cannot run here as written: no command, and an image m has no
+// entrypoint for. 'podgate validate' prints them as warnings; 'podgate
+// run' refuses such a workload (the node agent's Check), naming the same
+// field.
+func LocalWarnings(w *podspec.Workload, m Map) []string {
+	var out []string
+	spec := w.PodSpec()
+	check := func(c *corev1.Container, path *field.Path) {
+		if _, err := m.Argv(c.Image, c.Command, c.Args, path); err != nil {
+			out = append(out, fmt.Sprintf("%s: image %q has no local entrypoint: Kubernetes runs the image, but 'podgate run' runs containers as local processes and needs a command, or --image %s=/path/to/program",
+				err.Field, c.Image, repository(c.Image)))
+		}
+	}
+	for i := range spec.InitContainers {
+		check(&spec.InitContainers[i], w.SpecPath().Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], w.SpecPath().Child("containers").Index(i))
+	}
+	return out
+}
+
+// LookPath finds argv[0] as a container runtime would: a name with a
+// slash is a path (relative to the working directory dir), a bare name is
+// looked up in the container's own PATH (pathEnv), never podgate's.
+func LookPath(name, dir, pathEnv string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", &exec.Error{Name: name, Err: err}
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// Executor runs a container's exec probes and hooks on this host, in its
+// working directory dir with its environment env. A command "podgate"
+// runs Self, as a container's command does: the gate's startup probe is
+// `podgate gate wait`.
+func (m Map) Executor(dir string, env []string) probe.Executor {
+	return hostExecutor{HostExecutor: probe.HostExecutor{Dir: dir, Env: env}, self: m.Self}
+}
+
+type hostExecutor struct {
+	probe.HostExecutor
+	self string
+}
+
+func (e hostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, error) {
+	if len(argv) > 0 && argv[0] == "podgate" && e.self != "" {
+		argv = append([]string{e.self}, argv[1:]...)
+	}
+	return e.HostExecutor.Exec(ctx, argv)
+}

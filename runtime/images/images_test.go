@@ -1,0 +1,136 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestImageEntrypoints(t *testing.T) {
+	t.Parallel()
+	im := Map{Self: "/opt/podgate"}
+	im.Set("ghcr.io/podgate/testapp", "/bin/testapp", "testapp")
+	im.Set("registry:5000/api", "/bin/api")
+	path := field.NewPath("spec", "containers").Index(0)
+	for _, tc := range []struct {
+		name    string
+		image   string
+		command []string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{"a command replaces the entrypoint", "ghcr.io/podgate/testapp", []string{"sh", "-c"}, []string{"true"}, "sh -c true", ""},
+		{"an image without a command runs its entrypoint with args", "ghcr.io/podgate/testapp", nil, []string{"--port", "1"}, "/bin/testapp testapp --port 1", ""},
+		{"the command podgate is this binary", "ghcr.io/podgate/podgate", []string{"podgate"}, []string{"gate"}, "/opt/podgate gate", ""},
+		{"a tag is ignored", "ghcr.io/podgate/testapp:v1.2", nil, nil, "/bin/testapp testapp", ""},
+		{"a digest is ignored", "ghcr.io/podgate/testapp@sha256:abc", nil, nil, "/bin/testapp testapp", ""},
+		{"a registry port is not a tag", "registry:5000/api:latest", nil, nil, "/bin/api", ""},
+		{"an unknown image without a command is an error naming the flag", "nginx:1.27", nil, nil, "",
+			`spec.containers[0].command: Required value: image "nginx:1.27" has no local entrypoint`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv, err := im.Argv(tc.image, tc.command, tc.args, path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "--image nginx=") {
+					t.Fatalf("err = %v, want %q and a --image hint", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(argv, " ") != tc.want {
+				t.Errorf("argv = %q, %v; want %q", argv, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"tool": 0o755, "data": 0o644} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, arg, pathEnv string
+		want               string // "" for ErrNotFound-like failure
+	}{
+		{"a bare name is found in the container's PATH", "tool", "/nonexistent:" + bin, filepath.Join(bin, "tool")},
+		{"a file that is not executable is skipped", "data", bin, ""},
+		{"a relative PATH entry is ignored", "tool", "bin", ""},
+		{"a name with a slash is relative to the working directory", "bin/data", "", filepath.Join(dir, "bin/data")},
+		{"an absolute path is taken as is", filepath.Join(bin, "tool"), "", filepath.Join(bin, "tool")},
+		{"a missing path fails", "bin/missing", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LookPath(tc.arg, dir, tc.pathEnv)
+			if tc.want == "" {
+				var ee *exec.Error
+				if !errors.As(err, &ee) || ee.Name != tc.arg {
+					t.Fatalf("LookPath(%q) = %q, %v; want an exec.Error naming it", tc.arg, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("LookPath(%q) = %q, %v; want %q", tc.arg, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFromFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "api")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := FromFlags([]string{"registry.example/api=" + prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep := m.Entrypoints["registry.example/api"]; len(ep) != 1 || ep[0] != prog {
+		t.Errorf("mapped entrypoint = %q, want [%s]", ep, prog)
+	}
+	if _, ok := m.Entrypoints[TestappImage]; !ok || m.Self == "" {
+		t.Errorf("the defaults are gone: %+v", m)
+	}
+	for _, bad := range []struct{ flag, want string }{
+		{"x=" + plain, "is not an executable file"},
+		{"x=" + dir, "is not an executable file"},
+		{"x=" + filepath.Join(dir, "missing"), "no such file"},
+	} {
+		if _, err := FromFlags([]string{bad.flag}); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "--image "+bad.flag) {
+			t.Errorf("FromFlags(%q) = %v, want an error naming the flag and %q", bad.flag, err, bad.want)
+		}
+	}
+}
+
+func TestExecutorRunsSelfForPodgate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	self := filepath.Join(dir, "self")
+	if err := os.WriteFile(self, []byte("#!/bin/sh\necho self \"$@\" in \"$PWD\" as $WHO\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := Map{Self: self}.Executor(dir, []string{"WHO=container", "PATH=/usr/bin:/bin"})
+	out, code, err := e.Exec(context.Background(), []string{"podgate", "gate", "wait"})
+	if err != nil || code != 0 || strings.TrimSpace(string(out)) != "self gate wait in "+dir+" as container" {
+		t.Errorf("podgate ran: %q, exit %d, %v", out, code, err)
+	}
+}

@@ -1,0 +1,17 @@
+package runtime
+
+// Event reasons the node agent records, as the kubelet names them.
+const (
+	ReasonScheduled    = "Scheduled"
+	ReasonPulled       = "Pulled"
+	ReasonCreated      = "Created"
+	ReasonStarted      = "Started"
+	ReasonKilling      = "Killing"
+	ReasonUnhealthy    = "Unhealthy"
+	ReasonProbeWarning = "ProbeWarning"
+	ReasonBackOff      = "BackOff"
+	ReasonFailed       = "Failed"
+	// ReasonFailedPreStopHook is the event of a preStop hook that failed;
+	// the kill goes on regardless, as the kubelet's does.
+	ReasonFailedPreStopHook = "FailedPreStopHook"
+)
