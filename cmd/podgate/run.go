@@ -30,14 +30,14 @@ type runOptions struct {
 	podCIDR   string
 	apiAddr   string
 	images    []string
+	replicas  int32
+	nodeName  string
+	noGate    bool
+	listen    string
+	domain    string
+	ports     []frontdoor.ServicePort
 	// imageLayout is an OCI image layout whose images containers run.
 	imageLayout string
-	replicas    int32
-	nodeName    string
-	noGate      bool
-	listen      string
-	domain      string
-	ports       []frontdoor.ServicePort
 	// metricsListen, when set, serves the front door's metrics.
 	metricsListen string
 	// Health checks of the gates by the front door.
