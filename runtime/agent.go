@@ -38,8 +38,8 @@ type Options struct {
 	// PodCIDR is the loopback range pod IPs come from (default
 	// DefaultPodCIDR).
 	PodCIDR string
-	// Images resolves images of containers without a command. The zero
-	// value means images.Default (the test app).
+	// Images resolves images of containers without a command. Without
+	// Entrypoints it is images.Default (the test app), its Store kept.
 	Images images.Map
 	// Replicas, when set, is the replica count Check counts for every
 	// Deployment and Knative Service (a Pod is always one pod).
@@ -116,6 +116,7 @@ func New(opts Options) (*Agent, error) {
 		if err != nil {
 			return nil, err
 		}
+		im.Store = opts.Images.Store
 		opts.Images = im
 	}
 	if opts.Clock == nil {

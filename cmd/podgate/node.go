@@ -20,6 +20,7 @@ func init() { register(newNodeCmd) }
 type nodeOptions struct {
 	kubeconfig, name, podCIDR, nodeIP string
 	images                            []string
+	imageLayout                       string
 }
 
 func newNodeCmd() *cobra.Command {
@@ -40,7 +41,8 @@ NodeRestriction admission limit it as they limit a kubelet.
 Pod IPs come from --pod-cidr, which is also the Node's spec.podCIDR. A
 container without a command runs its image's local entrypoint:
 ghcr.io/podgate/testapp is this binary's test app, others are mapped with
---image NAME=PATH.
+--image NAME=PATH, and images in the OCI image layout of --image-layout
+(scripts/image.sh) run their entrypoint, extracted and digest-checked.
 
 Ctrl-C (or SIGTERM) drains the node: it turns NotReady and its pods stop
 gracefully and are deleted (a second Ctrl-C kills them at once). See
@@ -56,6 +58,9 @@ registered with another pod range), 2 usage error.`,
 			}
 			im, err := images.FromFlags(o.images)
 			if err != nil {
+				return invalidf("%v", err)
+			}
+			if im, err = withImageLayout(im, o.imageLayout); err != nil {
 				return invalidf("%v", err)
 			}
 			ctx := cmd.Context()
@@ -79,6 +84,7 @@ registered with another pod range), 2 usage error.`,
 	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8)")
 	f.StringVar(&o.nodeIP, "node-ip", runtime.HostIP, "the Node's InternalIP")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
+	f.StringVar(&o.imageLayout, "image-layout", "", imageLayoutUsage)
 	return cmd
 }
 
