@@ -34,6 +34,8 @@ var allowedDeps = map[string][]string{
 	"printers":               {"objstore"},
 	"internal/k8sbin":        {},
 	"controlplane":           {"internal/k8sbin", "runtime/proc", "procgroup"},
+	"internal/kubeconfig":    {},
+	"webhook":                {"podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
