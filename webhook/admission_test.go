@@ -401,3 +401,29 @@ func TestValidation(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAdmission is podgate's own share of an admission: decoding,
+// validation, injection and the patch, without TLS or the API server.
+func BenchmarkAdmission(b *testing.B) {
+	raw, err := yaml.YAMLToJSON([]byte(plainPod))
+	if err != nil {
+		b.Fatal(err)
+	}
+	inject, validate := testInjector(), testValidator(podKind)
+	b.Run("inject", func(b *testing.B) {
+		req := review(podKind, admissionv1.Create, "shop", raw, nil)
+		for b.Loop() {
+			if resp := inject.Handle(b.Context(), req); len(resp.Patches) == 0 {
+				b.Fatal("not injected")
+			}
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		req := review(podKind, admissionv1.Create, "shop", raw, nil)
+		for b.Loop() {
+			if resp := validate.Handle(b.Context(), req); !resp.Allowed {
+				b.Fatal("refused")
+			}
+		}
+	})
+}

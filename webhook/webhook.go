@@ -228,31 +228,38 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.listen(); err != nil {
 		return nil, err
 	}
+	go s.serve(ctx, wake)
+	s.log.Info("webhook serving", "addr", s.ln.Addr().String(), "namespace", cfg.Namespace,
+		"certificate", s.certs.current().Subject.CommonName, "ready", s.ready.Load())
+	return s, nil
+}
+
+// serve serves until ctx ends or serving fails, then stops the sync
+// loop; Done is closed once both have stopped.
+func (s *Server) serve(ctx context.Context, wake time.Time) {
+	defer close(s.done)
 	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer close(s.done)
-		var wg sync.WaitGroup
-		wg.Go(func() { s.loop(ctx, wake) })
-		err := s.http.ServeTLS(s.ln, "", "")
-		cancel()
-		wg.Wait()
-		if !errors.Is(err, http.ErrServerClosed) {
-			s.setErr(fmt.Errorf("webhook: serve: %w", err))
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		// In-flight reviews finish; the API server's own timeout for
-		// them is the configurations' timeoutSeconds.
+	var wg sync.WaitGroup
+	wg.Go(func() { s.loop(ctx, wake) })
+	defer wg.Wait()
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.http.ServeTLS(s.ln, "", "") }()
+	select {
+	case err := <-served:
+		s.setErr(fmt.Errorf("webhook: serve: %w", err))
+	case <-ctx.Done():
+		// Reviews in flight finish; the API server gives each at most
+		// the configurations' timeoutSeconds anyway.
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
 		if err := s.http.Shutdown(sctx); err != nil {
 			s.setErr(fmt.Errorf("webhook: shutdown: %w", err))
 		}
-	}()
-	s.log.Info("webhook serving", "addr", s.ln.Addr().String(), "namespace", cfg.Namespace,
-		"certificate", s.certs.current().Subject.CommonName, "ready", s.ready.Load())
-	return s, nil
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			s.setErr(fmt.Errorf("webhook: serve: %w", err))
+		}
+	}
 }
 
 // register puts the webhooks and the health and metrics endpoints on the
