@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,10 +109,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-func (c *Config) setDefaults() error {
-	if c.Rest == nil {
-		return errors.New("webhook: Config.Rest is required")
-	}
+func (c *Config) setDefaults() {
 	def := func(s *string, v string) {
 		if *s == "" {
 			*s = v
@@ -124,27 +122,59 @@ func (c *Config) setDefaults() error {
 	def(&c.MutatingConfiguration, DefaultConfiguration)
 	def(&c.ValidatingConfiguration, DefaultConfiguration)
 	def(&c.GateImage, gateenv.DefaultImage)
-	for flag, v := range map[string]string{"namespace": c.Namespace, "service": c.Service} {
-		if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
-			return fmt.Errorf("webhook: %s %q: %s", flag, v, msgs[0])
-		}
-	}
-	if c.CALifetime <= 0 {
+	if c.CALifetime == 0 {
 		c.CALifetime = DefaultCALifetime
 	}
-	if c.CertLifetime <= 0 {
+	if c.CertLifetime == 0 {
 		c.CertLifetime = DefaultCertLifetime
 	}
-	if c.CertLifetime > c.CALifetime {
-		return fmt.Errorf("webhook: the certificate lifetime %s is longer than the CA's %s", c.CertLifetime, c.CALifetime)
-	}
-	if c.SyncPeriod <= 0 {
+	if c.SyncPeriod == 0 {
 		c.SyncPeriod = DefaultSyncPeriod
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return nil
+}
+
+// Check reports the values that are wrong as written, whatever the
+// cluster holds: names that Kubernetes would refuse, an address without
+// a numeric port, a certificate host that is neither an IP address nor a
+// DNS name, lifetimes that are not positive or a certificate that would
+// outlive its CA. Zero values stand for the defaults. Start checks too;
+// `podgate webhook` checks first, to tell a usage error from a cluster
+// that refuses.
+func (c Config) Check() error {
+	c.setDefaults()
+	var errs []error
+	for _, n := range []struct{ flag, value string }{{"namespace", c.Namespace}, {"service", c.Service}} {
+		if msgs := validation.IsDNS1123Label(n.value); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--%s %q: %s", n.flag, n.value, msgs[0]))
+		}
+	}
+	for _, n := range []struct{ flag, value string }{
+		{"secret", c.Secret}, {"mutating-configuration", c.MutatingConfiguration}, {"validating-configuration", c.ValidatingConfiguration},
+	} {
+		if msgs := validation.IsDNS1123Subdomain(n.value); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--%s %q: %s", n.flag, n.value, msgs[0]))
+		}
+	}
+	if _, port, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen %q: want HOST:PORT", c.Listen))
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		errs = append(errs, fmt.Errorf("--listen %q: port %q must be a number from 0 to 65535", c.Listen, port))
+	}
+	for _, h := range c.CertHosts {
+		if net.ParseIP(h) == nil && len(validation.IsDNS1123Subdomain(h)) > 0 {
+			errs = append(errs, fmt.Errorf("--cert-host %q: neither an IP address nor a DNS name", h))
+		}
+	}
+	switch {
+	case c.CALifetime < 0 || c.CertLifetime < 0 || c.SyncPeriod < 0:
+		errs = append(errs, errors.New("--ca-lifetime, --cert-lifetime and --sync-period must be positive"))
+	case c.CertLifetime > c.CALifetime:
+		errs = append(errs, fmt.Errorf("--cert-lifetime %s is longer than --ca-lifetime %s", c.CertLifetime, c.CALifetime))
+	}
+	return errors.Join(errs...)
 }
 
 // Server is a running webhook. Create it with Start.
@@ -183,9 +213,13 @@ func Run(ctx context.Context, cfg Config) error {
 // registers the webhooks and serves. It returns once the webhook serves;
 // it stops when ctx ends.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
-	if err := cfg.setDefaults(); err != nil {
-		return nil, err
+	if cfg.Rest == nil {
+		return nil, errors.New("webhook: Config.Rest is required")
 	}
+	if err := cfg.Check(); err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
+	cfg.setDefaults()
 	core, err := coreclient.NewForConfig(cfg.Rest)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)

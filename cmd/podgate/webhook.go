@@ -52,6 +52,17 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
+			// Empty means the default to webhook.Config; on the command
+			// line it is a mistake.
+			for _, f := range []struct{ flag, value string }{
+				{"--listen", cfg.Listen}, {"--namespace", cfg.Namespace}, {"--service", cfg.Service}, {"--secret", cfg.Secret},
+				{"--mutating-configuration", cfg.MutatingConfiguration}, {"--validating-configuration", cfg.ValidatingConfiguration},
+				{"--gate-image", cfg.GateImage},
+			} {
+				if f.value == "" {
+					return usageErrorf("%s must not be empty", f.flag)
+				}
+			}
 			for _, d := range []struct {
 				flag  string
 				value time.Duration
@@ -59,6 +70,9 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 				if d.value <= 0 {
 					return usageErrorf("%s %s: must be positive", d.flag, d.value)
 				}
+			}
+			if err := cfg.Check(); err != nil {
+				return usageErrorf("%v", err)
 			}
 			rest, source, err := kubeconfig.Load(kubeconf)
 			if err != nil {
