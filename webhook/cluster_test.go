@@ -94,6 +94,53 @@ func kubectl(t *testing.T, cp *controlplane.ControlPlane, stdin []byte, args ...
 	return out
 }
 
+// buildBase builds deploy/base with kubectl's kustomize: the webhook
+// configurations, and every other object as YAML.
+func buildBase(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, [][]byte) {
+	t.Helper()
+	bin, err := k8sbin.Path(k8sbin.Kubectl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := exec.Command(bin, "kustomize", "../deploy/base").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize ../deploy/base: %v", err)
+	}
+	var mutating *admissionregistrationv1.MutatingWebhookConfiguration
+	var validating *admissionregistrationv1.ValidatingWebhookConfiguration
+	var others [][]byte
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(built), 4096)
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		js, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch obj["kind"] {
+		case "MutatingWebhookConfiguration":
+			mutating = &admissionregistrationv1.MutatingWebhookConfiguration{}
+			err = yaml.UnmarshalStrict(js, mutating)
+		case "ValidatingWebhookConfiguration":
+			validating = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			err = yaml.UnmarshalStrict(js, validating)
+		default:
+			others = append(others, js)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mutating == nil || validating == nil || len(others) < 8 {
+		t.Fatalf("deploy/base built to %d objects and configurations %v %v", len(others), mutating != nil, validating != nil)
+	}
+	return mutating, validating, others
+}
+
 // startCluster starts the control plane and applies deploy/base as
 // kustomize builds it; the webhook configurations are kept back, to be
 // created pointing at a webhook in this process.
@@ -113,37 +160,8 @@ func startCluster(t *testing.T) *cluster {
 	c.apps = appsclient.NewForConfigOrDie(c.admin)
 	c.admission = admissionclient.NewForConfigOrDie(c.admin)
 
-	built := kubectl(t, cp, nil, "kustomize", "../deploy/base")
 	var others [][]byte
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(built), 4096)
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		js, err := yaml.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch obj["kind"] {
-		case "MutatingWebhookConfiguration":
-			c.mutating = &admissionregistrationv1.MutatingWebhookConfiguration{}
-			err = yaml.UnmarshalStrict(js, c.mutating)
-		case "ValidatingWebhookConfiguration":
-			c.validating = &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			err = yaml.UnmarshalStrict(js, c.validating)
-		default:
-			others = append(others, js)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c.mutating == nil || c.validating == nil || len(others) < 8 {
-		t.Fatalf("deploy/base built to %d objects and configurations %v %v", len(others), c.mutating != nil, c.validating != nil)
-	}
+	c.mutating, c.validating, others = buildBase(t)
 	kubectl(t, cp, bytes.Join(others, []byte("---\n")), "apply", "-f", "-")
 
 	// The webhook's own identity: a token of its ServiceAccount.
