@@ -623,6 +623,27 @@ func TestTheWebhookOnARealControlPlane(t *testing.T) {
 				t.Logf("the client sees: %v", err)
 			})
 		}
+		t.Run("kubectl apply", func(t *testing.T) {
+			bin, err := k8sbin.Path(k8sbin.Kubectl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			manifest := manifestOf(t, "Deployment", badDeployment)
+			cmd := exec.Command(bin, "--kubeconfig", c.cp.AdminKubeconfig(), "apply", "-n", "opted", "-f", "-")
+			cmd.Stdin = strings.NewReader(manifest)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("kubectl apply succeeded:\n%s", out)
+			}
+			// kubectl prints an Invalid error's causes: field path and
+			// message, as for the API server's own validation.
+			line := validateLines(t, manifest)[0]
+			want := `The Deployment "bad" is invalid: ` + strings.TrimPrefix(line, "Deployment/bad: ")
+			if !strings.Contains(string(out), want) {
+				t.Errorf("kubectl apply says:\n%s\nwant:\n%s", out, want)
+			}
+			t.Logf("kubectl apply says: %s", out)
+		})
 	})
 
 	t.Run("podgate's warnings are admission warnings", func(t *testing.T) {
@@ -645,6 +666,20 @@ func TestTheWebhookOnARealControlPlane(t *testing.T) {
 		defer warnings.mu.Unlock()
 		if !slices.Contains(warnings.msgs, want) {
 			t.Errorf("warnings %q, want %q", warnings.msgs, want)
+		}
+		d.Name = "exec-liveness-kubectl"
+		bin, err := k8sbin.Path(k8sbin.Kubectl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "--kubeconfig", c.cp.AdminKubeconfig(), "apply", "-n", "opted", "-f", "-")
+		cmd.Stdin = strings.NewReader(manifestOf(t, "Deployment", d))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, out)
+		}
+		if want := "Warning: " + strings.Replace(want, "exec-liveness", "exec-liveness-kubectl", 1); !strings.Contains(string(out), want) {
+			t.Errorf("kubectl apply says:\n%s\nwant:\n%s", out, want)
 		}
 	})
 
