@@ -816,6 +816,16 @@ func TestTheWebhookOnARealControlPlane(t *testing.T) {
 			return d.Certificate().Equal(b.Certificate()), "different"
 		})
 	})
+
+	t.Run("without its Secret the webhook says what to do", func(t *testing.T) {
+		if err := c.core.Secrets(DefaultNamespace).Delete(ctx, DefaultSecret, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Start(ctx, Config{Rest: rest.CopyConfig(c.webhookRest), Listen: "127.0.0.1:0"})
+		if err == nil || !strings.Contains(err.Error(), "the Secret podgate-webhook-certs does not exist and podgate may not create it (deploy/base/webhook ships it empty)") {
+			t.Fatalf("got %v", err)
+		}
+	})
 }
 
 // equalSpecs compares pod specs as stored.

@@ -375,8 +375,11 @@ func (s *Server) sync(ctx context.Context) time.Time {
 	retry := now.Add(min(retryPeriod, s.cfg.SyncPeriod))
 	state, wake, err := s.certs.sync(ctx, now)
 	if err != nil {
+		// The certificate served stays; ready says whether it still
+		// verifies (a passing failure to read the Secret must not take
+		// every replica out of the Service at once).
 		s.report(err.Error())
-		s.ready.Store(false)
+		s.ready.Store(s.servedIsTrusted(now))
 		return retry
 	}
 	bundleErr := s.bundles.ensure(ctx, state.bundlePEM())
@@ -394,7 +397,7 @@ func (s *Server) sync(ctx context.Context) time.Time {
 				"notAfter", state.serving.cert.NotAfter, "ca", state.ca.cert.Subject.CommonName)
 		}
 	}
-	s.ready.Store(bundleOK)
+	s.ready.Store(s.servedIsTrusted(now))
 	s.discoverKnative()
 	if bundleErr != nil {
 		s.report(bundleErr.Error())
@@ -441,6 +444,22 @@ func (s *Server) discoverKnative() {
 	}
 }
 
+// servedIsTrusted says whether the certificate being served is valid and
+// signed by a CA of the bundle last confirmed in the configurations: what
+// the API server verifies, and what /readyz answers.
+func (s *Server) servedIsTrusted(now time.Time) bool {
+	cur := s.certs.current()
+	if cur == nil || now.Before(cur.NotBefore) || !now.Before(cur.NotAfter) {
+		return false
+	}
+	for _, ca := range s.trusted {
+		if cur.CheckSignatureFrom(ca) == nil {
+			return true
+		}
+	}
+	return false
+}
+
 func trusts(bundle []*x509.Certificate, ca *x509.Certificate) bool {
 	for _, c := range bundle {
 		if c.Equal(ca) {
@@ -484,7 +503,7 @@ func (s *Server) Err() error {
 }
 
 // Ready reports whether the webhook serves a certificate its webhook
-// configurations trust (what /readyz answers).
+// configurations trust, as of the last sync (what /readyz answers).
 func (s *Server) Ready() bool { return s.ready.Load() }
 
 // Certificate is the serving certificate being handed out.

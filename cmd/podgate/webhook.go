@@ -52,27 +52,8 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			// Empty means the default to webhook.Config; on the command
-			// line it is a mistake.
-			for _, f := range []struct{ flag, value string }{
-				{"--listen", cfg.Listen}, {"--namespace", cfg.Namespace}, {"--service", cfg.Service}, {"--secret", cfg.Secret},
-				{"--mutating-configuration", cfg.MutatingConfiguration}, {"--validating-configuration", cfg.ValidatingConfiguration},
-				{"--gate-image", cfg.GateImage},
-			} {
-				if f.value == "" {
-					return usageErrorf("%s must not be empty", f.flag)
-				}
-			}
-			for _, d := range []struct {
-				flag  string
-				value time.Duration
-			}{{"--ca-lifetime", cfg.CALifetime}, {"--cert-lifetime", cfg.CertLifetime}, {"--sync-period", cfg.SyncPeriod}} {
-				if d.value <= 0 {
-					return usageErrorf("%s %s: must be positive", d.flag, d.value)
-				}
-			}
-			if err := cfg.Check(); err != nil {
-				return usageErrorf("%v", err)
+			if err := checkWebhookFlags(cfg); err != nil {
+				return err
 			}
 			rest, source, err := kubeconfig.Load(kubeconf)
 			if err != nil {
@@ -108,4 +89,32 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", webhook.DefaultSyncPeriod, "how often the Secret and the caBundles are checked for changes made elsewhere")
 	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	return cmd
+}
+
+// checkWebhookFlags reports, as usage errors, the flag values that are
+// wrong as written.
+func checkWebhookFlags(cfg webhook.Config) error {
+	// Empty means the default to webhook.Config; on the command line it
+	// is a mistake.
+	for _, f := range []struct{ flag, value string }{
+		{"--listen", cfg.Listen}, {"--namespace", cfg.Namespace}, {"--service", cfg.Service}, {"--secret", cfg.Secret},
+		{"--mutating-configuration", cfg.MutatingConfiguration}, {"--validating-configuration", cfg.ValidatingConfiguration},
+		{"--gate-image", cfg.GateImage},
+	} {
+		if f.value == "" {
+			return usageErrorf("%s must not be empty", f.flag)
+		}
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"--ca-lifetime", cfg.CALifetime}, {"--cert-lifetime", cfg.CertLifetime}, {"--sync-period", cfg.SyncPeriod}} {
+		if d.value <= 0 {
+			return usageErrorf("%s %s: must be positive", d.flag, d.value)
+		}
+	}
+	if err := cfg.Check(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
 }
