@@ -54,6 +54,8 @@ var allowedDeps = map[string][]string{
 	"kubenode":               {"runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"ociimage":               {},
 	"hack/image":             {"ociimage"},
+	"internal/kubeconfig":    {},
+	"webhook":                {"podspec", "podspec/validation", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
