@@ -90,7 +90,8 @@ type Agent struct {
 	podsWG sync.WaitGroup // one per pod worker
 
 	stopWatch context.CancelFunc
-	deletions map[types.UID]int64 // grace periods seen, owned by observe
+	deletions map[types.UID]int64  // grace periods seen, owned by observe
+	gatesSeen map[types.UID]string // readiness gates' conditions seen, owned by observe
 
 	mu       sync.Mutex
 	pods     map[nsName]*pod
@@ -156,6 +157,7 @@ func New(opts Options) (*Agent, error) {
 		pods:    map[nsName]*pod{},
 
 		deletions: map[types.UID]int64{},
+		gatesSeen: map[types.UID]string{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopWatch = cancel

@@ -66,6 +66,9 @@ type pod struct {
 	startTime   metav1.Time
 	initialized bool
 	conditions  map[corev1.PodConditionType]corev1.PodCondition
+	// gateConds are the conditions others wrote on the API's pod that its
+	// readiness gates name (readiness_gates.go).
+	gateConds []corev1.PodCondition
 
 	terminating   bool // deletion or agent shutdown
 	removeAtEnd   bool // delete from the store once everything stopped
@@ -145,6 +148,8 @@ func (p *pod) handle(ev podEvent) {
 		p.beginTermination(&zero, true)
 	case evBarrier:
 		p.acks = append(p.acks, ev.done)
+	case evConditions:
+		p.gateConds = ev.conds
 	}
 }
 

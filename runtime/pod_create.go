@@ -38,6 +38,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 			p.conditions[corev1.PodScheduled] = c
 		}
 	}
+	p.gateConds = gateConditions(obj)
 	p.obj.Status = corev1.PodStatus{}
 	a.ipam.setOwner(ip, id)
 	info := env.PodInfo{
