@@ -19,6 +19,7 @@ import (
 	"github.com/podgate/podgate/gate/drain"
 	"github.com/podgate/podgate/gate/metrics"
 	"github.com/podgate/podgate/gate/proxy"
+	"github.com/podgate/podgate/gate/readiness"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 )
@@ -64,7 +65,7 @@ type Gate struct {
 	runner  *probe.Runner
 	target  probe.Target
 	status  StatusSource
-	agg     *Aggregator
+	agg     *readiness.Aggregator
 	drainer *drain.Drainer
 	proxy   *proxy.Proxy
 	metrics *metrics.Metrics
@@ -119,7 +120,7 @@ func (c *signalingCounter) Load() int32 { return c.n.Load() }
 // New builds a Gate from its configuration. Nothing runs until Serve.
 func New(opts Options) (*Gate, error) {
 	cfg := opts.Config
-	specs, err := containerSpecs(cfg)
+	containers, err := readiness.Containers(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func New(opts Options) (*Gate, error) {
 	// Before the aggregator, which reports its first verdicts as it is built.
 	g.metrics = metrics.New(metrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load},
 		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
-	g.agg = newAggregator(specs, aggregatorOptions{
+	g.agg = readiness.New(containers, readiness.Options{
 		Clock:              opts.Clock,
 		Runner:             opts.Runner,
 		Target:             g.target,
@@ -171,7 +172,11 @@ func New(opts Options) (*Gate, error) {
 		HTTP2AutoDetection: cfg.HTTP2AutoDetection,
 		HaveStatusSource:   opts.Status != nil,
 		Logger:             opts.Logger,
-		OnChange:           g.readinessChanged,
+		OnContainerChange: func(c string, ready bool, _ string) {
+			g.metrics.ContainerReady(c, ready)
+			g.cond.kick() // the condition names each container not ready
+		},
+		OnChange: g.readinessChanged,
 		OnAttempt: func(c string, out probe.Outcome) {
 			g.metrics.ProbeResult(c, "readiness", out.Result)
 			g.cond.kick() // the condition's message quotes the probe's
@@ -199,7 +204,7 @@ func (g *Gate) Ready() bool {
 }
 
 // Aggregator is the gate's view of its containers.
-func (g *Gate) Aggregator() *Aggregator { return g.agg }
+func (g *Gate) Aggregator() *readiness.Aggregator { return g.agg }
 
 // Metrics serves /metrics.
 func (g *Gate) Metrics() http.Handler { return g.metrics }
@@ -210,17 +215,14 @@ func (g *Gate) Registry() *prometheus.Registry { return g.metrics.Registry() }
 // Drainer decides when the gate has drained.
 func (g *Gate) Drainer() *drain.Drainer { return g.drainer }
 
-func (g *Gate) readinessChanged(container string, ready bool, reason string, all bool) {
-	if !all {
-		g.metrics.ContainerReady(container, ready)
-		g.cond.kick() // the condition names each container not ready
-		return
-	}
+// readinessChanged is the aggregate's change: held health checks look
+// again.
+func (g *Gate) readinessChanged(ready bool, reasons string) {
 	g.signalReadiness()
 	if ready {
 		g.log.Info("all containers ready")
 	} else {
-		g.log.Info("not all containers ready", "notReady", reason)
+		g.log.Info("not all containers ready", "notReady", reasons)
 	}
 }
 
@@ -336,7 +338,7 @@ const DefaultShutdownTimeout = 5 * time.Second
 // the listeners.
 func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 	bg, stopBackground := context.WithCancel(context.Background())
-	waitProbes := g.agg.start(bg)
+	waitProbes := g.agg.Start(bg)
 	statusDone := g.watchStatus(bg)
 	condDone := g.cond.start(bg)
 	defer func() {
@@ -509,7 +511,7 @@ func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
 		return done
 	}
 	watch := func(ctx context.Context) error {
-		return g.status.Watch(ctx, func(cs []ContainerStatus) {
+		return g.status.Watch(ctx, func(cs []readiness.ContainerStatus) {
 			g.agg.SetStatuses(cs)
 			g.statusReported()
 		})

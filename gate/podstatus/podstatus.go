@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/gate/readiness"
 )
 
 // Source implements gate.PodWatcher with an informer on one pod.
@@ -94,7 +95,7 @@ func (s *Source) Close() {}
 // Watch reports the pod's containers: once the informer has synced (an
 // empty slice while the pod does not exist), then on every change, until
 // ctx ends.
-func (s *Source) Watch(ctx context.Context, update func([]gate.ContainerStatus)) error {
+func (s *Source) Watch(ctx context.Context, update func([]readiness.ContainerStatus)) error {
 	return s.WatchPod(ctx, func(ps gate.PodStatus) { update(ps.Containers) })
 }
 
@@ -141,7 +142,7 @@ func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) erro
 		if !exists {
 			// A pod that is not there (yet) has no statuses and is not
 			// being deleted; one that was there and is gone is deleted.
-			update(gate.PodStatus{Containers: []gate.ContainerStatus{}, Terminating: seen})
+			update(gate.PodStatus{Containers: []readiness.ContainerStatus{}, Terminating: seen})
 			return
 		}
 		seen = true
@@ -166,11 +167,11 @@ func PodStatusOf(p *corev1.Pod) gate.PodStatus {
 
 // Statuses turns a pod's container statuses (regular containers and
 // native sidecars) into the gate's.
-func Statuses(p *corev1.Pod) []gate.ContainerStatus {
-	out := make([]gate.ContainerStatus, 0, len(p.Status.ContainerStatuses)+len(p.Status.InitContainerStatuses))
+func Statuses(p *corev1.Pod) []readiness.ContainerStatus {
+	out := make([]readiness.ContainerStatus, 0, len(p.Status.ContainerStatuses)+len(p.Status.InitContainerStatuses))
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
-			out = append(out, gate.ContainerStatus{
+			out = append(out, readiness.ContainerStatus{
 				Name:         cs.Name,
 				Ready:        cs.Ready,
 				Running:      cs.State.Running != nil,
