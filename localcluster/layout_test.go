@@ -26,6 +26,7 @@ var allowedDeps = map[string][]string{
 	"gateenv":                {"specdecode", "wire"},
 	"podspec":                {"gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"podspec/validation":     {"podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"podspec/inject":         {"podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"runtime/proc":           {"procgroup"},
 	"runtime/queue":          {},
 	"runtime/backoff":        {},
@@ -56,7 +57,7 @@ var allowedDeps = map[string][]string{
 	"ociimage":               {},
 	"hack/image":             {"ociimage"},
 	"internal/kubeconfig":    {},
-	"webhook":                {"podspec", "podspec/validation", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"webhook":                {"podspec", "podspec/validation", "podspec/inject", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list

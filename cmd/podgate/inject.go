@@ -10,6 +10,7 @@ import (
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -17,7 +18,7 @@ func init() { register(newInjectCmd) }
 
 func newInjectCmd() *cobra.Command {
 	var mf manifestFlags
-	var opts podspec.Options
+	var opts inject.Options
 	cmd := &cobra.Command{
 		Use:   "inject -f FILE|DIR|-...",
 		Short: "Print manifests with the gate injected, as podgate runs them",
@@ -71,7 +72,7 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 				if !ok {
 					continue
 				}
-				iw, err := podspec.Inject(w, opts)
+				iw, err := inject.Gate(w, opts)
 				if err != nil {
 					return invalidf("%s: %v", w.Source, err)
 				}

@@ -1,4 +1,4 @@
-package podspec
+package inject
 
 import (
 	"strings"
@@ -9,18 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/wire"
 )
 
 // injected loads, validates and injects one workload, and decodes the
 // gate's configuration from the injected pod.
-func injected(t *testing.T, manifest string, opts Options) (*Workload, gateenv.Config) {
+func injected(t *testing.T, manifest string, opts Options) (*podspec.Workload, gateenv.Config) {
 	t.Helper()
 	w := one(t, manifest)
-	if errs := Validate(w); len(errs) > 0 {
+	if errs := validation.Validate(w); len(errs) > 0 {
 		t.Fatalf("invalid: %v", errs)
 	}
-	iw, err := Inject(w, opts)
+	iw, err := Gate(w, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,11 +335,11 @@ func TestInjectLocalMode(t *testing.T) {
 
 func TestInjectIsIdempotent(t *testing.T) {
 	w := one(t, svcWith("livenessProbe: {tcpSocket: {}}", "readinessProbe: {exec: {command: [x]}}"))
-	once, err := Inject(w, Options{})
+	once, err := Gate(w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	twice, err := Inject(once, Options{Local: true, GateImage: "other"})
+	twice, err := Gate(once, Options{Local: true, GateImage: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,5 +362,12 @@ func TestDrainQuietPeriod(t *testing.T) {
 		if got := drainQuietPeriod(&g); got != tt.want {
 			t.Errorf("grace %ds: quiet period %v, want %v", tt.grace, got, tt.want)
 		}
+	}
+}
+
+func TestInjectRefusesAUserContainerNamedPodgate(t *testing.T) {
+	w := one(t, strings.Replace(podWith(""), "name: app", "name: podgate", 1))
+	if _, err := Gate(w, Options{}); err == nil || !strings.Contains(err.Error(), "podgate") {
+		t.Fatalf("injecting a pod with a user container named podgate: err %v, want a name clash", err)
 	}
 }
