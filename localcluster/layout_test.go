@@ -57,6 +57,7 @@ var allowedDeps = map[string][]string{
 	"ociimage":               {},
 	"hack/image":             {"ociimage"},
 	"internal/kubeconfig":    {},
+	"internal/loopback":      {},
 	"webhook":                {"podspec", "podspec/validation", "podspec/inject", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/podgate/podgate/ociimage"
 	"github.com/podgate/podgate/runtime/images"
@@ -12,6 +13,17 @@ import (
 // imageLayoutUsage is the --image-layout flag's help, the same for every
 // subcommand that runs pods.
 const imageLayoutUsage = "OCI image layout DIR (scripts/image.sh writes one): a container without a command whose image (NAME:TAG or NAME@sha256:…) is there runs the image's entrypoint, extracted and digest-checked; other images as without it"
+
+// checkImageFlags refuses an --image that is not NAME=PATH as a usage
+// error (whether PATH runs is images.FromFlags's question, later).
+func checkImageFlags(flags []string) error {
+	for _, im := range flags {
+		if name, path, ok := strings.Cut(im, "="); !ok || name == "" || path == "" {
+			return usageErrorf("--image %q: want NAME=PATH, e.g. --image ghcr.io/acme/api=./bin/api", im)
+		}
+	}
+	return nil
+}
 
 // withImageLayout makes im run the images of the OCI image layout dir
 // (--image-layout); "" leaves im as it is. The directory is checked now,

@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/podspec/validation"
-
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -49,8 +49,8 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 			if opts.GateImage == "" {
 				return usageErrorf("--gate-image must not be empty")
 			}
-			if err := checkLoopbackAddr("--api", opts.APIAddr, wire.APIAddr); err != nil {
-				return err
+			if _, err := loopback.Check(opts.APIAddr); err != nil {
+				return usageErrorf("--api %q: %v", opts.APIAddr, err)
 			}
 			inputs, err := mf.inputs(args, cmd.InOrStdin())
 			if err != nil {
