@@ -337,42 +337,11 @@ const DefaultShutdownTimeout = 5 * time.Second
 // request arrived for the quiet period and none is in flight. It closes
 // the listeners.
 func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
-	bg, stopBackground := context.WithCancel(context.Background())
-	waitProbes := g.agg.Start(bg)
-	statusDone := g.watchStatus(bg)
-	condDone := g.cond.start(bg)
-	defer func() {
-		stopBackground()
-		waitProbes()
-		<-statusDone
-		<-condDone
-		close(g.quit)
-		g.reporting.Wait()
-		g.drainer.Stop()
-		g.proxy.CloseIdle()
-	}()
+	stopBackground := g.startBackground()
+	defer stopBackground()
 
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true)
-	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
-	servers := []*http.Server{
-		{Handler: g, Protocols: &protos, ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
-		{Handler: g.AdminHandler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
-		{Handler: g.metrics, ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
-	}
-	lns := []net.Listener{ls.Serving, ls.Admin, ls.Metrics}
-	served := make(chan error, len(servers))
-	var wg sync.WaitGroup
-	for i, srv := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(lns[i]); !errors.Is(err, http.ErrServerClosed) {
-				served <- fmt.Errorf("serve on %s: %w", lns[i].Addr(), err)
-			}
-		}()
-	}
+	servers := g.servers(ls)
+	served, waitServed := serveAll(servers)
 	g.log.Info("listening", "serving", ls.Serving.Addr().String(), "admin", ls.Admin.Addr().String(),
 		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
 
@@ -388,20 +357,85 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 		}
 	case failed = <-served:
 	}
+	err := errors.Join(failed, g.shutdown(servers))
+	waitServed()
+	return err
+}
 
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), g.shutdownTimeout)
-	defer cancel()
-	var errs []error
-	if failed != nil {
-		errs = append(errs, failed)
+// startBackground starts what runs behind the ports: the probes, the
+// status source's watch and the condition's writes. The function it
+// returns stops them, waits for them and ends the drain's reports.
+func (g *Gate) startBackground() (stop func()) {
+	bg, cancel := context.WithCancel(context.Background())
+	waitProbes := g.agg.Start(bg)
+	statusDone := g.watchStatus(bg)
+	condDone := g.cond.start(bg)
+	return func() {
+		cancel()
+		waitProbes()
+		<-statusDone
+		<-condDone
+		close(g.quit)
+		g.reporting.Wait()
+		g.drainer.Stop()
+		g.proxy.CloseIdle()
 	}
-	var mu sync.Mutex
-	var sw sync.WaitGroup
-	for i, srv := range servers {
-		sw.Add(1)
+}
+
+// server is one of the gate's HTTP servers on its listener.
+type server struct {
+	*http.Server
+	ln net.Listener
+	// traffic: the serving port, where a cut connection is a failed
+	// request of the pod's.
+	traffic bool
+}
+
+// servers are the gate's three: traffic (HTTP/1.1 and h2c), admin and
+// metrics.
+func (g *Gate) servers(ls Listeners) []server {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
+	return []server{
+		{&http.Server{Handler: g, Protocols: &protos, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Serving, true},
+		{&http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Admin, false},
+		{&http.Server{Handler: g.metrics, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Metrics, false},
+	}
+}
+
+// serveAll serves every server on its listener; a server that fails sends
+// its error on served. wait blocks until every one has returned.
+func serveAll(servers []server) (served <-chan error, wait func()) {
+	errs := make(chan error, len(servers))
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
 		go func() {
-			defer sw.Done()
-			err := srv.Shutdown(shutdownCtx)
+			defer wg.Done()
+			if err := srv.Serve(srv.ln); !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("serve on %s: %w", srv.ln.Addr(), err)
+			}
+		}()
+	}
+	return errs, wg.Wait
+}
+
+// shutdown stops every server, each given the shutdown timeout for its
+// open responses (the preStop hooks' answers), and reports the requests
+// in flight on the traffic port that it had to cut.
+func (g *Gate) shutdown(servers []server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), g.shutdownTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := srv.Shutdown(ctx)
 			if err == nil {
 				return
 			}
@@ -411,18 +445,17 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 			// holds Shutdown to its deadline. With no request in flight
 			// on the traffic port nothing was cut; on the admin and
 			// metrics ports nothing of the pod's traffic can be.
-			if i > 0 || g.drainer.InFlight() == 0 {
+			if !srv.traffic || g.drainer.InFlight() == 0 {
 				g.log.Info("closed connections still open after the drain; no request was in flight",
-					"addr", lns[i].Addr().String(), "waited", g.shutdownTimeout.String())
+					"addr", srv.ln.Addr().String(), "waited", g.shutdownTimeout.String())
 				return
 			}
 			mu.Lock()
 			errs = append(errs, fmt.Errorf("shutdown on %s: %d request(s) still in flight were cut: %w",
-				lns[i].Addr(), g.drainer.InFlight(), err))
+				srv.ln.Addr(), g.drainer.InFlight(), err))
 			mu.Unlock()
 		}()
 	}
-	sw.Wait()
 	wg.Wait()
 	return errors.Join(errs...)
 }
