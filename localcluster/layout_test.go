@@ -38,7 +38,7 @@ var allowedDeps = map[string][]string{
 	"runtime":                {"runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"localcluster":           {"objstore", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"api/resources":          {"objstore"},
-	"api":                    {"api/resources", "objstore", "wire"},
+	"api":                    {"api/resources", "objstore", "wire", "internal/loopback"},
 	"apiclient":              {"api/resources", "objstore", "wire"},
 	"gate/proxy":             {},
 	"gate/drain":             {},

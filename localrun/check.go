@@ -6,6 +6,8 @@ import (
 
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/frontdoor"
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/runtime"
 )
@@ -34,13 +36,14 @@ func (cfg Config) Check() error {
 	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
 		return err
 	}
-	addrs := []struct{ flag, addr string }{{"--api", cfg.APIAddr}, {"--listen", cfg.Listen}}
+	type addrFlag struct{ flag, addr, example string }
+	addrs := []addrFlag{{"--api", cfg.APIAddr, api.DefaultAddr}, {"--listen", cfg.Listen, frontdoor.DefaultListen}}
 	if cfg.MetricsListen != "" {
-		addrs = append(addrs, struct{ flag, addr string }{"--metrics-listen", cfg.MetricsListen})
+		addrs = append(addrs, addrFlag{"--metrics-listen", cfg.MetricsListen, "127.0.0.1:9090"})
 	}
 	for _, a := range addrs {
 		if _, err := loopback.Check(a.addr); err != nil {
-			return fmt.Errorf("%s %q: %w", a.flag, a.addr, err)
+			return fmt.Errorf("%s %q: %w (e.g. %s; port 0 picks a free one)", a.flag, a.addr, err, a.example)
 		}
 	}
 	return nil

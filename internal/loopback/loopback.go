@@ -18,7 +18,7 @@ import (
 func Check(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", errors.New("want HOST:PORT on loopback (port 0 picks a free one)")
+		return "", errors.New("want HOST:PORT on loopback")
 	}
 	if host == "localhost" {
 		host = "127.0.0.1"
