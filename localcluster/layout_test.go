@@ -45,10 +45,10 @@ var allowedDeps = map[string][]string{
 	"gate/metrics":           {"probe", "expansion", "procgroup", "wire"},
 	"gate/readiness":         {"gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"gate":                   {"gate/proxy", "gate/drain", "gate/metrics", "gate/readiness", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
-	"gate/podstatus":         {"gate", "gate/readiness", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
-	"gate/gatemain":          {"gate", "gate/readiness", "gate/podstatus", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gate/podstatus":         {"gate", "gate/readiness", "internal/informers", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gate/gatemain":          {"gate", "gate/readiness", "internal/informers", "gate/podstatus", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"activator":              {"gateenv", "wire", "specdecode"},
-	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
+	"activator/kubebackends": {"activator", "internal/informers", "gateenv", "wire", "specdecode"},
 	"printers":               {"objstore"},
 	"podctl":                 {"apiclient", "printers", "api/resources", "objstore", "wire"},
 	"internal/k8sbin":        {},
@@ -58,6 +58,7 @@ var allowedDeps = map[string][]string{
 	"hack/image":             {"ociimage"},
 	"internal/kubeconfig":    {},
 	"internal/loopback":      {},
+	"internal/informers":     {},
 	"webhook":                {"podspec", "podspec/validation", "podspec/inject", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 

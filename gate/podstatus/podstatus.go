@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/podgate/podgate/gate"
 	"github.com/podgate/podgate/gate/readiness"
+	"github.com/podgate/podgate/internal/informers"
 )
 
 // Source implements gate.PodWatcher with an informer on one pod.
@@ -109,35 +109,19 @@ func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) erro
 	inf := coreinformers.NewFilteredPodInformer(s.client, s.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.pod).String()
 	})
-	var running sync.WaitGroup
-	defer running.Wait() // after stop, below
-	// Handlers only ring the bell; reports are made here, one at a time,
-	// from the informer's current state.
-	changed := make(chan struct{}, 1)
-	ring := func(any) {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: ring, UpdateFunc: func(_, o any) { ring(o) }, DeleteFunc: ring,
-	})
+	// The informer's handler only rings; reports are made here, one at a
+	// time, from its current state.
+	infs, err := informers.Start(ctx, inf)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("watch pod %s/%s: %w", s.namespace, s.pod, err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	running.Go(func() { inf.Run(runCtx.Done()) })
-	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		return ctx.Err()
-	}
+	defer infs.Stop()
 	seen := false
 	report := func() {
-		select {
-		case <-changed: // this report covers it
-		default:
-		}
+		infs.Take() // this report covers it
 		obj, exists, _ := inf.GetStore().GetByKey(s.namespace + "/" + s.pod)
 		if !exists {
 			// A pod that is not there (yet) has no statuses and is not
@@ -153,7 +137,7 @@ func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) erro
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-changed:
+		case <-infs.Changed():
 			report()
 		}
 	}
