@@ -52,14 +52,15 @@ var allowedDeps = map[string][]string{
 	"printers":               {"objstore"},
 	"podctl":                 {"apiclient", "printers", "api/resources", "objstore", "wire"},
 	"internal/k8sbin":        {},
-	"controlplane":           {"internal/k8sbin", "runtime/proc", "procgroup"},
+	"controlplane":           {"internal/k8sbin", "internal/certs", "runtime/proc", "procgroup"},
 	"kubenode":               {"runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"ociimage":               {},
 	"hack/image":             {"ociimage"},
 	"internal/kubeconfig":    {},
 	"internal/loopback":      {},
 	"internal/informers":     {},
-	"webhook":                {"podspec", "podspec/validation", "podspec/inject", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"internal/certs":         {},
+	"webhook":                {"podspec", "podspec/validation", "podspec/inject", "internal/certs", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list

@@ -389,13 +389,13 @@ func (s *Server) sync(ctx context.Context) time.Time {
 		s.trusted = state.trusted
 	}
 	cur := s.certs.current()
-	if bundleOK || cur == nil || !now.Before(cur.NotAfter) || trusts(s.trusted, state.ca.cert) {
+	if bundleOK || cur == nil || !now.Before(cur.NotAfter) || trusts(s.trusted, state.ca.Cert) {
 		if changed, err := s.certs.serve(state); err != nil {
 			s.report(err.Error())
 			return retry
 		} else if changed && cur != nil {
-			s.log.Info("serving a new certificate", "serial", state.serving.cert.SerialNumber.Text(16),
-				"notAfter", state.serving.cert.NotAfter, "ca", state.ca.cert.Subject.CommonName)
+			s.log.Info("serving a new certificate", "serial", state.serving.Cert.SerialNumber.Text(16),
+				"notAfter", state.serving.Cert.NotAfter, "ca", state.ca.Cert.Subject.CommonName)
 		}
 	}
 	s.ready.Store(s.servedIsTrusted(now))
