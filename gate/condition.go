@@ -267,16 +267,16 @@ func (p *conditionPublisher) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // condition is the gate's condition as it stands: what Ready answers,
-// with its reason.
+// with its reason. The containers' part comes from one look at the
+// aggregator (NotReady, under its lock), not from Ready's atomic value: a
+// container's change kicks the publisher before the aggregate is stored,
+// and reading both could see "not ready" with no container to name.
 func (g *Gate) condition() PodCondition {
-	switch {
-	case g.drainer.Draining():
+	if g.drainer.Draining() {
 		return PodCondition{Reason: wire.ReasonDraining,
 			Message: "the pod is being deleted: the gate fails its health checks and drains"}
-	case g.Ready():
-		return PodCondition{Ready: true}
 	}
-	msg := "not ready"
+	var msg string
 	switch why := g.agg.NotReady(); {
 	case len(why) > 0:
 		msg = "containers not ready: " + strings.Join(why, ", ")
@@ -284,6 +284,8 @@ func (g *Gate) condition() PodCondition {
 		msg = "a container is being restarted (its preStop hook runs)"
 	case g.status != nil && !g.statusSeen.Load():
 		msg = "waiting for the status source's first report of the containers"
+	default:
+		return PodCondition{Ready: true}
 	}
 	return PodCondition{Reason: wire.ReasonContainersNotReady, Message: msg}
 }
