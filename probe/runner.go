@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type Runner struct {
 	exec      Executor
 	dialer    *net.Dialer
 	transport *http.Transport
+	// h2c is the transport of AttemptH2C, made at its first use.
+	h2cOnce sync.Once
+	h2c     *http.Transport
 }
 
 // NewRunner returns a Runner with the kubelet's defaults.
@@ -94,6 +98,34 @@ func (r *Runner) Attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 	return o
 }
 
+// AttemptH2C is Attempt for a plain-HTTP httpGet probe sent as HTTP/2
+// with prior knowledge (h2c), as Knative's queue-proxy tries a readiness
+// probe under ENABLE_HTTP2_AUTO_DETECTION: a container that speaks only
+// h2c closes an HTTP/1.1 connection unanswered. The request, its headers,
+// the redirects followed and the verdict are the kubelet's, as for
+// Attempt. A probe that is not httpGet is an Error.
+func (r *Runner) AttemptH2C(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) Outcome {
+	start := time.Now()
+	if timeout <= 0 {
+		timeout = attemptTimeout(p)
+	}
+	o := Outcome{Attempts: 1}
+	if p == nil || p.HTTPGet == nil {
+		o.Err = errors.New("h2c: not an httpGet probe")
+	} else {
+		r.h2cOnce.Do(func() { r.h2c = newH2CTransport(r.dialer) })
+		o.Result, o.Message, o.StatusCode, o.Err = r.httpProbe(ctx, r.h2c, p.HTTPGet, t, timeout)
+		if o.Err == nil && ctx.Err() != nil {
+			o.Err = ctx.Err() // as attempt: a stopped worker records nothing
+		}
+	}
+	if o.Err != nil {
+		o.Result, o.Message = Error, o.Err.Error()
+	}
+	o.Duration = time.Since(start)
+	return o
+}
+
 // errNoHandler is the error of a probe with no handler; the kubelet treats
 // it as a probe error too.
 var errNoHandler = errors.New("missing probe handler")
@@ -117,7 +149,7 @@ func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 	case p.Exec != nil: // the kubelet's order of handlers
 		res, msg, err = r.execProbe(ctx, p.Exec, t, timeout)
 	case p.HTTPGet != nil:
-		res, msg, code, err = r.httpProbe(ctx, p.HTTPGet, t, timeout)
+		res, msg, code, err = r.httpProbe(ctx, r.transport, p.HTTPGet, t, timeout)
 	case p.TCPSocket != nil:
 		res, msg, err = r.tcpProbe(ctx, p.TCPSocket, t, timeout)
 	case p.GRPC != nil:

@@ -153,7 +153,6 @@ type Aggregator struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	serving *state
-	h2c     *h2cProber // nil without HTTP/2 auto-detection
 	// servingH2C: the serving container's readiness probe, on its
 	// traffic port, last passed over h2c only, so it speaks h2c there.
 	servingH2C atomic.Bool
@@ -191,9 +190,6 @@ func New(containers []Container, opts Options) *Aggregator {
 		byName:     map[string]*state{},
 		back:       make(chan struct{}),
 		readyState: map[string]bool{},
-	}
-	if opts.HTTP2AutoDetection {
-		a.h2c = newH2CProber(opts.Runner.UserAgent())
 	}
 	for _, s := range containers {
 		c := &state{Container: s, kick: make(chan struct{}, 1), verdict: s.Probe == nil}

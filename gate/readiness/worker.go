@@ -111,11 +111,11 @@ func (a *Aggregator) attempt(ctx context.Context, c *state, fast bool) probe.Out
 	if fast {
 		p = c.fastProbe
 	}
-	if a.h2c == nil || !isPlainHTTP(p) {
+	if !a.opts.HTTP2AutoDetection || !isPlainHTTP(p) {
 		return http1()
 	}
 	h2c := func() probe.Outcome {
-		return a.h2c.attempt(ctx, p.HTTPGet, a.opts.Target.PodIP, c.timing.Timeout)
+		return a.opts.Runner.AttemptH2C(ctx, p, a.opts.Target, c.timing.Timeout)
 	}
 	first, second := h2c, http1
 	if !c.h2cFirst {
