@@ -104,6 +104,7 @@ func (a *Agent) admit(obj *corev1.Pod) {
 		a.ipam.release(p.ip)
 		return
 	}
+	p.startPrepare()
 	go p.run()
 	p.post(evSync{})
 }

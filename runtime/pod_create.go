@@ -39,6 +39,9 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 		}
 	}
 	p.obj.Status = corev1.PodStatus{}
+	if a.opts.PodSetup != nil {
+		p.extras = a.opts.PodSetup(obj.DeepCopy())
+	}
 	a.ipam.setOwner(ip, id)
 	info := env.PodInfo{
 		Name: p.name, Namespace: p.namespace, UID: string(p.uid),
@@ -46,7 +49,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 		NodeName: a.opts.NodeName, ServiceAccount: obj.Spec.ServiceAccountName,
 		PodIP: ip.String(), HostIP: HostIP,
 	}
-	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info)
+	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info, p.extras.Env)
 	p.byName = map[string]*container{}
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
