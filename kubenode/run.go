@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +22,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
@@ -70,6 +74,15 @@ type Config struct {
 	// Ready, when set, is called once the Node is registered and the
 	// agent watches its pods.
 	Ready func()
+	// PodsDir holds a directory per pod with its service-account
+	// credentials (token, ca.crt, namespace, kubeconfig); default
+	// $TMPDIR/podgate-node-NAME/pods.
+	PodsDir string
+	// APIServerForPods is the API server's host:port as pods reach it:
+	// their $KUBERNETES_SERVICE_HOST and _PORT and their kubeconfig's
+	// server (default: the host and port of the node's own kubeconfig).
+	// There is no kube-proxy, so not the `kubernetes` Service's ClusterIP.
+	APIServerForPods string
 }
 
 func (cfg Config) withDefaults() (Config, error) {
@@ -106,7 +119,42 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.PodsDir == "" {
+		cfg.PodsDir = filepath.Join(os.TempDir(), "podgate-node-"+cfg.NodeName, "pods")
+	}
+	if cfg.APIServerForPods != "" {
+		if _, _, err := net.SplitHostPort(cfg.APIServerForPods); err != nil {
+			return cfg, fmt.Errorf("API server for pods %q: want HOST:PORT: %w", cfg.APIServerForPods, err)
+		}
+	}
 	return cfg, nil
+}
+
+// podCredentials prepares what gives pods their service-account identity
+// (see credentials).
+func (cfg Config) podCredentials(rc *rest.Config, core corev1client.CoreV1Interface) (*credentials, error) {
+	server := cfg.APIServerForPods
+	if server == "" {
+		u, err := url.Parse(rc.Host)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("API server for pods: the kubeconfig's server %q has no host: set it", rc.Host)
+		}
+		server = u.Host
+		if u.Port() == "" {
+			server = net.JoinHostPort(u.Hostname(), "443")
+		}
+	}
+	ca := rc.CAData
+	if len(ca) == 0 && rc.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(rc.CAFile); err != nil {
+			return nil, fmt.Errorf("the kubeconfig's CA: %w", err)
+		}
+	}
+	if err := os.MkdirAll(cfg.PodsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("pods directory: %w", err)
+	}
+	return &credentials{core: core, dir: cfg.PodsDir, server: server, caData: ca, clock: clock.RealClock{}, log: cfg.Logger}, nil
 }
 
 // restConfig loads the credential, with the kubelet's request rates
@@ -178,11 +226,16 @@ func Run(ctx context.Context, cfg Config) error {
 		stopController()
 		return nil
 	}
+	creds, err := cfg.podCredentials(rc, core)
+	if err != nil {
+		stopController()
+		return err
+	}
 	pods := NewPods(core, cfg.Logger)
 	agent, err := runtime.New(runtime.Options{
 		Events: NewEvents(core), Pods: pods, Source: pods,
 		PodCIDR: cfg.PodCIDR, Images: cfg.Images, NodeName: cfg.NodeName,
-		Output: cfg.Output, Logger: cfg.Logger,
+		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
 	})
 	if err != nil {
 		stopController()
