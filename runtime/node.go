@@ -101,7 +101,7 @@ func (a *Agent) admit(obj *corev1.Pod) {
 	}
 	if !a.addPod(p) {
 		p.mgr.Stop() // shutting down
-		a.ipam.release(p.ip)
+		p.closeNet()
 		return
 	}
 	go p.run()
