@@ -50,6 +50,11 @@ var allowedDeps = map[string][]string{
 	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
 	"printers":               {"objstore"},
 	"podctl":                 {"apiclient", "printers", "api/resources", "objstore", "wire"},
+	"internal/k8sbin":        {},
+	"controlplane":           {"internal/k8sbin", "runtime/proc", "procgroup"},
+	"kubenode":               {"runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"ociimage":               {},
+	"hack/image":             {"ociimage"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
@@ -91,6 +96,9 @@ func TestTheNodeAgentAndTheControlPlaneDoNotKnowEachOther(t *testing.T) {
 	forbidden := map[string][]string{
 		"runtime":      {"localcluster", "cmd/", "api", "activator", "gate", "lab", "podnet"},
 		"localcluster": {"runtime", "cmd/", "activator", "gate", "lab"},
+		// The node on a cluster is the node agent and the API server's
+		// client, nothing of the local control plane.
+		"kubenode": {"localcluster", "objstore", "api", "controlplane", "cmd/", "activator", "gate", "lab"},
 	}
 	for pkg, bad := range forbidden {
 		for _, dep := range moduleDeps(t, pkg) {

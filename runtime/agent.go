@@ -48,8 +48,8 @@ type Options struct {
 	// node's address as its pods reach it. Default HostIP on the loopback
 	// network; required with Network.
 	HostIP netip.Addr
-	// Images resolves images of containers without a command. The zero
-	// value means images.Default (the test app).
+	// Images resolves images of containers without a command. Without
+	// Entrypoints it is images.Default (the test app), its Store kept.
 	Images images.Map
 	// Replicas, when set, is the replica count Check counts for every
 	// Deployment and Knative Service (a Pod is always one pod).
@@ -127,6 +127,7 @@ func New(opts Options) (*Agent, error) {
 		if err != nil {
 			return nil, err
 		}
+		im.Store = opts.Images.Store
 		opts.Images = im
 	}
 	if opts.Clock == nil {

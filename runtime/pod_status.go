@@ -221,7 +221,15 @@ func (p *pod) setConditions(st *corev1.PodStatus, now metav1.Time) {
 	for _, c := range []podCond{toStart, initialized, ready, containersReady} {
 		st.Conditions = append(st.Conditions, p.transition(c, now))
 	}
-	st.Conditions = append(st.Conditions, p.conditions[corev1.PodScheduled])
+	sched, ok := p.conditions[corev1.PodScheduled]
+	if !ok {
+		// Bound at creation (spec.nodeName set, no scheduler involved):
+		// the kubelet reports PodScheduled True all the same, from when
+		// it first saw the pod.
+		sched = corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now}
+		p.conditions[corev1.PodScheduled] = sched
+	}
+	st.Conditions = append(st.Conditions, sched)
 }
 
 // podCond is a condition before its transition time is known.

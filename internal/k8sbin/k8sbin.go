@@ -1,0 +1,187 @@
+// Package k8sbin finds the real Kubernetes control-plane binaries (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) that
+// podgate's Kubernetes-mode tests and benchmarks run.
+//
+// They are never assumed to be installed: Dir runs scripts/k8s-build.sh,
+// which builds them from the versions pinned in hack/k8s into a cache
+// keyed by those pins (a cache hit takes milliseconds, a cold build minutes,
+// and concurrent callers wait on the script's lock). A test therefore never
+// skips for want of a binary; it builds it, or fails with the build's error.
+package k8sbin
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+)
+
+// The binaries Dir provides.
+const (
+	Etcd                  = "etcd"
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	Kubectl               = "kubectl"
+)
+
+// Names lists every binary Dir provides.
+var Names = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubectl}
+
+// EnvDir names a directory that already holds the binaries; when set,
+// Dir checks it and builds nothing (for a machine without the source
+// tree, e.g. a benchmark run from a copied binary).
+const EnvDir = "PODGATE_K8S_BIN"
+
+// Script is the build script, relative to the module root.
+const Script = "scripts/k8s-build.sh"
+
+const module = "github.com/podgate/podgate"
+
+// tailLines is how much of the build's stderr an error quotes.
+const tailLines = 30
+
+var dir = sync.OnceValues(find)
+
+// Dir returns the directory holding all of Names, building them first
+// when the cache has none. The answer (a directory or an error) is
+// computed once per process.
+func Dir() (string, error) { return dir() }
+
+// Path returns the path of one binary (one of Names).
+func Path(name string) (string, error) {
+	d, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, name), nil
+}
+
+func find() (string, error) {
+	if d := os.Getenv(EnvDir); d != "" {
+		return d, check(d, "$"+EnvDir)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	return Build(filepath.Join(root, Script))
+}
+
+// Build runs the build script and returns the directory it printed, once
+// it holds every binary. A failed build's error quotes the last lines of
+// the script's stderr.
+func Build(script string) (string, error) {
+	var stdout bytes.Buffer
+	stderr := &tail{max: tailLines}
+	cmd := exec.Command("bash", script)
+	cmd.Stdout = &stdout
+	cmd.Stderr = stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build the Kubernetes binaries (%s): %w\n%s", script, err, stderr)
+	}
+	d := strings.TrimSpace(stdout.String())
+	if i := strings.LastIndexByte(d, '\n'); i >= 0 {
+		d = d[i+1:] // the directory is the last line
+	}
+	if d == "" {
+		return "", fmt.Errorf("build the Kubernetes binaries (%s): it printed no directory\n%s", script, stderr)
+	}
+	return d, check(d, script)
+}
+
+// check reports the binaries missing from d.
+func check(d, from string) error {
+	var missing []string
+	for _, n := range Names {
+		if fi, err := os.Stat(filepath.Join(d, n)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("kubernetes binaries from %s: %s has no executable %s", from, d, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// moduleRoot finds podgate's source tree: up from the working directory
+// (a test runs in its package's directory), else up from this file's
+// compile-time path (a binary built in the tree, without -trimpath).
+func moduleRoot() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := goruntime.Caller(0); ok && filepath.IsAbs(file) {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, start := range starts {
+		for d := start; ; d = filepath.Dir(d) {
+			if isRoot(d) {
+				return d, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", fmt.Errorf("kubernetes binaries: no podgate source tree (with %s) above %s; set $%s to a directory holding %s",
+		Script, strings.Join(starts, " or "), EnvDir, strings.Join(Names, ", "))
+}
+
+func isRoot(d string) bool {
+	if _, err := os.Stat(filepath.Join(d, Script)); err != nil {
+		return false
+	}
+	f, err := os.Open(filepath.Join(d, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
+			return strings.TrimSpace(m) == module
+		}
+	}
+	return false
+}
+
+// tail keeps the last max lines written to it.
+type tail struct {
+	max   int
+	lines []string
+	part  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.part = append(t.part, p...)
+	for {
+		i := bytes.IndexByte(t.part, '\n')
+		if i < 0 {
+			break
+		}
+		t.lines = append(t.lines, string(t.part[:i]))
+		t.part = t.part[i+1:]
+		if len(t.lines) > t.max {
+			t.lines = t.lines[len(t.lines)-t.max:]
+		}
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	out := strings.Join(t.lines, "\n")
+	if len(t.part) > 0 {
+		out += "\n" + string(t.part)
+	}
+	if out == "" {
+		return "(no output on stderr)"
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+package kubenode
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/podgate/podgate/testapp"
+)
+
+// nodeHelperEnv makes the test binary a `podgate node` of its own (for the
+// test that SIGKILLs a node): its value is a helperConfig in JSON.
+const nodeHelperEnv = "PODGATE_KUBENODE_TEST_NODE"
+
+type helperConfig struct {
+	Kubeconfig, NodeName, PodCIDR string
+}
+
+// The test binary doubles as the containers' program: the default image
+// resolution runs os.Executable() with "testapp", as podgate runs its own
+// subcommand.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "testapp" {
+		os.Exit(runTestapp(os.Args[2:]))
+	}
+	if v := os.Getenv(nodeHelperEnv); v != "" {
+		os.Exit(runNodeHelper(v))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runTestapp is `podgate testapp` for this test binary.
+func runTestapp(args []string) int {
+	fs := flag.NewFlagSet("testapp", flag.ContinueOnError)
+	var flags testapp.Flags
+	flags.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := flags.Config(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := testapp.Run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return 1
+	}
+	return 0
+}
+
+// runNodeHelper runs a node until it is killed, printing "ready" once it
+// runs its pods.
+func runNodeHelper(v string) int {
+	var hc helperConfig
+	if err := json.Unmarshal([]byte(v), &hc); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	err := Run(context.Background(), Config{
+		Kubeconfig: hc.Kubeconfig, NodeName: hc.NodeName, PodCIDR: hc.PodCIDR,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Ready:  func() { fmt.Println("ready") },
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,231 @@
+package kubenode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/runtime/images"
+)
+
+// Defaults of Config.
+const (
+	// DefaultLeaseDurationSeconds and DefaultLeaseRenewInterval are the
+	// kubelet's (--node-lease-duration-seconds, a quarter of it).
+	DefaultLeaseDurationSeconds = 40
+	DefaultLeaseRenewInterval   = 10 * time.Second
+	// DefaultStatusInterval is how often the Node's status is patched
+	// while the Lease says the node lives (the kubelet's
+	// --node-status-report-frequency is 5 minutes; virtual-kubelet's 1).
+	DefaultStatusInterval = time.Minute
+)
+
+// Config is a `podgate node`.
+type Config struct {
+	// Kubeconfig is the path of the node's kubeconfig: a credential of
+	// user system:node:NAME in group system:nodes, so that the Node
+	// authorizer and NodeRestriction treat it as the kubelet of NAME.
+	Kubeconfig string
+	// RESTConfig, when set, is used instead of Kubeconfig.
+	RESTConfig *rest.Config
+	// NodeName is the Node's name. Required.
+	NodeName string
+	// PodCIDR is the node's spec.podCIDR and the range its pods take
+	// addresses from (default runtime.DefaultPodCIDR).
+	PodCIDR string
+	// NodeIP is the node's InternalIP (default runtime.HostIP).
+	NodeIP string
+	// Images resolves images of containers without a command (the zero
+	// value: images.Default).
+	Images images.Map
+	// Version is podgate's, reported as the container runtime's version.
+	Version string
+	// LeaseDurationSeconds and LeaseRenewInterval shape the node's Lease
+	// (defaults above); StatusInterval how often the Node's status is
+	// patched.
+	LeaseDurationSeconds int32
+	LeaseRenewInterval   time.Duration
+	StatusInterval       time.Duration
+	// Output receives the containers' output, each line prefixed
+	// "pod/container | "; nil discards it.
+	Output io.Writer
+	// Logger reports the node's progress and problems; nil discards.
+	Logger *slog.Logger
+	// Ready, when set, is called once the Node is registered and the
+	// agent watches its pods.
+	Ready func()
+}
+
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.NodeName == "" {
+		return cfg, errors.New("node name: required")
+	}
+	if errs := validation.IsDNS1123Subdomain(cfg.NodeName); len(errs) > 0 {
+		return cfg, fmt.Errorf("node name %q: %s", cfg.NodeName, strings.Join(errs, "; "))
+	}
+	if cfg.Kubeconfig == "" && cfg.RESTConfig == nil {
+		return cfg, errors.New("kubeconfig: required")
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = runtime.DefaultPodCIDR
+	}
+	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
+		return cfg, err
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = runtime.HostIP
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.LeaseDurationSeconds <= 0 {
+		cfg.LeaseDurationSeconds = DefaultLeaseDurationSeconds
+	}
+	if cfg.LeaseRenewInterval <= 0 {
+		cfg.LeaseRenewInterval = DefaultLeaseRenewInterval
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = DefaultStatusInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
+
+// restConfig loads the credential, with the kubelet's request rates
+// (client-go's default of 5 per second would hold up status writes and
+// events of a node starting many pods).
+func (cfg Config) restConfig() (*rest.Config, error) {
+	rc := cfg.RESTConfig
+	if rc == nil {
+		var err error
+		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+	}
+	rc = rest.CopyConfig(rc)
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = 50, 100
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = "podgate-node/" + cfg.Version
+	}
+	return rc, nil
+}
+
+// Run registers the node, runs the pods the API server binds to it until
+// ctx ends or SIGINT/SIGTERM, then drains it: the Node turns NotReady, its
+// pods stop gracefully (a second signal kills them at once) and are
+// deleted, as a node drain evicts them.
+func Run(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	rc, err := cfg.restConfig()
+	if err != nil {
+		return err
+	}
+	core, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	coord, err := coordclient.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if err := checkRegistered(ctx, core.Nodes(), cfg); err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	begin := time.Now()
+	ctrl, err := nodeController(cfg, core.Nodes(), coord)
+	if err != nil {
+		return err
+	}
+	nodeCtx, stopNode := context.WithCancel(withVKLogger(context.WithoutCancel(ctx), cfg))
+	defer stopNode()
+	go func() { _ = ctrl.Run(nodeCtx) }()
+	stopController := func() { stopNode(); <-ctrl.Done() }
+	select {
+	case <-ctrl.Ready():
+	case <-ctrl.Done():
+		return fmt.Errorf("register node %s: %w", cfg.NodeName, ctrl.Err())
+	case <-ctx.Done():
+		stopController()
+		return nil
+	case <-sigs:
+		stopController()
+		return nil
+	}
+	pods := NewPods(core, cfg.Logger)
+	agent, err := runtime.New(runtime.Options{
+		Events: NewEvents(core), Pods: pods, Source: pods,
+		PodCIDR: cfg.PodCIDR, Images: cfg.Images, NodeName: cfg.NodeName,
+		Output: cfg.Output, Logger: cfg.Logger,
+	})
+	if err != nil {
+		stopController()
+		return err
+	}
+	cfg.Logger.Info("node registered and running its pods", "node", cfg.NodeName, "podCIDR", cfg.PodCIDR,
+		"took", time.Since(begin).Round(time.Millisecond))
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case sig := <-sigs:
+		cfg.Logger.Info("stopping pods gracefully (again to kill them now)", "signal", sig.String())
+	case <-ctrl.Done():
+		runErr = fmt.Errorf("node controller: %w", ctrl.Err())
+	}
+	return errors.Join(runErr, drain(cfg, core.Nodes(), agent, stopController, sigs))
+}
+
+// drain ends the node's heartbeats, marks it NotReady (the scheduler
+// stops placing pods there at once, instead of after the Lease expires)
+// and stops its pods; a signal meanwhile kills them at once.
+func drain(cfg Config, nodes corev1client.NodeInterface, agent *runtime.Agent, stopController func(), sigs <-chan os.Signal) error {
+	stopController()
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	// Conditions merge by type: only Ready changes.
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"podgate node is shutting down","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
+		time.Now().UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+	if _, err := nodes.Patch(ctx, cfg.NodeName, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		cfg.Logger.Warn("mark the node NotReady", "node", cfg.NodeName, "err", err)
+	}
+	force, kill := context.WithCancel(context.Background())
+	defer kill()
+	go func() {
+		select {
+		case sig := <-sigs:
+			cfg.Logger.Info("killing pods now", "signal", sig.String())
+			kill()
+		case <-force.Done():
+		}
+	}()
+	return agent.Shutdown(force)
+}
