@@ -54,6 +54,7 @@ type pod struct {
 	namespace, name string
 	uid             types.UID
 	ip              netip.Addr
+	net             PodNet
 	obj             *corev1.Pod // metadata and spec as created; status is built
 	inits, mains    []*container
 	byName          map[string]*container
@@ -263,7 +264,7 @@ func (p *pod) finish() {
 			p.a.log.Warn("remove pod", "pod", p.namespace+"/"+p.name, "err", err)
 		}
 	}
-	p.a.ipam.release(p.ip)
+	p.closeNet()
 	p.a.removePod(p)
 }
 

@@ -41,8 +41,8 @@ func (p *pod) buildStatus() corev1.PodStatus {
 	}
 	st := corev1.PodStatus{
 		Phase:     p.phase(),
-		HostIP:    HostIP,
-		HostIPs:   []corev1.HostIP{{IP: HostIP}},
+		HostIP:    p.a.hostIP,
+		HostIPs:   []corev1.HostIP{{IP: p.a.hostIP}},
 		PodIP:     p.ip.String(),
 		PodIPs:    []corev1.PodIP{{IP: p.ip.String()}},
 		StartTime: &p.startTime,
