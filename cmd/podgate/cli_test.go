@@ -24,9 +24,12 @@ const cliWait = 60 * time.Second
 // its exit code and output.
 func podgateExec(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	// Built first: the bound is for podgate's run, not for the build
+	// of the first test that needs it.
+	bin := podgateBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, podgateBinary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -131,6 +134,7 @@ func TestFlagValuesExitCodes(t *testing.T) {
 		{"run: an --image path that does not exist", runArgs("--image", "nginx="+filepath.Join(dir, "nope")), exitInvalid, "no such file"},
 		{"run: an --image path that is not executable", runArgs("--image", "nginx="+sleeper), exitInvalid, "is not an executable file"},
 		{"run: a missing file", runArgs("-f", filepath.Join(dir, "missing.yaml")), exitInvalid, "missing.yaml"},
+		{"run: an --image-layout that is no OCI image layout", runArgs("--image-layout", dir), exitInvalid, "--image-layout " + dir + ": not an OCI image layout"},
 
 		// podgate validate and inject.
 		{"validate: no file", []string{"validate"}, exitUsage, "at least one -f FILE is required"},

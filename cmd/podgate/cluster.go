@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -14,14 +13,7 @@ import (
 	"github.com/podgate/podgate/cluster"
 )
 
-func init() {
-	// podnet switches threads between network namespaces; its advice: the
-	// main goroutine keeps the main thread, so no switch ever runs there
-	// (Go never ends the main thread, so one stranded in another
-	// namespace would stay).
-	goruntime.LockOSThread()
-	register(newClusterCmd)
-}
+func init() { register(newClusterCmd) }
 
 // defaultClusterDir is where `podgate cluster` keeps a cluster's files.
 func defaultClusterDir() string {

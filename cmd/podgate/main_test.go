@@ -47,7 +47,11 @@ func podgateBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "podgate")
-		if out, err := exec.Command(goTool, "build", "-o", binPath, "github.com/podgate/podgate/cmd/podgate").CombinedOutput(); err != nil {
+		// Static, as scripts/image.sh builds it: the tests put this binary
+		// in an OCI image too, which holds no libc.
+		build := exec.Command(goTool, "build", "-o", binPath, "github.com/podgate/podgate/cmd/podgate")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})

@@ -21,6 +21,7 @@ type nodeOptions struct {
 	kubeconfig, name, podCIDR, nodeIP string
 	podsDir, apiServerForPods         string
 	images                            []string
+	imageLayout                       string
 }
 
 func newNodeCmd() *cobra.Command {
@@ -41,7 +42,8 @@ NodeRestriction admission limit it as they limit a kubelet.
 Pod IPs come from --pod-cidr, which is also the Node's spec.podCIDR. A
 container without a command runs its image's local entrypoint:
 ghcr.io/podgate/testapp is this binary's test app, others are mapped with
---image NAME=PATH.
+--image NAME=PATH, and images in the OCI image layout of --image-layout
+(scripts/image.sh) run their entrypoint, extracted and digest-checked.
 
 Ctrl-C (or SIGTERM) drains the node: it turns NotReady and its pods stop
 gracefully and are deleted (a second Ctrl-C kills them at once). See
@@ -57,6 +59,9 @@ registered with another pod range), 2 usage error.`,
 			}
 			im, err := images.FromFlags(o.images)
 			if err != nil {
+				return invalidf("%v", err)
+			}
+			if im, err = withImageLayout(im, o.imageLayout); err != nil {
 				return invalidf("%v", err)
 			}
 			ctx := cmd.Context()
@@ -82,6 +87,7 @@ registered with another pod range), 2 usage error.`,
 	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's service-account credentials go, a directory per pod (default $TMPDIR/podgate-node-NAME/pods)")
 	f.StringVar(&o.apiServerForPods, "api-server-for-pods", "", "HOST:PORT at which pods reach the API server: their $KUBERNETES_SERVICE_HOST/_PORT and kubeconfig (default: the kubeconfig's server)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
+	f.StringVar(&o.imageLayout, "image-layout", "", imageLayoutUsage)
 	return cmd
 }
 

@@ -34,6 +34,7 @@ func TestNodeFlags(t *testing.T) {
 		{"a node IP that is none", []string{"node", "--kubeconfig", missing, "--name", "n1", "--node-ip", "ten"}, exitUsage, `--node-ip "ten"`},
 		{"an --image without a path", []string{"node", "--kubeconfig", missing, "--name", "n1", "--image", "x"}, exitUsage, `--image "x"`},
 		{"an argument", []string{"node", "--kubeconfig", missing, "--name", "n1", "extra"}, exitUsage, "unknown command"},
+		{"an --image-layout that is no OCI layout", []string{"node", "--kubeconfig", missing, "--name", "n1", "--image-layout", t.TempDir()}, exitInvalid, "not an OCI image layout"},
 		{"a kubeconfig that does not exist", []string{"node", "--kubeconfig", missing, "--name", "n1"}, exitInvalid, missing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

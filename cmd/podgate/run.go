@@ -36,6 +36,8 @@ type runOptions struct {
 	listen    string
 	domain    string
 	ports     []frontdoor.ServicePort
+	// imageLayout is an OCI image layout whose images containers run.
+	imageLayout string
 	// metricsListen, when set, serves the front door's metrics.
 	metricsListen string
 	// Health checks of the gates by the front door.
@@ -58,7 +60,8 @@ subdirectories too) or - for standard input, as kubectl does.
 Every pod gets its own loopback address from --pod-cidr as $POD_IP and
 status.podIP; the serving container gets $PORT. A container runs its
 command; without one, its image must be known: ghcr.io/podgate/testapp is
-this binary's test app, others are mapped with --image NAME=PATH.
+this binary's test app, others are mapped with --image NAME=PATH or
+found in the OCI image layout of --image-layout (scripts/image.sh).
 Container output is printed prefixed "pod/container | ".
 
 The front door on --listen routes each request by its Host header,
@@ -100,6 +103,7 @@ cannot run locally or a failed start (an address in use), 2 usage error
 	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "loopback range pod IPs come from (inside 127.0.0.0/8)")
 	f.StringVar(&o.apiAddr, "api", api.DefaultAddr, "control API address (loopback only; port 0 picks a free one)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
+	f.StringVar(&o.imageLayout, "image-layout", "", imageLayoutUsage)
 	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
 	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
 	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
@@ -184,6 +188,9 @@ func checkLoopbackAddr(flag, addr, example string) error {
 func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, stderr io.Writer) error {
 	im, err := images.FromFlags(o.images)
 	if err != nil {
+		return invalidf("%v", err)
+	}
+	if im, err = withImageLayout(im, o.imageLayout); err != nil {
 		return invalidf("%v", err)
 	}
 	m, problems, err := validation.LoadInputs(inputs...)

@@ -29,6 +29,22 @@ type Map struct {
 	// container the injector adds says `command: [podgate]`, which locally
 	// is this binary wherever it lives.
 	Self string
+	// Store, when set, holds images on this machine (podgate's
+	// --image-layout): a container without a command whose image it holds
+	// runs the image's entrypoint from there, before Entrypoints is asked
+	// (a container with a command runs it on this host, Store or not).
+	Store Store
+}
+
+// Store holds images on this machine and hands out what a container of
+// one runs (ociimage.Layout: an OCI image layout, the image's program
+// extracted from its checked layer).
+type Store interface {
+	// Entrypoint returns image's ENTRYPOINT and CMD, their program a path
+	// on this machine; found is false, with no error, for an image the
+	// store does not hold. An error means it holds the image but cannot
+	// run it (a blob that fails its digest, another platform).
+	Entrypoint(image string) (entrypoint, cmd []string, found bool, err error)
 }
 
 // Default maps the test app's image to this binary's `testapp`
@@ -106,9 +122,10 @@ func repository(image string) string {
 
 // Argv is the container's command line before $(VAR) expansion, as a
 // container runtime builds it: command replaces the image's entrypoint;
-// args replace its default arguments (locally an image has none). An
-// image without a local entrypoint and no command is an error at
-// path.command.
+// args replace its default arguments (an image of the Store has its CMD;
+// one mapped in Entrypoints has none). An image without a local
+// entrypoint and no command is an error at path.command; an image the
+// Store holds but cannot run, at path.image.
 func (m Map) Argv(image string, command, args []string, path *field.Path) ([]string, *field.Error) {
 	if len(command) > 0 {
 		argv := append(append([]string{}, command...), args...)
@@ -116,6 +133,19 @@ func (m Map) Argv(image string, command, args []string, path *field.Path) ([]str
 			argv[0] = m.Self
 		}
 		return argv, nil
+	}
+	if m.Store != nil {
+		ep, cmd, found, err := m.Store.Entrypoint(image)
+		if err != nil {
+			return nil, field.Invalid(path.Child("image"), image, err.Error())
+		}
+		if found {
+			// As Kubernetes runs an image: args, when given, replace its CMD.
+			if len(args) == 0 {
+				args = cmd
+			}
+			return append(append([]string{}, ep...), args...), nil
+		}
 	}
 	ep, ok := m.entrypoint(image)
 	if !ok {
@@ -175,12 +205,12 @@ func LookPath(name, dir, pathEnv string) (string, error) {
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
-// Executor runs a container's exec probes and hooks on this host, in its
-// working directory dir with its environment env. A command "podgate"
-// runs Self, as a container's command does: the gate's startup probe is
-// `podgate gate wait`.
-func (m Map) Executor(dir string, env []string) probe.Executor {
-	return hostExecutor{HostExecutor: probe.HostExecutor{Dir: dir, Env: env}, self: m.Self}
+// Executor runs a container's exec probes and hooks on this host as h
+// says (its working directory, environment and network). A command
+// "podgate" runs Self, as a container's command does: the gate's startup
+// probe is `podgate gate wait`.
+func (m Map) Executor(h probe.HostExecutor) probe.Executor {
+	return hostExecutor{HostExecutor: h, self: m.Self}
 }
 
 type hostExecutor struct {

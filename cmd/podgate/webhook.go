@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/kubeconfig"
+	"github.com/podgate/podgate/webhook"
+)
+
+func init() { register(newWebhookCmd) }
+
+func newWebhookCmd() *cobra.Command {
+	var (
+		cfg       webhook.Config
+		kubeconf  string
+		logFormat string
+	)
+	cmd := &cobra.Command{
+		Use:   "webhook",
+		Short: "Run the admission webhook: inject the gate into pods that opted in, refuse invalid workloads",
+		Long: `Run podgate's admission webhook on Kubernetes (deploy/base/webhook).
+
+The mutating webhook injects the gate, exactly as 'podgate inject' does, into
+every pod created in a namespace labelled podgate.dev/inject=enabled, and into
+pods that carry that label themselves; a pod labelled podgate.dev/inject=disabled
+opts out. Nothing in kube-system or in podgate's own namespace (--namespace) is
+ever touched. The validating webhooks refuse Pods, Deployments and Knative
+Services (when Knative Serving is installed) with the messages of
+'podgate validate', and pass its warnings on as admission warnings.
+
+The webhook makes its own certificates: a CA and a serving certificate for
+SERVICE.NAMESPACE.svc, kept in the Secret --secret of its namespace (so
+replicas and restarts agree), the CA bundle patched into the webhook
+configurations --mutating-configuration and --validating-configuration.
+Certificates are replaced at 2/3 of their lifetime without a restart.
+
+The cluster is found from --kubeconfig, else $KUBECONFIG, else the pod's
+service account, else ~/.kube/config. See docs/kubernetes.md.
+
+Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
+2 usage error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := gateLogger(cmd.ErrOrStderr(), logFormat)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			if err := checkWebhookFlags(cfg); err != nil {
+				return err
+			}
+			rest, source, err := kubeconfig.Load(kubeconf)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			logger.Info("cluster", "api", rest.Host, "from", string(source))
+			cfg.Rest, cfg.Logger = rest, logger
+			parent := cmd.Context()
+			if parent == nil {
+				parent = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if err := webhook.Run(ctx, cfg); err != nil {
+				return invalidf("%v", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconf, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config)")
+	f.StringVar(&cfg.Listen, "listen", webhook.DefaultListen, "HTTPS address to serve the webhooks, /healthz, /readyz and /metrics on")
+	f.StringVar(&cfg.Namespace, "namespace", webhook.DefaultNamespace, "podgate's own namespace: holds the Secret; its pods are never injected")
+	f.StringVar(&cfg.Service, "service", webhook.DefaultService, "the Service in front of the webhook; the certificate names SERVICE.NAMESPACE.svc")
+	f.StringArrayVar(&cfg.CertHosts, "cert-host", nil, "another DNS name or IP address for the serving certificate (a webhook reached by URL); repeat for more")
+	f.StringVar(&cfg.Secret, "secret", webhook.DefaultSecret, "Secret in --namespace holding the CA and the serving certificate")
+	f.StringVar(&cfg.MutatingConfiguration, "mutating-configuration", webhook.DefaultConfiguration, "MutatingWebhookConfiguration whose caBundle the webhook keeps")
+	f.StringVar(&cfg.ValidatingConfiguration, "validating-configuration", webhook.DefaultConfiguration, "ValidatingWebhookConfiguration whose caBundle the webhook keeps")
+	f.StringVar(&cfg.GateImage, "gate-image", gateenv.DefaultImage, "image of the injected gate container")
+	f.BoolVar(&cfg.GateAsContainer, "gate-as-container", false, "inject the gate as a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
+	f.DurationVar(&cfg.CALifetime, "ca-lifetime", webhook.DefaultCALifetime, "lifetime of the CA; its successor is published at half of it and signs from 2/3")
+	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", webhook.DefaultCertLifetime, "lifetime of the serving certificate; replaced at 2/3 of it")
+	f.DurationVar(&cfg.SyncPeriod, "sync-period", webhook.DefaultSyncPeriod, "how often the Secret and the caBundles are checked for changes made elsewhere")
+	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	return cmd
+}
+
+// checkWebhookFlags reports, as usage errors, the flag values that are
+// wrong as written.
+func checkWebhookFlags(cfg webhook.Config) error {
+	// Empty means the default to webhook.Config; on the command line it
+	// is a mistake.
+	for _, f := range []struct{ flag, value string }{
+		{"--listen", cfg.Listen}, {"--namespace", cfg.Namespace}, {"--service", cfg.Service}, {"--secret", cfg.Secret},
+		{"--mutating-configuration", cfg.MutatingConfiguration}, {"--validating-configuration", cfg.ValidatingConfiguration},
+		{"--gate-image", cfg.GateImage},
+	} {
+		if f.value == "" {
+			return usageErrorf("%s must not be empty", f.flag)
+		}
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"--ca-lifetime", cfg.CALifetime}, {"--cert-lifetime", cfg.CertLifetime}, {"--sync-period", cfg.SyncPeriod}} {
+		if d.value <= 0 {
+			return usageErrorf("%s %s: must be positive", d.flag, d.value)
+		}
+	}
+	if err := cfg.Check(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
