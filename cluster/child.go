@@ -17,7 +17,7 @@ import (
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/kubenode"
 	"github.com/podgate/podgate/podnet"
-	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/podnet/nodenet"
 	"github.com/podgate/podgate/runtime/images"
 )
 
@@ -48,8 +48,12 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 		return errors.New("podgate cluster child: no API listener was passed")
 	}
 	log := logger(stderr)
-	sigCtx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stopSignals()
+	// One channel for every stop signal, handed to the node once it runs:
+	// a signal caught twice (here and by the node) would count as the
+	// second, which kills the pods instead of stopping them.
+	sigs := make(chan os.Signal, 3)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 
 	network, err := podnet.SetupCluster(cc.PodCIDR)
 	if err != nil {
@@ -60,7 +64,7 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 			log.Warn("remove the cluster network", "err", err)
 		}
 	}()
-	cp, err := startControlPlane(sigCtx, cc, network.Gateway().String(), log)
+	cp, err := startControlPlane(sigs, cc, network.Gateway().String(), log)
 	if err != nil {
 		return err
 	}
@@ -74,32 +78,44 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 	forwarded := make(chan error, 1)
 	go func() { forwarded <- podnet.Forward(fwdCtx, apiLn, net.JoinHostPort("127.0.0.1", port)) }()
 	defer func() { stopForward(); <-forwarded }()
-	return runNode(sigCtx, cc, cp, network.Gateway().String(), port, ready, stdout, log)
+	return runNode(ctx, sigs, cc, cp, network, port, ready, stdout, log)
 }
 
 // startControlPlane starts the control plane with the API server on every
 // address of the namespace, advertising the node's: a pod reaches it at
 // the node's address, and the `kubernetes` Service's endpoint is a real
-// one. A signal during the start ends it.
-func startControlPlane(sigCtx context.Context, cc childConfig, gateway string, log *slog.Logger) (*controlplane.ControlPlane, error) {
-	// Not sigCtx itself: a signal after the start must stop the node
-	// first, the control plane after it.
-	cpCtx, cancel := context.WithCancel(context.Background())
-	abort := context.AfterFunc(sigCtx, cancel)
-	defer abort()
-	cp, err := controlplane.Start(cpCtx, controlplane.Options{
+// one. A signal during the start ends it; after the start, signals are
+// the node's (which stops first) and the control plane is stopped by the
+// caller.
+func startControlPlane(sigs <-chan os.Signal, cc childConfig, gateway string, log *slog.Logger) (*controlplane.ControlPlane, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	watched := make(chan bool, 1)
+	go func() {
+		select {
+		case sig := <-sigs:
+			log.Info("stopping while the control plane starts", "signal", sig.String())
+			cancel()
+			watched <- true
+		case <-started:
+			watched <- false
+		}
+	}()
+	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Dir: filepath.Join(cc.Dir, controlPlaneDir), BinDir: cc.BinDir,
 		BindAddress: "0.0.0.0", AdvertiseAddress: gateway, Logger: log,
 	})
-	if err != nil {
+	close(started)
+	if aborted := <-watched; aborted || err != nil {
 		cancel()
+		if err == nil {
+			<-cp.Done()
+			err = errors.New("stopped while the control plane started")
+		}
 		return nil, err
 	}
-	if sigCtx.Err() != nil {
-		cancel()
-		<-cp.Done()
-		return nil, errors.New("stopped while the control plane started")
-	}
+	// ctx stays: cp.Stop stops the control plane, and ending ctx would
+	// too; it is released with the process.
 	return cp, nil
 }
 
@@ -108,9 +124,10 @@ func apiPort(cp *controlplane.ControlPlane) string {
 	return u.Port()
 }
 
-// runNode runs the node agent until sigCtx ends, reporting ready once it
-// runs its pods.
-func runNode(sigCtx context.Context, cc childConfig, cp *controlplane.ControlPlane, gateway, port string, ready *os.File, stdout io.Writer, log *slog.Logger) error {
+// runNode runs the node agent until a signal on sigs (or the end of ctx),
+// reporting ready once it runs its pods.
+func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *controlplane.ControlPlane, network *podnet.Cluster, port string, ready *os.File, stdout io.Writer, log *slog.Logger) error {
+	gateway := network.Gateway().String()
 	kubeconfig, err := cp.NodeKubeconfig(cc.NodeName)
 	if err != nil {
 		return err
@@ -121,11 +138,10 @@ func runNode(sigCtx context.Context, cc childConfig, cp *controlplane.ControlPla
 	}
 	apiServer := net.JoinHostPort(gateway, port)
 	msg, _ := json.Marshal(readyMessage{Kubeconfig: cp.AdminKubeconfig(), APIServer: apiServer})
-	return kubenode.Run(sigCtx, kubenode.Config{
+	return kubenode.Run(ctx, kubenode.Config{
+		Signals:    sigs,
 		Kubeconfig: kubeconfig, NodeName: cc.NodeName, NodeIP: gateway,
-		// Pods still take loopback addresses of the cluster namespace
-		// until the node agent puts them in namespaces of their own.
-		PodCIDR:          runtime.DefaultPodCIDR,
+		Network:          nodenet.New(network),
 		PodsDir:          filepath.Join(cc.Dir, podsDir),
 		APIServerForPods: apiServer,
 		Images:           im, Version: cc.Version,

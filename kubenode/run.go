@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -51,10 +52,19 @@ type Config struct {
 	// NodeName is the Node's name. Required.
 	NodeName string
 	// PodCIDR is the node's spec.podCIDR and the range its pods take
-	// addresses from (default runtime.DefaultPodCIDR).
+	// addresses from (default runtime.DefaultPodCIDR; with Network, the
+	// network's range).
 	PodCIDR string
-	// NodeIP is the node's InternalIP (default runtime.HostIP).
+	// NodeIP is the node's InternalIP and its pods' status.hostIP
+	// (default runtime.HostIP; required with Network: the node's address
+	// as its pods reach it).
 	NodeIP string
+	// Network, when set, gives each pod a network of its own (package
+	// podnet/nodenet: a network namespace, an address of the bridge's
+	// range, its processes started inside). Nil is the loopback network
+	// over PodCIDR, whose addresses the API server refuses in
+	// EndpointSlices.
+	Network runtime.PodNetwork
 	// Images resolves images of containers without a command (the zero
 	// value: images.Default).
 	Images images.Map
@@ -83,6 +93,12 @@ type Config struct {
 	// server (default: the host and port of the node's own kubeconfig).
 	// There is no kube-proxy, so not the `kubernetes` Service's ClusterIP.
 	APIServerForPods string
+	// Signals, when set, is where Run takes its stop signals from (the
+	// first drains the node, the second kills its pods) instead of
+	// catching SIGINT and SIGTERM itself: for a caller that catches them
+	// before Run starts. A signal must reach one channel only, or it
+	// would count twice.
+	Signals <-chan os.Signal
 }
 
 func (cfg Config) withDefaults() (Config, error) {
@@ -95,14 +111,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Kubeconfig == "" && cfg.RESTConfig == nil {
 		return cfg, errors.New("kubeconfig: required")
 	}
-	if cfg.PodCIDR == "" {
-		cfg.PodCIDR = runtime.DefaultPodCIDR
-	}
-	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
+	if err := cfg.checkNetwork(); err != nil {
 		return cfg, err
-	}
-	if cfg.NodeIP == "" {
-		cfg.NodeIP = runtime.HostIP
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -128,6 +138,45 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkNetwork fills in and checks PodCIDR and NodeIP for the network.
+func (cfg *Config) checkNetwork() error {
+	if cfg.Network != nil {
+		_, cidr := cfg.Network.Capacity()
+		if cfg.PodCIDR != "" && cfg.PodCIDR != cidr.String() {
+			return fmt.Errorf("pod CIDR %s: the pod network's range is %s", cfg.PodCIDR, cidr)
+		}
+		cfg.PodCIDR = cidr.String()
+		if _, err := netip.ParseAddr(cfg.NodeIP); err != nil {
+			return fmt.Errorf("node IP %q: required with a pod network, the node's address as its pods reach it: %w", cfg.NodeIP, err)
+		}
+		return nil
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = runtime.DefaultPodCIDR
+	}
+	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
+		return err
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = runtime.HostIP
+	}
+	return nil
+}
+
+// agentOptions are the node agent's network options: the pod network
+// and the node's address, or the loopback range.
+func (cfg Config) agentOptions(o runtime.Options) runtime.Options {
+	if cfg.Network != nil {
+		o.Network, o.HostIP = cfg.Network, netip.MustParseAddr(cfg.NodeIP)
+		return o
+	}
+	o.PodCIDR = cfg.PodCIDR
+	if ip, err := netip.ParseAddr(cfg.NodeIP); err == nil {
+		o.HostIP = ip
+	}
+	return o
 }
 
 // podCredentials prepares what gives pods their service-account identity
@@ -202,9 +251,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := checkRegistered(ctx, core.Nodes(), cfg); err != nil {
 		return err
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs := cfg.Signals
+	if sigs == nil {
+		own := make(chan os.Signal, 2)
+		signal.Notify(own, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(own)
+		sigs = own
+	}
 
 	begin := time.Now()
 	ctrl, err := nodeController(cfg, core.Nodes(), coord)
@@ -232,11 +285,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	pods := NewPods(core, cfg.Logger)
-	agent, err := runtime.New(runtime.Options{
+	agent, err := runtime.New(cfg.agentOptions(runtime.Options{
 		Events: NewEvents(core), Pods: pods, Source: pods,
-		PodCIDR: cfg.PodCIDR, Images: cfg.Images, NodeName: cfg.NodeName,
+		Images: cfg.Images, NodeName: cfg.NodeName,
 		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
-	})
+	}))
 	if err != nil {
 		stopController()
 		return err
