@@ -83,6 +83,13 @@ type Info struct {
 	Kubectl string
 }
 
+// Check reports a configuration Up would refuse (a flag's value), before
+// anything starts.
+func (cfg Config) Check() error {
+	_, err := cfg.withDefaults()
+	return err
+}
+
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Dir == "" {
 		return cfg, errors.New("--dir: required")

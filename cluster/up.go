@@ -81,6 +81,13 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 	select {
 	case <-h.exited:
+		if h.err == nil {
+			// It ends with status 0 only when asked to stop: a SIGTERM
+			// from elsewhere, `podgate cluster down` most likely.
+			h.waitLeftovers()
+			fmt.Fprintln(cfg.Stderr, "podgate: the cluster was stopped from outside (SIGTERM to its process: podgate cluster down?)")
+			return nil
+		}
 		return h.failed("while it ran")
 	case <-ctx.Done():
 	case sig := <-sigs:

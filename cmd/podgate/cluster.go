@@ -67,6 +67,9 @@ ended on its own, 2 usage error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Version = strings.Fields(buildVersion())[0]
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := cfg.Check(); err != nil {
+				return usageErrorf("%v", err)
+			}
 			if err := cluster.Up(contextOf(cmd), cfg); err != nil {
 				return invalidf("%v", err)
 			}
