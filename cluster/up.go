@@ -45,12 +45,13 @@ func Up(ctx context.Context, cfg Config) error {
 	if rec, err := readPidFile(cfg.Dir); err == nil && isRecorded(rec) {
 		return fmt.Errorf("a cluster already runs in %s (process %d); stop it first: podgate cluster down --dir %s", cfg.Dir, rec.Pid, cfg.Dir)
 	}
+	// Before the binaries, whose first build takes minutes.
+	if err := podnet.Preflight(); err != nil {
+		return fmt.Errorf("cluster up: %w", err)
+	}
 	bins, err := binaries(cfg.Stderr)
 	if err != nil {
 		return err
-	}
-	if err := podnet.Preflight(); err != nil {
-		return fmt.Errorf("podgate cluster up runs the cluster in network namespaces of its own: %w", err)
 	}
 	if err := cleanState(cfg.Dir); err != nil {
 		return err

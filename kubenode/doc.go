@@ -42,8 +42,10 @@
 // ClusterIP). The files are not at /var/run/secrets/kubernetes.io/...:
 // containers share the node's mount namespace.
 //
-// Pod addresses come from the node's --pod-cidr, which is also the Node's
-// spec.podCIDR (the controller manager allocates none): on host loopback
-// for now, so the API server refuses EndpointSlices of these pods until
-// pods get addresses of a network namespace of their own.
+// Pod addresses come from the node's pod network, whose range is also the
+// Node's spec.podCIDR (the controller manager allocates none): with
+// Config.Network (package podnet/nodenet, as `podgate cluster up` runs it)
+// each pod has a network namespace and a real address; without, pods take
+// host loopback addresses of --pod-cidr, which the API server refuses in
+// EndpointSlices.
 package kubenode
