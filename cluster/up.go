@@ -42,7 +42,9 @@ func Up(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return fmt.Errorf("cluster directory: %w", err)
 	}
-	if rec, err := readPidFile(cfg.Dir); err == nil && isRecorded(rec) {
+	if rec, err := readPidFile(cfg.Dir); err == nil && (isRecorded(rec) || len(SessionMembers(rec.Pid)) > 0) {
+		// Processes left of a cluster whose own process is gone count too:
+		// a new cluster would clean the directory under them.
 		return fmt.Errorf("a cluster already runs in %s (process %d); stop it first: podgate cluster down --dir %s", cfg.Dir, rec.Pid, cfg.Dir)
 	}
 	// Before the binaries, whose first build takes minutes.
