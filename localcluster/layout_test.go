@@ -53,6 +53,7 @@ var allowedDeps = map[string][]string{
 	"internal/k8sbin":        {},
 	"controlplane":           {"internal/k8sbin", "runtime/proc", "procgroup"},
 	"kubenode":               {"runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"cluster":                {"controlplane", "kubenode", "podnet", "podnet/nodenet", "internal/k8sbin", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"ociimage":               {},
 	"hack/image":             {"ociimage"},
 	"internal/kubeconfig":    {},

@@ -80,6 +80,9 @@ type Options struct {
 	Runner *probe.Runner
 	// NoGuardian skips the guardian process (see runtime/proc).
 	NoGuardian bool
+	// PodSetup, when set, gives each admitted pod extra environment and
+	// work to finish before its containers start (see PodExtras).
+	PodSetup PodSetupFunc
 }
 
 // Agent is the node agent. Create it with New: it runs every pod its

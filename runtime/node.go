@@ -111,6 +111,7 @@ func (a *Agent) admit(obj *corev1.Pod) {
 		p.closeNet()
 		return
 	}
+	p.startPrepare()
 	go p.run()
 	p.post(evSync{})
 }

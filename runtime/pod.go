@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -50,6 +51,7 @@ type pod struct {
 	a        *Agent
 	qos      corev1.PodQOSClass // the API server's, kept in every status
 	injected bool               // the gate is one of its containers
+	extras   PodExtras          // Options.PodSetup's
 
 	namespace, name string
 	uid             types.UID
@@ -63,6 +65,9 @@ type pod struct {
 	tasks           sync.WaitGroup // process waiters and killers
 	exited          chan struct{}  // closed when the worker has ended
 	timers          []interface{ Stop() bool }
+
+	prepared      bool               // extras.Prepare succeeded: containers may start
+	cancelPrepare context.CancelFunc // ends a Prepare under way
 
 	startTime   metav1.Time
 	initialized bool
@@ -140,6 +145,8 @@ func (p *pod) handle(ev podEvent) {
 	case evProbe:
 		p.onProbe(ev.u)
 	case evSync:
+	case evPrepared:
+		p.prepared = true
 	case evDelete:
 		p.beginTermination(ev.grace, true)
 	case evStop:
@@ -164,6 +171,9 @@ func (p *pod) sync() {
 		return
 	case p.completing:
 		p.syncSidecarShutdown()
+		return
+	}
+	if !p.prepared {
 		return
 	}
 	now := p.a.clock.Now()
@@ -258,7 +268,11 @@ func (p *pod) finish() {
 		t.Stop()
 	}
 	p.mgr.Stop()
+	p.stopPrepare()
 	p.tasks.Wait()
+	if p.extras.Release != nil {
+		p.extras.Release()
+	}
 	if p.removeAtEnd {
 		if err := p.a.opts.Pods.RemovePod(p.namespace, p.name, p.uid); err != nil && !apierrors.IsNotFound(err) {
 			p.a.log.Warn("remove pod", "pod", p.namespace+"/"+p.name, "err", err)

@@ -45,13 +45,16 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	}
 	p.gateConds = gateConditions(obj)
 	p.obj.Status = corev1.PodStatus{}
+	if a.opts.PodSetup != nil {
+		p.extras = a.opts.PodSetup(obj.DeepCopy())
+	}
 	info := env.PodInfo{
 		Name: p.name, Namespace: p.namespace, UID: string(p.uid),
 		Labels: obj.Labels, Annotations: obj.Annotations,
 		NodeName: a.opts.NodeName, ServiceAccount: obj.Spec.ServiceAccountName,
 		PodIP: ip.String(), HostIP: a.hostIP,
 	}
-	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info, p.enter())
+	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info, p.extras.Env, p.enter())
 	p.byName = map[string]*container{}
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {

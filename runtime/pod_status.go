@@ -85,9 +85,11 @@ func (p *pod) containerStatus(c *container) corev1.ContainerStatus {
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: setupMessage(c.setup)}
 	default:
 		// Init containers wait as PodInitializing, and so do the main
-		// containers until the init containers are done.
+		// containers until the init containers are done; without init
+		// containers (still being prepared: PodExtras.Prepare) they wait
+		// as ContainerCreating.
 		reason := "ContainerCreating"
-		if c.init || !p.initialized {
+		if c.init || (!p.initialized && len(p.inits) > 0) {
 			reason = "PodInitializing"
 		}
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason}

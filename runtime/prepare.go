@@ -20,23 +20,23 @@ const EnvPodIP = "POD_IP"
 // working directory. Problems are kept on the container (it then fails to
 // start with CreateContainerConfigError) and returned. enter starts the
 // exec probes and hooks inside the pod's network (nil: as any process).
-func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo, enter func(func() error) error) ([]*container, []*container, field.ErrorList) {
+func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo, extra []env.Var, enter func(func() error) error) ([]*container, []*container, field.ErrorList) {
 	var errs field.ErrorList
 	var inits, mains []*container
 	for i := range spec.InitContainers {
-		c := a.prepareContainer(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, true, enter)
+		c := a.prepareContainer(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, extra, true, enter)
 		errs = append(errs, c.setup...)
 		inits = append(inits, c)
 	}
 	for i := range spec.Containers {
-		c := a.prepareContainer(&spec.Containers[i], specPath.Child("containers").Index(i), info, false, enter)
+		c := a.prepareContainer(&spec.Containers[i], specPath.Child("containers").Index(i), info, extra, false, enter)
 		errs = append(errs, c.setup...)
 		mains = append(mains, c)
 	}
 	return inits, mains, errs
 }
 
-func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, init bool, enter func(func() error) error) *container {
+func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, extra []env.Var, init bool, enter func(func() error) error) *container {
 	c := &container{
 		name:    spec.Name,
 		spec:    spec,
@@ -44,7 +44,7 @@ func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info 
 		init:    init,
 		sidecar: init && spec.RestartPolicy != nil && *spec.RestartPolicy == corev1.ContainerRestartPolicyAlways,
 	}
-	injected := []env.Var{{Name: "HOSTNAME", Value: info.Name}, {Name: EnvPodIP, Value: info.PodIP}}
+	injected := append([]env.Var{{Name: "HOSTNAME", Value: info.Name}, {Name: EnvPodIP, Value: info.PodIP}}, extra...)
 	vars, errs := env.Resolve(a.base, injected, spec, info, path)
 	c.env = vars
 	c.setup = append(c.setup, errs...)
@@ -69,6 +69,6 @@ func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info 
 func (a *Agent) checkWorkload(w *podspec.Workload) field.ErrorList {
 	info := env.PodInfo{Name: w.Name, Namespace: w.Namespace, Labels: w.PodLabels(),
 		Annotations: w.Template.Annotations, NodeName: a.opts.NodeName, PodIP: "127.0.0.1", HostIP: a.hostIP}
-	_, _, errs := a.prepareContainers(w.SpecPath(), w.PodSpec(), info, nil)
+	_, _, errs := a.prepareContainers(w.SpecPath(), w.PodSpec(), info, nil, nil)
 	return errs
 }
