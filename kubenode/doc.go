@@ -29,8 +29,23 @@
 // writes status as it observes it and removes the pod when done. Running
 // both would have two writers of the same pods' status.
 //
-// Pod addresses come from the node's --pod-cidr, which is also the Node's
-// spec.podCIDR (the controller manager allocates none): on host loopback
-// for now, so the API server refuses EndpointSlices of these pods until
-// pods get addresses of a network namespace of their own.
+// Pods reach the API server as themselves: for a pod with the
+// service-account token volume the ServiceAccount admission plugin adds
+// (every pod that does not set automountServiceAccountToken: false, on
+// itself or its service account), the node asks for a token of the pod's
+// service account bound to the pod (TokenRequest, the API server's own
+// audience, boundObjectRef the Pod), renews it at 80% of its life, and
+// writes it with the volume's ca.crt and namespace to a directory of the
+// pod's, with a kubeconfig reading them: $KUBECONFIG in every container,
+// with KUBERNETES_SERVICE_HOST and _PORT naming the API server as pods
+// reach it (Config.APIServerForPods; no kube-proxy, so not the
+// ClusterIP). The files are not at /var/run/secrets/kubernetes.io/...:
+// containers share the node's mount namespace.
+//
+// Pod addresses come from the node's pod network, whose range is also the
+// Node's spec.podCIDR (the controller manager allocates none): with
+// Config.Network (package podnet/nodenet, as `podgate cluster up` runs it)
+// each pod has a network namespace and a real address; without, pods take
+// host loopback addresses of --pod-cidr, which the API server refuses in
+// EndpointSlices.
 package kubenode

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -575,6 +576,10 @@ func TestConfigIsChecked(t *testing.T) {
 		{"no credential", Config{NodeName: "n1"}, "kubeconfig: required"},
 		{"a pod range off loopback", Config{Kubeconfig: "k", NodeName: "n1", PodCIDR: "10.0.0.0/24"}, "inside 127.0.0.0/8"},
 		{"a kubeconfig that does not exist", Config{Kubeconfig: "/nonexistent/k", NodeName: "n1"}, "kubeconfig /nonexistent/k"},
+		{"a pod range other than the pod network's", Config{Kubeconfig: "k", NodeName: "n1", Network: rangeOnly("10.250.0.0/24"), PodCIDR: "10.250.1.0/24", NodeIP: "10.250.0.1"},
+			"pod CIDR 10.250.1.0/24: the pod network's range is 10.250.0.0/24"},
+		{"a pod network without the node's address", Config{Kubeconfig: "k", NodeName: "n1", Network: rangeOnly("10.250.0.0/24")}, "node IP \"\": required with a pod network"},
+		{"an API server for pods without a port", Config{Kubeconfig: "k", NodeName: "n1", APIServerForPods: "10.0.0.1"}, `API server for pods "10.0.0.1": want HOST:PORT`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := Run(t.Context(), tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -583,6 +588,13 @@ func TestConfigIsChecked(t *testing.T) {
 		})
 	}
 }
+
+// rangeOnly is a pod network as far as the configuration check sees one:
+// its range. It gives no pod a network (the check fails before any).
+type rangeOnly string
+
+func (r rangeOnly) Add(string) (runtime.PodNet, error) { return nil, errors.New("not for pods") }
+func (r rangeOnly) Capacity() (int, netip.Prefix)      { return 253, netip.MustParsePrefix(string(r)) }
 
 // The kubelet version the node reports is the one of the Kubernetes API
 // podgate is built against: go.mod's k8s.io/api v0.X.Y is Kubernetes

@@ -37,10 +37,14 @@ const leaseNamespace = "kube-node-lease"
 // nodeObject is the Node the agent registers: its pod range, addresses,
 // capacity, and Ready (the agent runs pods from the moment it watches).
 func nodeObject(cfg Config) *corev1.Node {
+	pods := rangeSize(cfg.PodCIDR)
+	if cfg.Network != nil {
+		pods, _ = cfg.Network.Capacity() // the node's own address is not a pod's
+	}
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(memTotal(), resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(int64(min(maxPods, rangeSize(cfg.PodCIDR))), resource.DecimalSI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(min(maxPods, pods)), resource.DecimalSI),
 	}
 	now := metav1.Now()
 	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {

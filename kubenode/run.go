@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +23,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
@@ -47,10 +52,19 @@ type Config struct {
 	// NodeName is the Node's name. Required.
 	NodeName string
 	// PodCIDR is the node's spec.podCIDR and the range its pods take
-	// addresses from (default runtime.DefaultPodCIDR).
+	// addresses from (default runtime.DefaultPodCIDR; with Network, the
+	// network's range).
 	PodCIDR string
-	// NodeIP is the node's InternalIP (default runtime.HostIP).
+	// NodeIP is the node's InternalIP and its pods' status.hostIP
+	// (default runtime.HostIP; required with Network: the node's address
+	// as its pods reach it).
 	NodeIP string
+	// Network, when set, gives each pod a network of its own (package
+	// podnet/nodenet: a network namespace, an address of the bridge's
+	// range, its processes started inside). Nil is the loopback network
+	// over PodCIDR, whose addresses the API server refuses in
+	// EndpointSlices.
+	Network runtime.PodNetwork
 	// Images resolves images of containers without a command (the zero
 	// value: images.Default).
 	Images images.Map
@@ -70,6 +84,21 @@ type Config struct {
 	// Ready, when set, is called once the Node is registered and the
 	// agent watches its pods.
 	Ready func()
+	// PodsDir holds a directory per pod with its service-account
+	// credentials (token, ca.crt, namespace, kubeconfig); default
+	// $TMPDIR/podgate-node-NAME/pods.
+	PodsDir string
+	// APIServerForPods is the API server's host:port as pods reach it:
+	// their $KUBERNETES_SERVICE_HOST and _PORT and their kubeconfig's
+	// server (default: the host and port of the node's own kubeconfig).
+	// There is no kube-proxy, so not the `kubernetes` Service's ClusterIP.
+	APIServerForPods string
+	// Signals, when set, is where Run takes its stop signals from (the
+	// first drains the node, the second kills its pods) instead of
+	// catching SIGINT and SIGTERM itself: for a caller that catches them
+	// before Run starts. A signal must reach one channel only, or it
+	// would count twice.
+	Signals <-chan os.Signal
 }
 
 func (cfg Config) withDefaults() (Config, error) {
@@ -82,14 +111,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Kubeconfig == "" && cfg.RESTConfig == nil {
 		return cfg, errors.New("kubeconfig: required")
 	}
-	if cfg.PodCIDR == "" {
-		cfg.PodCIDR = runtime.DefaultPodCIDR
-	}
-	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
+	if err := cfg.checkNetwork(); err != nil {
 		return cfg, err
-	}
-	if cfg.NodeIP == "" {
-		cfg.NodeIP = runtime.HostIP
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -106,7 +129,81 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.PodsDir == "" {
+		cfg.PodsDir = filepath.Join(os.TempDir(), "podgate-node-"+cfg.NodeName, "pods")
+	}
+	if cfg.APIServerForPods != "" {
+		if _, _, err := net.SplitHostPort(cfg.APIServerForPods); err != nil {
+			return cfg, fmt.Errorf("API server for pods %q: want HOST:PORT: %w", cfg.APIServerForPods, err)
+		}
+	}
 	return cfg, nil
+}
+
+// checkNetwork fills in and checks PodCIDR and NodeIP for the network.
+func (cfg *Config) checkNetwork() error {
+	if cfg.Network != nil {
+		_, cidr := cfg.Network.Capacity()
+		if cfg.PodCIDR != "" && cfg.PodCIDR != cidr.String() {
+			return fmt.Errorf("pod CIDR %s: the pod network's range is %s", cfg.PodCIDR, cidr)
+		}
+		cfg.PodCIDR = cidr.String()
+		if _, err := netip.ParseAddr(cfg.NodeIP); err != nil {
+			return fmt.Errorf("node IP %q: required with a pod network, the node's address as its pods reach it: %w", cfg.NodeIP, err)
+		}
+		return nil
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = runtime.DefaultPodCIDR
+	}
+	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
+		return err
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = runtime.HostIP
+	}
+	return nil
+}
+
+// agentOptions are the node agent's network options: the pod network
+// and the node's address, or the loopback range.
+func (cfg Config) agentOptions(o runtime.Options) runtime.Options {
+	if cfg.Network != nil {
+		o.Network, o.HostIP = cfg.Network, netip.MustParseAddr(cfg.NodeIP)
+		return o
+	}
+	o.PodCIDR = cfg.PodCIDR
+	if ip, err := netip.ParseAddr(cfg.NodeIP); err == nil {
+		o.HostIP = ip
+	}
+	return o
+}
+
+// podCredentials prepares what gives pods their service-account identity
+// (see credentials).
+func (cfg Config) podCredentials(rc *rest.Config, core corev1client.CoreV1Interface) (*credentials, error) {
+	server := cfg.APIServerForPods
+	if server == "" {
+		u, err := url.Parse(rc.Host)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("API server for pods: the kubeconfig's server %q has no host: set it", rc.Host)
+		}
+		server = u.Host
+		if u.Port() == "" {
+			server = net.JoinHostPort(u.Hostname(), "443")
+		}
+	}
+	ca := rc.CAData
+	if len(ca) == 0 && rc.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(rc.CAFile); err != nil {
+			return nil, fmt.Errorf("the kubeconfig's CA: %w", err)
+		}
+	}
+	if err := os.MkdirAll(cfg.PodsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("pods directory: %w", err)
+	}
+	return &credentials{core: core, dir: cfg.PodsDir, server: server, caData: ca, clock: clock.RealClock{}, log: cfg.Logger}, nil
 }
 
 // restConfig loads the credential, with the kubelet's request rates
@@ -154,9 +251,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := checkRegistered(ctx, core.Nodes(), cfg); err != nil {
 		return err
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs := cfg.Signals
+	if sigs == nil {
+		own := make(chan os.Signal, 2)
+		signal.Notify(own, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(own)
+		sigs = own
+	}
 
 	begin := time.Now()
 	ctrl, err := nodeController(cfg, core.Nodes(), coord)
@@ -178,12 +279,17 @@ func Run(ctx context.Context, cfg Config) error {
 		stopController()
 		return nil
 	}
+	creds, err := cfg.podCredentials(rc, core)
+	if err != nil {
+		stopController()
+		return err
+	}
 	pods := NewPods(core, cfg.Logger)
-	agent, err := runtime.New(runtime.Options{
+	agent, err := runtime.New(cfg.agentOptions(runtime.Options{
 		Events: NewEvents(core), Pods: pods, Source: pods,
-		PodCIDR: cfg.PodCIDR, Images: cfg.Images, NodeName: cfg.NodeName,
-		Output: cfg.Output, Logger: cfg.Logger,
-	})
+		Images: cfg.Images, NodeName: cfg.NodeName,
+		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
+	}))
 	if err != nil {
 		stopController()
 		return err

@@ -11,7 +11,7 @@ import (
 )
 
 // preflightNeed opens every Preflight error.
-const preflightNeed = "podgate node needs root (or CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces"
+const preflightNeed = "podgate needs root (or CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces"
 
 // Preflight checks, before anything starts, that this process can build
 // the pod network: CAP_SYS_ADMIN (unshare, setns) and CAP_NET_ADMIN

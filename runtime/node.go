@@ -108,9 +108,10 @@ func (a *Agent) admit(obj *corev1.Pod) {
 	a.gatesSeen[obj.UID] = gatesKey(obj)
 	if !a.addPod(p) {
 		p.mgr.Stop() // shutting down
-		a.ipam.release(p.ip)
+		p.closeNet()
 		return
 	}
+	p.startPrepare()
 	go p.run()
 	p.post(evSync{})
 }

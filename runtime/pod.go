@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -50,10 +51,12 @@ type pod struct {
 	a        *Agent
 	qos      corev1.PodQOSClass // the API server's, kept in every status
 	injected bool               // the gate is one of its containers
+	extras   PodExtras          // Options.PodSetup's
 
 	namespace, name string
 	uid             types.UID
 	ip              netip.Addr
+	net             PodNet
 	obj             *corev1.Pod // metadata and spec as created; status is built
 	inits, mains    []*container
 	byName          map[string]*container
@@ -62,6 +65,9 @@ type pod struct {
 	tasks           sync.WaitGroup // process waiters and killers
 	exited          chan struct{}  // closed when the worker has ended
 	timers          []interface{ Stop() bool }
+
+	prepared      bool               // extras.Prepare succeeded: containers may start
+	cancelPrepare context.CancelFunc // ends a Prepare under way
 
 	startTime   metav1.Time
 	initialized bool
@@ -139,6 +145,8 @@ func (p *pod) handle(ev podEvent) {
 	case evProbe:
 		p.onProbe(ev.u)
 	case evSync:
+	case evPrepared:
+		p.prepared = true
 	case evDelete:
 		p.beginTermination(ev.grace, true)
 	case evStop:
@@ -163,6 +171,9 @@ func (p *pod) sync() {
 		return
 	case p.completing:
 		p.syncSidecarShutdown()
+		return
+	}
+	if !p.prepared {
 		return
 	}
 	now := p.a.clock.Now()
@@ -257,13 +268,17 @@ func (p *pod) finish() {
 		t.Stop()
 	}
 	p.mgr.Stop()
+	p.stopPrepare()
 	p.tasks.Wait()
+	if p.extras.Release != nil {
+		p.extras.Release()
+	}
 	if p.removeAtEnd {
 		if err := p.a.opts.Pods.RemovePod(p.namespace, p.name, p.uid); err != nil && !apierrors.IsNotFound(err) {
 			p.a.log.Warn("remove pod", "pod", p.namespace+"/"+p.name, "err", err)
 		}
 	}
-	p.a.ipam.release(p.ip)
+	p.closeNet()
 	p.a.removePod(p)
 }
 

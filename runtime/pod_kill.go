@@ -48,6 +48,7 @@ func (p *pod) beginTermination(grace *int64, remove bool) {
 		return
 	}
 	p.terminating = true
+	p.stopPrepare()
 	p.forced = g == 0
 	// The API server sets deletionTimestamp to when the grace period ends.
 	p.deletionTime, p.graceDeadline = deadline, deadline

@@ -41,8 +41,8 @@ func (p *pod) buildStatus() corev1.PodStatus {
 	}
 	st := corev1.PodStatus{
 		Phase:     p.phase(),
-		HostIP:    HostIP,
-		HostIPs:   []corev1.HostIP{{IP: HostIP}},
+		HostIP:    p.a.hostIP,
+		HostIPs:   []corev1.HostIP{{IP: p.a.hostIP}},
 		PodIP:     p.ip.String(),
 		PodIPs:    []corev1.PodIP{{IP: p.ip.String()}},
 		StartTime: &p.startTime,
@@ -85,9 +85,11 @@ func (p *pod) containerStatus(c *container) corev1.ContainerStatus {
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: setupMessage(c.setup)}
 	default:
 		// Init containers wait as PodInitializing, and so do the main
-		// containers until the init containers are done.
+		// containers until the init containers are done; without init
+		// containers (still being prepared: PodExtras.Prepare) they wait
+		// as ContainerCreating.
 		reason := "ContainerCreating"
-		if c.init || !p.initialized {
+		if c.init || (!p.initialized && len(p.inits) > 0) {
 			reason = "PodInitializing"
 		}
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason}

@@ -19,6 +19,7 @@ func init() { register(newNodeCmd) }
 
 type nodeOptions struct {
 	kubeconfig, name, podCIDR, nodeIP string
+	podsDir, apiServerForPods         string
 	images                            []string
 	imageLayout                       string
 }
@@ -69,7 +70,7 @@ registered with another pod range), 2 usage error.`,
 			}
 			err = kubenode.Run(ctx, kubenode.Config{
 				Kubeconfig: o.kubeconfig, NodeName: o.name, PodCIDR: o.podCIDR, NodeIP: o.nodeIP,
-				Images: im, Version: strings.Fields(buildVersion())[0],
+				PodsDir: o.podsDir, APIServerForPods: o.apiServerForPods, Images: im, Version: strings.Fields(buildVersion())[0],
 				Output: cmd.OutOrStdout(), Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 			})
 			if err != nil {
@@ -83,6 +84,8 @@ registered with another pod range), 2 usage error.`,
 	f.StringVar(&o.name, "name", "", "the Node's name (default: this host's name)")
 	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8)")
 	f.StringVar(&o.nodeIP, "node-ip", runtime.HostIP, "the Node's InternalIP")
+	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's service-account credentials go, a directory per pod (default $TMPDIR/podgate-node-NAME/pods)")
+	f.StringVar(&o.apiServerForPods, "api-server-for-pods", "", "HOST:PORT at which pods reach the API server: their $KUBERNETES_SERVICE_HOST/_PORT and kubeconfig (default: the kubeconfig's server)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
 	f.StringVar(&o.imageLayout, "image-layout", "", imageLayoutUsage)
 	return cmd

@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,7 +63,13 @@ func Path(name string) (string, error) {
 	return filepath.Join(d, name), nil
 }
 
-func find() (string, error) {
+func find() (string, error) { return Ensure(nil) }
+
+// Ensure is Dir for a command that needs the binaries once (`podgate
+// cluster up`): it is not cached, and the script's progress lines (on a
+// cache miss, one per binary as its build starts) are copied to progress
+// as they come, when it is not nil.
+func Ensure(progress io.Writer) (string, error) {
 	if d := os.Getenv(EnvDir); d != "" {
 		return d, check(d, "$"+EnvDir)
 	}
@@ -70,18 +77,25 @@ func find() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return Build(filepath.Join(root, Script))
+	return BuildTo(filepath.Join(root, Script), progress)
 }
 
 // Build runs the build script and returns the directory it printed, once
 // it holds every binary. A failed build's error quotes the last lines of
 // the script's stderr.
-func Build(script string) (string, error) {
+func Build(script string) (string, error) { return BuildTo(script, nil) }
+
+// BuildTo is Build with the script's stderr also copied to progress (nil:
+// not copied).
+func BuildTo(script string, progress io.Writer) (string, error) {
 	var stdout bytes.Buffer
 	stderr := &tail{max: tailLines}
 	cmd := exec.Command("bash", script)
 	cmd.Stdout = &stdout
 	cmd.Stderr = stderr
+	if progress != nil {
+		cmd.Stderr = io.MultiWriter(stderr, progress)
+	}
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("build the Kubernetes binaries (%s): %w\n%s", script, err, stderr)
 	}

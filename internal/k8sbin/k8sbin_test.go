@@ -139,3 +139,20 @@ func TestEnvDirIsUsedAsIs(t *testing.T) {
 		t.Errorf("find() = %q, %v; want %q", got, err, built)
 	}
 }
+
+func TestBuildToCopiesTheProgressLines(t *testing.T) {
+	var progress strings.Builder
+	bin := t.TempDir()
+	for _, n := range Names {
+		if err := os.WriteFile(filepath.Join(bin, n), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := BuildTo(script(t, "echo 'k8s-build: building etcd (0s)' >&2; echo "+bin), &progress)
+	if err != nil || got != bin {
+		t.Fatalf("BuildTo = %q, %v; want %q", got, err, bin)
+	}
+	if progress.String() != "k8s-build: building etcd (0s)\n" {
+		t.Errorf("progress = %q, want the script's stderr line", progress.String())
+	}
+}

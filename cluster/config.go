@@ -1,0 +1,200 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/podnet"
+)
+
+// Defaults of Config.
+const (
+	DefaultPodCIDR  = "10.244.0.0/16"
+	DefaultListen   = "127.0.0.1:0"
+	DefaultNodeName = "podgate"
+)
+
+// Files in the cluster's directory.
+const (
+	// KubeconfigFile is the admin's kubeconfig, for the host: server
+	// https://127.0.0.1:PORT (the forward into the cluster).
+	KubeconfigFile = "kubeconfig"
+	// PidFile records the running cluster for `podgate cluster down`.
+	PidFile = "cluster.pid"
+	// controlPlaneDir holds the control plane's PKI, etcd's data and the
+	// components' logs; podsDir the pods' service-account credentials.
+	controlPlaneDir = "controlplane"
+	podsDir         = "pods"
+)
+
+// ChildCommand is the hidden subcommand of podgate that runs the cluster
+// process (Child): `podgate cluster child --config JSON`.
+var ChildCommand = []string{"cluster", "child"}
+
+// Config is a `podgate cluster up`.
+type Config struct {
+	// Dir holds the cluster's files (kubeconfig, pid file, the control
+	// plane's PKI, data and logs). Required; created if absent.
+	Dir string
+	// PodCIDR is the pods' range (default DefaultPodCIDR): the node takes
+	// its first address, the pods the following ones. It must not overlap
+	// the Service range (controlplane.DefaultServiceCIDR).
+	PodCIDR string
+	// Listen is the host's loopback address of the API server (default
+	// DefaultListen: a free port).
+	Listen string
+	// NodeName is the node's name (default DefaultNodeName).
+	NodeName string
+	// Images are `--image NAME=PATH` mappings for the node agent.
+	Images []string
+	// Executable is the podgate binary started as the cluster process
+	// (default os.Executable()).
+	Executable string
+	// Version is podgate's, reported by the node.
+	Version string
+	// Stdout receives the containers' output; Stderr the progress and
+	// how to use the cluster. nil discards.
+	Stdout, Stderr io.Writer
+	// Ready, when set, is called once the node is Ready and the
+	// kubeconfig written.
+	Ready func(Info)
+}
+
+// Info describes a running cluster.
+type Info struct {
+	// Kubeconfig is the admin kubeconfig's path; Server its server URL.
+	Kubeconfig, Server string
+	// Pid is the cluster process's: the leader of the session every
+	// process of the cluster runs in.
+	Pid int
+	// Kubectl is the path of the kubectl binary built with the control
+	// plane.
+	Kubectl string
+}
+
+// Check reports a configuration Up would refuse (a flag's value), before
+// anything starts.
+func (cfg Config) Check() error {
+	_, err := cfg.withDefaults()
+	return err
+}
+
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Dir == "" {
+		return cfg, errors.New("--dir: required")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return cfg, fmt.Errorf("--dir %q: %w", cfg.Dir, err)
+	}
+	cfg.Dir = dir
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = DefaultPodCIDR
+	}
+	if err := checkPodCIDR(cfg.PodCIDR); err != nil {
+		return cfg, err
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if err := checkListen(cfg.Listen); err != nil {
+		return cfg, err
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName
+	}
+	if errs := validation.IsDNS1123Subdomain(cfg.NodeName); len(errs) > 0 {
+		return cfg, fmt.Errorf("--name %q: %s", cfg.NodeName, strings.Join(errs, "; "))
+	}
+	for _, im := range cfg.Images {
+		if name, path, ok := strings.Cut(im, "="); !ok || name == "" || path == "" {
+			return cfg, fmt.Errorf("--image %q: want NAME=PATH", im)
+		}
+	}
+	if cfg.Executable == "" {
+		if cfg.Executable, err = os.Executable(); err != nil {
+			return cfg, fmt.Errorf("find podgate's own binary: %w", err)
+		}
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	return cfg, nil
+}
+
+// checkPodCIDR is podnet's rule, and clear of the Service range.
+func checkPodCIDR(cidr string) error {
+	p, err := podnet.ParseCIDR(cidr)
+	if err != nil {
+		return fmt.Errorf("--pod-cidr: %w", err)
+	}
+	if svc := netip.MustParsePrefix(controlplane.DefaultServiceCIDR); p.Overlaps(svc) {
+		return fmt.Errorf("--pod-cidr %s overlaps the Service range %s", cidr, svc)
+	}
+	return nil
+}
+
+// checkListen allows host loopback addresses only: the cluster's API
+// server gives system:masters to whoever holds the kubeconfig, and it is
+// not meant to be reached from another machine.
+func checkListen(listen string) error {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: want 127.0.0.1:PORT: %w", listen, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() || !ip.Is4() {
+		return fmt.Errorf("--listen %q: the API server is forwarded to host loopback only: give an IPv4 loopback address, e.g. 127.0.0.1:%s", listen, port)
+	}
+	return nil
+}
+
+// childConfig is what the host side tells the cluster process, as JSON
+// in its --config flag (so its command line says which cluster it is).
+type childConfig struct {
+	Dir      string   `json:"dir"`
+	PodCIDR  string   `json:"podCIDR"`
+	NodeName string   `json:"nodeName"`
+	BinDir   string   `json:"binDir"`
+	Images   []string `json:"images,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	// ReadyFd is the descriptor of the pipe the child reports on.
+	ReadyFd int `json:"readyFd"`
+}
+
+// readyMessage is the child's one line on the ready pipe.
+type readyMessage struct {
+	// Kubeconfig is the admin's kubeconfig inside (server
+	// https://127.0.0.1:INNER-PORT); the host rewrites the server.
+	Kubeconfig string `json:"kubeconfig"`
+	// APIServer is the API server's address inside the namespace, as
+	// pods reach it (NODE-IP:PORT).
+	APIServer string `json:"apiServer"`
+}
+
+func (c childConfig) args() ([]string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]string{}, ChildCommand...), "--dir", c.Dir, "--config", string(b)), nil
+}
+
+// logger is the progress on w.
+func logger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

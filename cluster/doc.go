@@ -1,0 +1,31 @@
+// Package cluster is `podgate cluster up` and `podgate cluster down`: a
+// whole Kubernetes cluster on this machine — the real control plane
+// (package controlplane) and podgate's node agent as its kubelet (package
+// kubenode) — without docker, in a network namespace of its own.
+//
+// Two processes:
+//
+//   - The host side (Up), in the caller's namespaces: it gets the control
+//     plane's binaries (a cache hit, or a build whose progress it shows),
+//     checks it may create network namespaces (podnet.Preflight), opens the
+//     loopback listener of the API server on the host, and starts the
+//     cluster process: this binary again, with the hidden subcommand
+//     `podgate cluster child`, in a new network namespace
+//     (podnet.StartInNewNetns) and a session of its own, handing it the
+//     listener. Once the node is Ready it writes DIR/kubeconfig (the
+//     admin's credential, server https://127.0.0.1:PORT) and says how to
+//     use it. Ctrl-C stops the cluster process and waits for it.
+//   - The cluster process (Child), inside its namespace: the bridge with
+//     the pod CIDR's first address (the node's, podnet.SetupCluster), the
+//     control plane with the API server on all addresses of the namespace
+//     and advertising the node's address, the node agent with that
+//     address as its InternalIP, and the forward from the host's listener
+//     to the API server. It stops the node first (pods terminate
+//     gracefully and are deleted), then the control plane, then the
+//     network.
+//
+// Everything the cluster runs is in the cluster process's session: Down
+// (for a cluster left behind, by the pid file) and the tests find every
+// process of it there. Nothing is mounted and no namespace is named, so
+// when the last process goes, the namespaces go too.
+package cluster

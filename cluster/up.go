@@ -1,0 +1,356 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/podnet"
+)
+
+// leftoverWait bounds the wait for the cluster's last processes once the
+// cluster process is gone: its components and pods die with it
+// (parent-death signal, process guardian), within moments.
+const leftoverWait = 10 * time.Second
+
+// Up runs a cluster until ctx ends or SIGINT/SIGTERM: the host side (see
+// the package documentation). A second signal makes the node kill its
+// pods at once instead of waiting for their grace periods; a third kills
+// every process of the cluster. It returns once nothing of the cluster
+// runs, with the pid file and the kubeconfig removed.
+func Up(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("cluster directory: %w", err)
+	}
+	if rec, err := readPidFile(cfg.Dir); err == nil && (isRecorded(rec) || len(SessionMembers(rec.Pid)) > 0) {
+		// Processes left of a cluster whose own process is gone count too:
+		// a new cluster would clean the directory under them.
+		return fmt.Errorf("a cluster already runs in %s (process %d); stop it first: podgate cluster down --dir %s", cfg.Dir, rec.Pid, cfg.Dir)
+	}
+	// Before the binaries, whose first build takes minutes.
+	if err := podnet.Preflight(); err != nil {
+		return fmt.Errorf("cluster up: %w", err)
+	}
+	bins, err := binaries(cfg.Stderr)
+	if err != nil {
+		return err
+	}
+	if err := cleanState(cfg.Dir); err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 3)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	begin := time.Now()
+	h, err := startChild(cfg, bins)
+	if err != nil {
+		return err
+	}
+	defer h.cleanup()
+	select {
+	case msg := <-h.ready:
+		if err := h.announce(cfg, msg, bins, time.Since(begin)); err != nil {
+			h.stop(sigs)
+			return err
+		}
+	case <-h.exited:
+		return h.failed("before it was ready")
+	case <-ctx.Done():
+		return h.stop(sigs)
+	case sig := <-sigs:
+		fmt.Fprintf(cfg.Stderr, "podgate: %s: stopping the cluster (again: kill the pods at once)\n", sig)
+		return h.stop(sigs)
+	}
+	select {
+	case <-h.exited:
+		if h.err == nil {
+			// It ends with status 0 only when asked to stop: a SIGTERM
+			// from elsewhere, `podgate cluster down` most likely.
+			h.waitLeftovers()
+			fmt.Fprintln(cfg.Stderr, "podgate: the cluster was stopped from outside (SIGTERM to its process: podgate cluster down?)")
+			return nil
+		}
+		return h.failed("while it ran")
+	case <-ctx.Done():
+	case sig := <-sigs:
+		fmt.Fprintf(cfg.Stderr, "podgate: %s: stopping the cluster: pods first, gracefully (again: kill them at once)\n", sig)
+	}
+	return h.stop(sigs)
+}
+
+// binaries gets the control plane's binaries, showing the build's steps
+// when it is not a cache hit.
+func binaries(stderr io.Writer) (string, error) {
+	d, err := k8sbin.Ensure(&buildProgress{w: stderr})
+	if err != nil {
+		return "", fmt.Errorf("the Kubernetes binaries: %w", err)
+	}
+	return d, nil
+}
+
+// buildProgress shows the build script's step lines, after a line that
+// says what is happening; a cache hit shows nothing.
+type buildProgress struct {
+	w       io.Writer
+	started bool
+	part    []byte
+}
+
+func (b *buildProgress) Write(p []byte) (int, error) {
+	b.part = append(b.part, p...)
+	for {
+		i := bytes.IndexByte(b.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(b.part[:i])
+		b.part = b.part[i+1:]
+		if strings.Contains(line, "cache hit") {
+			continue
+		}
+		if !b.started {
+			b.started = true
+			fmt.Fprintln(b.w, "podgate: building the Kubernetes binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) from source, once; a cold build takes 5 to 15 minutes on 2 cores")
+		}
+		fmt.Fprintln(b.w, line)
+	}
+}
+
+// cleanState removes what a previous cluster in dir left: a new cluster
+// gets a new PKI and an empty etcd.
+func cleanState(dir string) error {
+	for _, name := range []string{KubeconfigFile, PidFile, controlPlaneDir, podsDir} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("clean the cluster directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// hostSide is the running cluster process, seen from the host.
+type hostSide struct {
+	cfg    Config
+	cmd    *exec.Cmd
+	rec    pidRecord
+	ready  chan readyMessage
+	exited chan struct{} // closed once the cluster process is gone
+	err    error         // its exit, once exited is closed
+}
+
+// startChild starts the cluster process with the API server's listener
+// and the ready pipe, and records it in the pid file.
+func startChild(cfg Config, bins string) (*hostSide, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start the cluster process: %w", err)
+	}
+	defer readyW.Close()
+	cmd := exec.Command(cfg.Executable)
+	cmd.Stdout, cmd.Stderr = cfg.Stdout, cfg.Stderr
+	// Only a process that escaped the cluster's session could hold the
+	// output pipes open after the cluster process ended.
+	cmd.WaitDelay = leftoverWait
+	lnFile, err := podnet.PassListener(cmd, "api", ln)
+	if err != nil {
+		readyR.Close()
+		return nil, err
+	}
+	defer lnFile.Close()
+	cmd.ExtraFiles = append(cmd.ExtraFiles, readyW)
+	cc := childConfig{Dir: cfg.Dir, PodCIDR: cfg.PodCIDR, NodeName: cfg.NodeName, BinDir: bins,
+		Images: cfg.Images, Version: cfg.Version, ReadyFd: 2 + len(cmd.ExtraFiles)}
+	args, err := cc.args()
+	if err != nil {
+		readyR.Close()
+		return nil, err
+	}
+	cmd.Args = append([]string{cfg.Executable}, args...)
+	// A session of its own: a Ctrl-C at the terminal reaches only this
+	// process, which stops the cluster in order, and every process of
+	// the cluster can be found by its session. If this process dies, the
+	// cluster stops gracefully.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+	h := &hostSide{cfg: cfg, cmd: cmd, ready: make(chan readyMessage, 1), exited: make(chan struct{})}
+	if err := h.start(); err != nil {
+		readyR.Close()
+		return nil, err
+	}
+	go h.readReady(readyR)
+	if err := h.record(ln.Addr().String()); err != nil {
+		h.stop(nil)
+		return nil, err
+	}
+	return h, nil
+}
+
+// start forks the cluster process from a thread that stays locked until
+// the process has exited: the parent-death signal fires when the forking
+// thread ends, not the process.
+func (h *hostSide) start() error {
+	started := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread()
+		// Never unlocked: the thread ends with this goroutine, after the
+		// cluster process.
+		if err := podnet.StartInNewNetns(h.cmd); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		h.err = h.cmd.Wait()
+		close(h.exited)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("start the cluster process: %w", err)
+	}
+	return nil
+}
+
+// record writes the pid file.
+func (h *hostSide) record(listen string) error {
+	pid := h.cmd.Process.Pid
+	st, err := readStat(pid)
+	if err != nil {
+		return fmt.Errorf("the cluster process: %w", err)
+	}
+	ns, err := podnet.NetnsOf(pid)
+	if err != nil {
+		return fmt.Errorf("the cluster process: %w", err)
+	}
+	defer ns.Close()
+	h.rec = pidRecord{Pid: pid, StartTime: st.startTime, HostPid: os.Getpid(), Netns: ns.Inode(), Server: "https://" + listen}
+	return writePidFile(h.cfg.Dir, h.rec)
+}
+
+// readReady takes the child's one line, if it comes.
+func (h *hostSide) readReady(r *os.File) {
+	defer r.Close()
+	line, err := bufio.NewReader(r).ReadBytes('\n')
+	if err != nil {
+		return // EOF: the child ended first
+	}
+	var msg readyMessage
+	if json.Unmarshal(line, &msg) == nil {
+		h.ready <- msg
+	}
+}
+
+// announce writes the host's kubeconfig and says how to use the cluster.
+func (h *hostSide) announce(cfg Config, msg readyMessage, bins string, took time.Duration) error {
+	kc, err := clientcmd.LoadFromFile(msg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("the cluster's admin kubeconfig: %w", err)
+	}
+	for _, c := range kc.Clusters {
+		c.Server = h.rec.Server
+	}
+	path := filepath.Join(cfg.Dir, KubeconfigFile)
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return err
+	}
+	kubectl := filepath.Join(bins, k8sbin.Kubectl)
+	fmt.Fprintf(cfg.Stderr, `podgate: cluster up in %s: node %q Ready, API server %s (inside: %s)
+
+  export KUBECONFIG=%s
+  %s get nodes
+
+The cluster runs in its own network namespace (process %d); pods take
+addresses from %s. Ctrl-C stops it; after a crash: podgate cluster down --dir %s
+`, took.Round(100*time.Millisecond), cfg.NodeName, h.rec.Server, msg.APIServer, path, kubectl, h.rec.Pid, cfg.PodCIDR, cfg.Dir)
+	if cfg.Ready != nil {
+		cfg.Ready(Info{Kubeconfig: path, Server: h.rec.Server, Pid: h.rec.Pid, Kubectl: kubectl})
+	}
+	return nil
+}
+
+// failed is the error of a cluster process that ended on its own.
+func (h *hostSide) failed(when string) error {
+	h.waitLeftovers()
+	return fmt.Errorf("%w %s: %v (its messages are above; the control plane's logs are in %s)",
+		ErrChildExited, when, h.err, filepath.Join(h.cfg.Dir, controlPlaneDir))
+}
+
+// stop ends the cluster: SIGTERM to the cluster process (the node drains,
+// then the control plane and the network stop); each further signal on
+// sigs is passed on — the second makes the node kill its pods at once —
+// and the third kills every process of the cluster.
+func (h *hostSide) stop(sigs <-chan os.Signal) error {
+	pid := h.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for n := 1; ; n++ {
+		select {
+		case <-h.exited:
+			h.waitLeftovers()
+			if h.err != nil {
+				return fmt.Errorf("the cluster process: %w", h.err)
+			}
+			return nil
+		case sig := <-sigs:
+			if n >= 2 {
+				fmt.Fprintf(h.cfg.Stderr, "podgate: %s: killing every process of the cluster\n", sig)
+				signalAll(SessionMembers(pid), syscall.SIGKILL)
+				continue
+			}
+			fmt.Fprintf(h.cfg.Stderr, "podgate: %s: killing the pods now (again: kill everything)\n", sig)
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+}
+
+// waitLeftovers waits for the processes of the cluster's session to go
+// once the cluster process is gone, and kills the ones that linger.
+func (h *hostSide) waitLeftovers() {
+	sid := h.cmd.Process.Pid
+	deadline := time.Now().Add(leftoverWait)
+	for {
+		left := SessionMembers(sid)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			signalAll(left, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cleanup removes the pid file and the kubeconfig of a stopped cluster.
+func (h *hostSide) cleanup() {
+	for _, name := range []string{PidFile, KubeconfigFile} {
+		_ = os.Remove(filepath.Join(h.cfg.Dir, name))
+	}
+}
+
+// ErrChildExited is wrapped by the errors of a cluster process that
+// ended on its own.
+var ErrChildExited = errors.New("the cluster process exited")

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podgate/podgate/cluster"
+)
+
+func init() { register(newClusterCmd) }
+
+// defaultClusterDir is where `podgate cluster` keeps a cluster's files.
+func defaultClusterDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "podgate", "cluster")
+}
+
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Run a whole Kubernetes cluster here: the real control plane and podgate as its node",
+		Long: `A Kubernetes cluster on this machine without docker: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler (built from source once) and
+podgate's node agent as the kubelet, all in a network namespace of their
+own, with the API server forwarded to a loopback port of the host.
+Needs root. See docs/kubernetes.md.`,
+	}
+	cmd.AddCommand(newClusterUpCmd(), newClusterDownCmd(), newClusterChildCmd())
+	return cmd
+}
+
+func newClusterUpCmd() *cobra.Command {
+	var cfg cluster.Config
+	cmd := &cobra.Command{
+		Use:   "up [--dir DIR] [--pod-cidr CIDR] [--listen 127.0.0.1:PORT]",
+		Short: "Start a cluster and run it in the foreground until Ctrl-C",
+		Long: `Start a cluster: the control plane's binaries (a cold build takes 5 to 15
+minutes, then a cache hit), a network namespace with the bridge podgate0
+(the pod CIDR's first address is the node's), the control plane, the node,
+and the API server forwarded to --listen on the host. Once the node is
+Ready, DIR/kubeconfig holds the admin's credential:
+
+  export KUBECONFIG=DIR/kubeconfig
+  kubectl get nodes
+
+Ctrl-C stops everything: the node first (its pods terminate gracefully; a
+second Ctrl-C kills them at once, a third kills everything), the control
+plane, the network. After a crash: podgate cluster down --dir DIR.
+
+Limits: no kube-proxy (ClusterIPs do not route; pods reach the API server
+at the node's address), no kubelet API (no kubectl logs or exec), volumes
+are ignored.
+
+Exit status: 0 after a clean stop, 1 a failed start or a cluster that
+ended on its own, 2 usage error.`,
+		Example: `  sudo podgate cluster up --dir /tmp/c1 --listen 127.0.0.1:6443`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Version = strings.Fields(buildVersion())[0]
+			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := cfg.Check(); err != nil {
+				return usageErrorf("%v", err)
+			}
+			if err := cluster.Up(contextOf(cmd), cfg); err != nil {
+				return invalidf("%v", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Dir, "dir", defaultClusterDir(), "the cluster's directory: kubeconfig, pid file, the control plane's PKI, data and logs")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the pods' range inside the cluster's network namespace; the node takes its first address")
+	f.StringVar(&cfg.Listen, "listen", cluster.DefaultListen, "host loopback address of the API server (port 0: a free one)")
+	f.StringVar(&cfg.NodeName, "name", cluster.DefaultNodeName, "the node's name")
+	f.StringArrayVar(&cfg.Images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
+	return cmd
+}
+
+func newClusterDownCmd() *cobra.Command {
+	var dir string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "down [--dir DIR]",
+		Short: "Stop the cluster running in DIR (one left behind by a crash, or in another terminal)",
+		Long: `Stop the cluster recorded in DIR's pid file: the node stops (its pods are
+killed at once if it was stopping already), then the control plane; what
+still runs after --timeout is killed. Nothing of the cluster is left
+afterwards, and no namespace: they go with the last process.
+
+With no cluster running it says so and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			err := cluster.Down(contextOf(cmd), dir, timeout, cmd.ErrOrStderr())
+			if errors.Is(err, cluster.ErrNotRunning) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "podgate:", err)
+				return nil
+			}
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", defaultClusterDir(), "the cluster's directory, as given to cluster up")
+	cmd.Flags().DurationVar(&timeout, "timeout", cluster.DefaultDownTimeout, "how long the cluster may take to stop before what is left is killed")
+	return cmd
+}
+
+// newClusterChildCmd is the cluster process Up starts; not for people.
+func newClusterChildCmd() *cobra.Command {
+	var dir, config string
+	cmd := &cobra.Command{
+		Use:    "child --dir DIR --config JSON",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cluster.Child(contextOf(cmd), dir, config, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				return invalidf("%v", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the cluster's directory")
+	cmd.Flags().StringVar(&config, "config", "", "the cluster process's configuration (JSON, from cluster up)")
+	return cmd
+}
