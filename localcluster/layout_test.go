@@ -62,6 +62,7 @@ var allowedDeps = map[string][]string{
 	"internal/loopback":      {},
 	"internal/informers":     {},
 	"internal/certs":         {},
+	"internal/buildinfo":     {},
 	"webhook":                {"podspec", "podspec/validation", "podspec/inject", "internal/certs", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
