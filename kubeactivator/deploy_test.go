@@ -134,7 +134,7 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 	})
 
 	e := sharedEnv(t)
-	t.Run("the API server takes deploy/base and the examples", func(t *testing.T) {
+	t.Run("the API server takes deploy/base, the examples and the one-line grant", func(t *testing.T) {
 		if out, err := e.kubectl(nil, "apply", "--dry-run=server", "-k", "../deploy/base"); err != nil {
 			t.Fatal(err)
 		} else if !strings.Contains(string(out), "podgate-activator") {
@@ -142,6 +142,15 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 		}
 		if _, err := e.kubectl(nil, "apply", "--dry-run=server", "-f", "../deploy/examples/"); err != nil {
 			t.Fatal(err)
+		}
+		// docs/kubernetes.md's one-line grant, for a namespace of its own.
+		if _, err := e.kubectl(nil, "create", "namespace", "grant"); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := e.kubectl(nil, "create", "rolebinding", "podgate:gate", "-n", "grant", "--clusterrole=podgate:gate", "--serviceaccount=grant:default", "--dry-run=server"); err != nil {
+			t.Fatal(err)
+		} else if !strings.Contains(string(out), "podgate:gate created (server dry run)") {
+			t.Errorf("kubectl create rolebinding said %q", out)
 		}
 	})
 

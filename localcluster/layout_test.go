@@ -47,6 +47,8 @@ var allowedDeps = map[string][]string{
 	"gate/gatemain":          {"gate", "gate/podstatus", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"activator":              {"gateenv", "wire", "specdecode"},
 	"activator/kubebackends": {"activator", "gateenv", "wire", "specdecode"},
+	"activator/prommetrics":  {"activator", "gateenv", "wire", "specdecode"},
+	"kubeactivator":          {"activator", "activator/kubebackends", "activator/prommetrics", "gateenv", "wire", "specdecode"},
 	"printers":               {"objstore"},
 	"podctl":                 {"apiclient", "printers", "api/resources", "objstore", "wire"},
 	"internal/k8sbin":        {},
