@@ -190,6 +190,11 @@ func TestTheActivatorRoutesToPodsReadyInBothViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer stopShort()
+		stopping, stopStopping, err := e.startActivator(Config{ShutdownTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopStopping()
 		toggle(t, e, "web-a", false)
 		toggle(t, e, "web-b", false)
 		if err := e.waitEndpoints(map[string]bool{"web-a": false, "web-b": false}); err != nil {
@@ -227,6 +232,29 @@ func TestTheActivatorRoutesToPodsReadyInBothViews(t *testing.T) {
 		if took := time.Since(begin); took < time.Second || took > 10*time.Second {
 			t.Errorf("504 after %s, want the 1 s timeout", took)
 		}
+		// And an activator that stops answers what it holds with 503
+		// once its shutdown timeout has passed.
+		gone := make(chan answer, 1)
+		go func() {
+			code, body, err := get(c, stopping, host)
+			gone <- answer{code, body, err, time.Now()}
+		}()
+		if err := poll(30*time.Second, func() (bool, error) {
+			st, _ := stopping.Status(testNS, service)
+			return st.Queued == 1, nil
+		}); err != nil {
+			t.Fatalf("request held by the stopping activator: %v", err)
+		}
+		begin = time.Now()
+		stopStopping()
+		a := <-gone
+		if a.err != nil || a.code != http.StatusServiceUnavailable || a.body != "activator shutting down" {
+			t.Errorf("held while stopping: %d %q %v, want 503 activator shutting down", a.code, a.body, a.err)
+		}
+		if took := a.at.Sub(begin); took < 500*time.Millisecond {
+			t.Errorf("503 %s after the stop began, before the 500 ms shutdown timeout", took)
+		}
+
 		select {
 		case a := <-held:
 			t.Fatalf("a held request returned while no pod is ready: %+v", a)

@@ -133,24 +133,30 @@ func (s *Server) run(ctx context.Context, metricsServed <-chan error) {
 func (s *Server) stop() {
 	s.ready.Store(false)
 	s.stopping.Store(true)
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	if err := s.srv.Shutdown(ctx); err != nil {
-		// Past the timeout: the held requests get 503, the rest is cut.
+	if err := shutdown(s.srv, s.cfg.ShutdownTimeout); err != nil {
+		// Past the timeout: the held requests get 503, with a moment to
+		// send it; what still runs then is cut.
 		s.cfg.Logger.Warn("requests still running after the shutdown timeout: held ones get 503, the others are cut", "timeout", s.cfg.ShutdownTimeout)
 		s.targets.closeAll()
-		_ = s.srv.Close()
+		if err := shutdown(s.srv, time.Second); err != nil {
+			_ = s.srv.Close()
+		}
 	}
-	cancel()
 	s.targets.closeAll()
 	s.stopInformers()
 	s.informers.Wait()
 	s.sweeps.Wait()
-	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := s.metricsSrv.Shutdown(ctx); err != nil {
+	if err := shutdown(s.metricsSrv, time.Second); err != nil {
 		_ = s.metricsSrv.Close()
 	}
 	s.cfg.Logger.Info("activator stopped")
+}
+
+// shutdown is srv.Shutdown bounded by timeout.
+func shutdown(srv *http.Server, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return srv.Shutdown(ctx)
 }
 
 // serve is srv.Serve(ln) with a clean stop reported as nil.
