@@ -46,14 +46,21 @@ type Backends interface {
 // sidecar — has an exec readiness probe (the gate learns its result only
 // through the node agent or kubelet, no earlier than the endpoint) or a
 // startup probe (readiness is not even evaluated until it passes), or when
-// the pod has readiness gates (conditions the gate does not know).
+// the pod has readiness gates (conditions the gate does not know) other
+// than the gate's own (wire.ContainersReadyCondition), which says what the
+// gate answers.
 //
 // Knative's activator applies the same rule to the user container only,
 // so a sidecar's failing exec readiness probe does not keep traffic away
 // (docs/facts.md §5); podgate looks at every container.
 func FastPathAllowed(spec *corev1.PodSpec) bool {
-	if spec == nil || len(spec.ReadinessGates) > 0 {
+	if spec == nil {
 		return false
+	}
+	for _, g := range spec.ReadinessGates {
+		if g.ConditionType != wire.ContainersReadyCondition {
+			return false
+		}
 	}
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/wire"
 )
 
 func TestHealthCheckRequest(t *testing.T) {
@@ -125,6 +127,13 @@ func TestFastPathAllowed(t *testing.T) {
 		{"readiness gates: not allowed", &corev1.PodSpec{
 			Containers:     []corev1.Container{{Name: "app"}},
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}}}, false},
+		{"the gate's own readiness gate: allowed (the gate writes that condition from what it answers)", &corev1.PodSpec{
+			Containers:     []corev1.Container{{Name: "app"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition}}}, true},
+		{"the gate's and another readiness gate: not allowed", &corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition},
+				{ConditionType: "example.com/lb"}}}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

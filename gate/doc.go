@@ -16,6 +16,9 @@
 //   - admin.go: the admin port — /wait-for-drain holds every container's
 //     preStop until the drain is done, the routed liveness and startup
 //     probes, /readyz.
+//   - the pod condition (condition.go): the gate's verdict, naming each
+//     container that is not ready, written on its own pod through a
+//     ConditionWriter (package gate/podstatus) for the pod's readiness gate.
 //
 // and, in subpackages: gate/proxy (the data path: reverse proxy, the
 // ride-through that holds a request whose connection the restarting

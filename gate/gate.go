@@ -35,6 +35,9 @@ type Options struct {
 	// Status reports the pod's container statuses; nil means none
 	// (delegated containers then never count as ready).
 	Status StatusSource
+	// Conditions writes the gate's condition on its pod
+	// (wire.ContainersReadyCondition, see PodCondition); nil writes none.
+	Conditions ConditionWriter
 	// Runner runs probes; nil is probe.NewRunner().
 	Runner *probe.Runner
 	// RequestLog, if set, gets one JSON line per request.
@@ -66,6 +69,7 @@ type Gate struct {
 	proxy   *proxy.Proxy
 	metrics *metrics.Metrics
 	reqlog  *proxy.RequestLog
+	cond    *conditionPublisher // nil without Options.Conditions
 
 	// terminating is closed once the pod is known to be deleted: SIGTERM
 	// (Serve's context ending), the gate's own preStop hook, or the status
@@ -170,8 +174,10 @@ func New(opts Options) (*Gate, error) {
 		OnChange:           g.readinessChanged,
 		OnAttempt: func(c string, out probe.Outcome) {
 			g.metrics.ProbeResult(c, "readiness", out.Result)
+			g.cond.kick() // the condition's message quotes the probe's
 		},
 	})
+	g.cond = newConditionPublisher(opts.Conditions, opts.Clock, opts.Logger, g.condition)
 	g.signalReadiness() // the aggregator's first verdict
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
 	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Timeout: cfg.RevisionTimeout, Limiter: lim,
@@ -207,6 +213,7 @@ func (g *Gate) Drainer() *drain.Drainer { return g.drainer }
 func (g *Gate) readinessChanged(container string, ready bool, reason string, all bool) {
 	if !all {
 		g.metrics.ContainerReady(container, ready)
+		g.cond.kick() // the condition names each container not ready
 		return
 	}
 	g.signalReadiness()
@@ -229,6 +236,7 @@ func (g *Gate) signalReadiness() {
 	close(g.readyChanged)
 	g.readyChanged = make(chan struct{})
 	g.readyMu.Unlock()
+	g.cond.kick()
 }
 
 // readinessSignal is closed at the next signalReadiness. Take it before
@@ -330,10 +338,12 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 	bg, stopBackground := context.WithCancel(context.Background())
 	waitProbes := g.agg.start(bg)
 	statusDone := g.watchStatus(bg)
+	condDone := g.cond.start(bg)
 	defer func() {
 		stopBackground()
 		waitProbes()
 		<-statusDone
+		<-condDone
 		close(g.quit)
 		g.reporting.Wait()
 		g.drainer.Stop()
@@ -487,6 +497,7 @@ func (g *Gate) statusReported() {
 	if !g.statusSeen.Swap(true) {
 		g.signalReadiness()
 	}
+	g.cond.kick() // a container's status message may have changed
 }
 
 // watchStatus feeds the status source's reports to the aggregator until

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,17 +151,34 @@ func TestSeedDeletePodUnderLoadLosesNoRequest(t *testing.T) {
 	// The drain held (seed 001: Knative's wait-for-drain did not): each
 	// container of the victim was asked to stop only after its gate had
 	// drained, because their preStop hooks waited in /wait-for-drain.
+	// Each process stamps its own lines (slog's time=, milliseconds, one
+	// clock); the order in podgate's output is only the order two pipes
+	// were relayed in, which a loaded machine may swap.
 	lines := strings.Split(s.p.Stdout(), "\n")
-	drained := lineOf(lines, victim+"/podgate | ", "drained: ")
-	if drained < 0 {
-		t.Fatalf("no drain logged by %s's gate in:\n%s", victim, s.p.Stdout())
-	}
+	drained := loggedAt(t, lines, victim+"/podgate | ", "drained: ")
 	for _, c := range []string{"first-container", "second-container"} {
-		term := lineOf(lines, victim+"/"+c+" | ", "termination requested")
-		if term < drained {
-			t.Errorf("%s of %s: SIGTERM logged on output line %d, the gate's drain on line %d: want the drain first", c, victim, term, drained)
+		term := loggedAt(t, lines, victim+"/"+c+" | ", "termination requested")
+		if term.Before(drained) {
+			t.Errorf("%s of %s: SIGTERM logged at %s, the gate's drain at %s: want the drain first", c, victim, term.Format(time.StampMilli), drained.Format(time.StampMilli))
 		}
 	}
+}
+
+// loggedAt is the time= stamp of the first line that starts with prefix
+// and contains substr; the test fails when there is none.
+func loggedAt(t *testing.T, lines []string, prefix, substr string) time.Time {
+	t.Helper()
+	i := lineOf(lines, prefix, substr)
+	if i < 0 {
+		t.Fatalf("no line %q from %q in:\n%s", substr, prefix, strings.Join(lines, "\n"))
+	}
+	_, rest, ok := strings.Cut(lines[i], "time=")
+	stamp, _, _ := strings.Cut(rest, " ")
+	at, err := time.Parse(time.RFC3339Nano, stamp)
+	if !ok || err != nil {
+		t.Fatalf("line %q has no time= stamp: %v", lines[i], err)
+	}
+	return at
 }
 
 // lineOf is the index of the first line that starts with prefix and

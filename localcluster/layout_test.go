@@ -35,6 +35,7 @@ var allowedDeps = map[string][]string{
 	"runtime/hooks":          {"probe", "expansion", "procgroup", "wire"},
 	"runtime/images":         {"podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"runtime":                {"runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"podnet/nodenet":         {"podnet", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"localcluster":           {"objstore", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"api/resources":          {"objstore"},
 	"api":                    {"api/resources", "objstore", "wire"},
@@ -97,7 +98,7 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 func TestTheNodeAgentAndTheControlPlaneDoNotKnowEachOther(t *testing.T) {
 	t.Parallel()
 	forbidden := map[string][]string{
-		"runtime":      {"localcluster", "cmd/", "api", "activator", "gate", "lab"},
+		"runtime":      {"localcluster", "cmd/", "api", "activator", "gate", "lab", "podnet"},
 		"localcluster": {"runtime", "cmd/", "activator", "gate", "lab"},
 		// The node on a cluster is the node agent and the API server's
 		// client, nothing of the local control plane.

@@ -55,14 +55,18 @@ func NewPods(store *objstore.Store, log *slog.Logger) *Pods {
 // the stored metadata and spec stay, so a deletion the API marked
 // meanwhile is never undone. The deletion marks the agent sets itself
 // (it terminates its pods when it shuts down) are taken when the API has
-// none.
+// none. Conditions the agent does not own (the gate's, under a readiness
+// gate) stay as stored, under the same lock as the write
+// (mergeAgentConditions).
 func (s *Pods) UpdatePodStatus(pod *corev1.Pod) error {
 	stored, err := s.store.Pods.Modify(pod.Namespace, pod.Name, func(cur *corev1.Pod) error {
 		if cur.UID != pod.UID {
 			return apierrors.NewConflict(s.store.Pods.GroupResource(), pod.Name,
 				fmt.Errorf("pod %s/%s was replaced (uid %s, status for %s)", pod.Namespace, pod.Name, cur.UID, pod.UID))
 		}
+		conds := mergeAgentConditions(cur.Status.Conditions, pod.Status.Conditions)
 		cur.Status = *pod.Status.DeepCopy()
+		cur.Status.Conditions = conds
 		if cur.DeletionTimestamp == nil && pod.DeletionTimestamp != nil {
 			cur.DeletionTimestamp = pod.DeletionTimestamp.DeepCopy()
 			cur.DeletionGracePeriodSeconds = pod.DeletionGracePeriodSeconds

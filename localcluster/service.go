@@ -217,8 +217,8 @@ func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) [
 }
 
 // gateReadyzURL is where the gate of the pod at ip says which container
-// is not ready: the readiness probes the gate runs itself are not the node
-// agent's, so the pod status cannot name that container.
+// is not ready, for a pod without the gate's condition (injected before
+// the gate wrote one, or whose gate has not written it yet).
 func gateReadyzURL(w *podspec.Workload, ip string) string {
 	port := wire.GateAdminPort
 	if g := w.Container(wire.GateContainerName); g != nil {
@@ -241,6 +241,10 @@ func notServing(w *podspec.Workload, eps []endpoint) string {
 		switch {
 		case st.terminating:
 			parts = append(parts, fmt.Sprintf("pod %s is terminating", name))
+		case gateConditionMessage(st.pod) != "":
+			// The gate names the containers that are not ready, with
+			// their probes' messages, in its condition on the pod.
+			parts = append(parts, fmt.Sprintf("pod %s: %s", name, gateConditionMessage(st.pod)))
 		case len(st.notReady) == 1 && st.notReady[0] == wire.GateContainerName:
 			// The gate is first to know: it probes the containers itself
 			// (aggressively while starting) before the kubelet-paced

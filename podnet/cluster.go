@@ -183,6 +183,10 @@ func (c *Cluster) CIDR() netip.Prefix { return c.cidr }
 // pods reach the node there, and it is the node's InternalIP.
 func (c *Cluster) Gateway() netip.Addr { return c.gateway }
 
+// Capacity is how many pods the CIDR has addresses for (all but the
+// network, broadcast and node's addresses).
+func (c *Cluster) Capacity() int { return c.ipam.capacity() }
+
 // AddPod gives the pod key (its UID, say) a network: a new namespace with
 // lo up and eth0 carrying the next free pod IP, a default route via the
 // gateway, and the veth's other end on the bridge. A key that already has

@@ -58,7 +58,10 @@ type Options struct {
 //     drain;
 //   - the serving container gets $PORT;
 //   - the gate gets a kubelet readiness probe as fast as the fastest
-//     container's.
+//     container's;
+//   - the pod gets a readiness gate on the condition the gate writes
+//     (wire.ContainersReadyCondition), which names the container that is
+//     not ready.
 //
 // The user's native sidecars start after the gate (it is the first init
 // container) and stop before it, so their liveness and startup probes are
@@ -118,6 +121,7 @@ func Inject(w *Workload, opts Options) (*Workload, error) {
 	}
 	setServingEnv(out, &spec.Containers[serving])
 	setDefaultContainer(out)
+	addReadinessGate(spec)
 	gate := gateContainer(cfg, opts, r.gatePeriod())
 	if opts.GateAsContainer {
 		// First: the kubelet (and the node agent) start regular

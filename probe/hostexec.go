@@ -37,6 +37,14 @@ type HostExecutor struct {
 	// Env is the environment; nil means this process's. Its PATH, if any,
 	// is where argv[0] is looked up.
 	Env []string
+	// Enter, when set, wraps the fork: it calls its start function after
+	// moving the calling thread into the container's context (a pod's
+	// network namespace), so the command runs there, and moves the thread
+	// back. It is called on a goroutine of its own that ends right after:
+	// should the way back fail, Enter leaves the thread locked and Go ends
+	// it with that goroutine, so no other code ever runs in the wrong
+	// namespace.
+	Enter func(start func() error) error
 }
 
 // Exec implements Executor. The output is stdout followed by stderr, each
@@ -66,7 +74,7 @@ func (h HostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, err
 		Stderr:      errW,
 		SysProcAttr: procgroup.Attr(false),
 	}
-	if err := cmd.Start(); err != nil {
+	if err := h.start(cmd); err != nil {
 		procgroup.CloseAll(outR, outW, errR, errW)
 		return nil, -1, err
 	}
@@ -116,6 +124,23 @@ func (h HostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, err
 		return out, -1, fmt.Errorf("exec probe %q: %w", argv[0], runErr)
 	}
 	return out, cmd.ProcessState.ExitCode(), nil
+}
+
+// start starts cmd, inside Enter when there is one (see HostExecutor).
+func (h HostExecutor) start(cmd *exec.Cmd) error {
+	if h.Enter == nil {
+		return cmd.Start()
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Enter(cmd.Start) }()
+	err := <-done
+	if err != nil && cmd.Process != nil {
+		// Started, but the way back failed: the command must not run on
+		// unattended.
+		procgroup.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	return err
 }
 
 // lookPath finds argv[0] the way a container runtime would: a name with a

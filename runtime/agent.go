@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -23,7 +24,8 @@ import (
 	"github.com/podgate/podgate/runtime/proc"
 )
 
-// HostIP is every local pod's status.hostIP.
+// HostIP is status.hostIP on the loopback network: the host, as its pods
+// reach it.
 const HostIP = "127.0.0.1"
 
 // Options configure an Agent.
@@ -36,8 +38,16 @@ type Options struct {
 	// Source tells the agent of deletions of its pods. Required.
 	Source PodSource
 	// PodCIDR is the loopback range pod IPs come from (default
-	// DefaultPodCIDR).
+	// DefaultPodCIDR), for the default network.
 	PodCIDR string
+	// Network gives each pod its address and the place its processes run
+	// in. Nil is the loopback network over PodCIDR: the pods share the
+	// host's network, each binding an address of its own.
+	Network PodNetwork
+	// HostIP is every pod's status.hostIP (and the downward API's): the
+	// node's address as its pods reach it. Default HostIP on the loopback
+	// network; required with Network.
+	HostIP netip.Addr
 	// Images resolves images of containers without a command. Without
 	// Entrypoints it is images.Default (the test app), its Store kept.
 	Images images.Map
@@ -78,7 +88,7 @@ type Agent struct {
 	opts    Options
 	clock   clock.WithDelayedExecution
 	log     *slog.Logger
-	ipam    *ipam
+	net     PodNetwork
 	sup     *proc.Supervisor
 	runner  *probe.Runner
 	events  *events.Recorder
@@ -87,10 +97,16 @@ type Agent struct {
 	base    []env.Var
 	workDir string
 
+	hostIP string // every pod's status.hostIP
+	// loopback: the default network, whose pods share the host's ports
+	// and have nothing to enter.
+	loopback bool
+
 	podsWG sync.WaitGroup // one per pod worker
 
 	stopWatch context.CancelFunc
-	deletions map[types.UID]int64 // grace periods seen, owned by observe
+	deletions map[types.UID]int64  // grace periods seen, owned by observe
+	gatesSeen map[types.UID]string // readiness gates' conditions seen, owned by observe
 
 	mu       sync.Mutex
 	pods     map[nsName]*pod
@@ -103,10 +119,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.Events == nil || opts.Pods == nil || opts.Source == nil {
 		return nil, errors.New("runtime: Options.Events, Pods and Source are required")
 	}
-	if opts.PodCIDR == "" {
-		opts.PodCIDR = DefaultPodCIDR
-	}
-	pool, err := newIPAM(opts.PodCIDR)
+	network, err := podNetwork(&opts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,19 +156,22 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		opts:    opts,
-		clock:   opts.Clock,
-		log:     opts.Logger,
-		ipam:    pool,
-		sup:     sup,
-		runner:  opts.Runner,
-		events:  events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
-		out:     logbuf.NewOutput(opts.Output),
-		base:    env.Base(opts.Getenv),
-		workDir: opts.WorkDir,
-		pods:    map[nsName]*pod{},
+		opts:     opts,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		net:      network,
+		hostIP:   opts.HostIP.String(),
+		loopback: opts.Network == nil,
+		sup:      sup,
+		runner:   opts.Runner,
+		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
+		out:      logbuf.NewOutput(opts.Output),
+		base:     env.Base(opts.Getenv),
+		workDir:  opts.WorkDir,
+		pods:     map[nsName]*pod{},
 
 		deletions: map[types.UID]int64{},
+		gatesSeen: map[types.UID]string{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopWatch = cancel
@@ -165,6 +181,31 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	return a, nil
+}
+
+// podNetwork is Options.Network, or the loopback network over PodCIDR;
+// it fills in the defaults of PodCIDR and HostIP.
+func podNetwork(opts *Options) (PodNetwork, error) {
+	if opts.Network != nil {
+		switch {
+		case opts.PodCIDR != "":
+			return nil, errors.New("runtime: Options.PodCIDR is the loopback network's: with Options.Network the network has its own range")
+		case !opts.HostIP.IsValid():
+			return nil, errors.New("runtime: Options.HostIP is required with Options.Network: the node's address as its pods reach it")
+		}
+		return opts.Network, nil
+	}
+	if opts.PodCIDR == "" {
+		opts.PodCIDR = DefaultPodCIDR
+	}
+	if !opts.HostIP.IsValid() {
+		opts.HostIP = netip.MustParseAddr(HostIP)
+	}
+	pool, err := newIPAM(opts.PodCIDR)
+	if err != nil {
+		return nil, err
+	}
+	return loopback{ipam: pool}, nil
 }
 
 // nsName keys the agent's pods.
@@ -235,8 +276,8 @@ func (a *Agent) Check(ws []*podspec.Workload) error {
 		slices[key] = w
 		need += a.replicasOf(w)
 	}
-	if size := a.ipam.size(); need > size {
-		msgs = append(msgs, fmt.Sprintf("--pod-cidr %s: room for %d pod(s), the workloads start %d: give it a larger range", a.ipam.prefix, size, need))
+	if size, cidr := a.net.Capacity(); need > size {
+		msgs = append(msgs, fmt.Sprintf("--pod-cidr %s: room for %d pod(s), the workloads start %d: give it a larger range", cidr, size, need))
 	}
 	if len(msgs) > 0 {
 		return fmt.Errorf("cannot run locally:\n  %s", strings.Join(msgs, "\n  "))

@@ -30,7 +30,7 @@ spec:
       - image: ghcr.io/podgate/testapp
         ports: [{containerPort: 8080}]
 `, i))
-		ip := h.agent.ipam.first.String()
+		ip := h.agent.net.(loopback).ipam.first.String()
 		deadline := time.Now().Add(waitLimit)
 		for {
 			if code, _, err := get("http://" + ip + ":8080/"); err == nil && code == 200 {

@@ -19,6 +19,11 @@
 //     in order; native sidecars start in order, each gated on its startup
 //     probe, and stop after the main containers in reverse order.
 //   - probes: one prober.Manager per pod over one shared probe.Runner.
+//   - network.go: PodNetwork, each pod's address and the network its
+//     processes start in (containers, exec probes, exec hooks, through
+//     PodNet.Enter); the default is loopback addresses on the host
+//     (ipam.go), where ports.go checks a container's ports before it
+//     starts. Package podnet/nodenet adapts pod network namespaces.
 //
 // and, each in a subpackage of its own, what the pod worker uses:
 // runtime/proc (a process group per container, parent-death signal and a

@@ -20,7 +20,7 @@ type ipam struct {
 
 	mu    sync.Mutex
 	next  netip.Addr
-	inUse map[netip.Addr]string // → pod (namespace/name)
+	inUse map[netip.Addr]string // → pod (its key)
 }
 
 // newIPAM parses cidr, which must lie in 127.0.0.0/8: pods bind their IP,
@@ -99,13 +99,4 @@ func (m *ipam) release(a netip.Addr) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.inUse, a)
-}
-
-// setOwner records which pod holds a.
-func (m *ipam) setOwner(a netip.Addr, owner string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.inUse[a]; ok {
-		m.inUse[a] = owner
-	}
 }

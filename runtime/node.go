@@ -46,6 +46,9 @@ type EventWriter interface {
 // observe turns what the API did to a pod into the pod worker's events.
 // It runs on the PodSource's goroutine only, which owns a.deletions.
 func (a *Agent) observe(obj *corev1.Pod, gone bool) {
+	if gone {
+		a.forgetGates(obj.UID)
+	}
 	p := a.pod(obj.Namespace, obj.Name)
 	if p == nil && !gone {
 		a.admit(obj)
@@ -53,6 +56,9 @@ func (a *Agent) observe(obj *corev1.Pod, gone bool) {
 	}
 	if p == nil || p.uid != obj.UID {
 		return
+	}
+	if !gone {
+		a.noteGateConditions(p, obj)
 	}
 	switch {
 	case gone:
@@ -99,9 +105,10 @@ func (a *Agent) admit(obj *corev1.Pod) {
 		a.log.Error("admit pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
 		return
 	}
+	a.gatesSeen[obj.UID] = gatesKey(obj)
 	if !a.addPod(p) {
 		p.mgr.Stop() // shutting down
-		a.ipam.release(p.ip)
+		p.closeNet()
 		return
 	}
 	go p.run()

@@ -54,6 +54,7 @@ type pod struct {
 	namespace, name string
 	uid             types.UID
 	ip              netip.Addr
+	net             PodNet
 	obj             *corev1.Pod // metadata and spec as created; status is built
 	inits, mains    []*container
 	byName          map[string]*container
@@ -66,6 +67,9 @@ type pod struct {
 	startTime   metav1.Time
 	initialized bool
 	conditions  map[corev1.PodConditionType]corev1.PodCondition
+	// gateConds are the conditions others wrote on the API's pod that its
+	// readiness gates name (readiness_gates.go).
+	gateConds []corev1.PodCondition
 
 	terminating   bool // deletion or agent shutdown
 	removeAtEnd   bool // delete from the store once everything stopped
@@ -145,6 +149,8 @@ func (p *pod) handle(ev podEvent) {
 		p.beginTermination(&zero, true)
 	case evBarrier:
 		p.acks = append(p.acks, ev.done)
+	case evConditions:
+		p.gateConds = ev.conds
 	}
 }
 
@@ -258,7 +264,7 @@ func (p *pod) finish() {
 			p.a.log.Warn("remove pod", "pod", p.namespace+"/"+p.name, "err", err)
 		}
 	}
-	p.a.ipam.release(p.ip)
+	p.closeNet()
 	p.a.removePod(p)
 }
 

@@ -21,14 +21,19 @@ import (
 // The worker is not started yet.
 func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	id := obj.Namespace + "/" + obj.Name
-	ip, err := a.ipam.allocate("")
+	key := string(obj.UID)
+	if key == "" {
+		key = id
+	}
+	pn, err := a.net.Add(key)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", id, err)
 	}
+	ip := pn.IP()
 	p := &pod{
 		a:         a,
 		namespace: obj.Namespace, name: obj.Name, uid: obj.UID,
-		ip: ip, obj: obj.DeepCopy(), q: queue.New[podEvent](), exited: make(chan struct{}),
+		ip: ip, net: pn, obj: obj.DeepCopy(), q: queue.New[podEvent](), exited: make(chan struct{}),
 		conditions: map[corev1.PodConditionType]corev1.PodCondition{},
 		qos:        obj.Status.QOSClass,
 		injected:   hasGate(&obj.Spec),
@@ -38,15 +43,15 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 			p.conditions[corev1.PodScheduled] = c
 		}
 	}
+	p.gateConds = gateConditions(obj)
 	p.obj.Status = corev1.PodStatus{}
-	a.ipam.setOwner(ip, id)
 	info := env.PodInfo{
 		Name: p.name, Namespace: p.namespace, UID: string(p.uid),
 		Labels: obj.Labels, Annotations: obj.Annotations,
 		NodeName: a.opts.NodeName, ServiceAccount: obj.Spec.ServiceAccountName,
-		PodIP: ip.String(), HostIP: HostIP,
+		PodIP: ip.String(), HostIP: a.hostIP,
 	}
-	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info)
+	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info, p.enter())
 	p.byName = map[string]*container{}
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
@@ -59,11 +64,28 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	})
 	if err != nil {
 		// Validation should have caught it; the pod cannot run.
-		a.ipam.release(ip)
+		p.closeNet()
 		return nil, fmt.Errorf("pod %s: %w", id, err)
 	}
 	p.mgr = mgr
 	return p, nil
+}
+
+// enter is how the pod's processes start inside its network (proc.Spec
+// and probe.HostExecutor's Enter); nil on the loopback network, where
+// they start as any process does.
+func (p *pod) enter() func(func() error) error {
+	if p.a.loopback {
+		return nil
+	}
+	return p.net.Enter
+}
+
+// closeNet releases the pod's network: none of its processes runs.
+func (p *pod) closeNet() {
+	if err := p.net.Close(); err != nil {
+		p.a.log.Warn("release pod network", "pod", p.namespace+"/"+p.name, "err", err)
+	}
 }
 
 // hasGate reports a pod with the gate injected.

@@ -30,9 +30,13 @@ func (p *pod) startContainer(c *container) {
 	p.record(c, corev1.EventTypeNormal, ReasonPulled,
 		fmt.Sprintf("Container image %q already present on machine", c.spec.Image))
 
-	if err := a.owners.checkPorts(p.namespace+"/"+p.name, c.name, p.ip, c.spec.Ports); err != nil {
-		p.startFailed(c, err)
-		return
+	if a.loopback {
+		// In a network of its own a pod owns every port; on loopback a
+		// port bound on 0.0.0.0 is taken for all pods.
+		if err := a.owners.checkPorts(p.namespace+"/"+p.name, c.name, p.ip, c.spec.Ports); err != nil {
+			p.startFailed(c, err)
+			return
+		}
 	}
 	pathEnv, _ := c.env.Get("PATH")
 	path, err := images.LookPath(c.argv[0], c.dir, pathEnv)
@@ -56,6 +60,7 @@ func (p *pod) startContainer(c *container) {
 	pr, err := a.sup.Start(proc.Spec{
 		Path: path, Args: c.argv, Env: c.env.Strings(), Dir: c.dir,
 		Stdout: c.stdout, Stderr: c.stderr,
+		Enter: p.enter(),
 	})
 	if err != nil {
 		logs.End()

@@ -41,8 +41,8 @@ func (p *pod) buildStatus() corev1.PodStatus {
 	}
 	st := corev1.PodStatus{
 		Phase:     p.phase(),
-		HostIP:    HostIP,
-		HostIPs:   []corev1.HostIP{{IP: HostIP}},
+		HostIP:    p.a.hostIP,
+		HostIPs:   []corev1.HostIP{{IP: p.a.hostIP}},
 		PodIP:     p.ip.String(),
 		PodIPs:    []corev1.PodIP{{IP: p.ip.String()}},
 		StartTime: &p.startTime,
@@ -201,17 +201,7 @@ func (p *pod) setConditions(st *corev1.PodStatus, now metav1.Time) {
 		containersReady = cond(corev1.ContainersReady, false, reasonPodCompleted, "")
 	}
 
-	ready := containersReady
-	ready.typ = corev1.PodReady
-	if ready.isTrue() {
-		var missing []string
-		for _, g := range p.obj.Spec.ReadinessGates {
-			missing = append(missing, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
-		}
-		if len(missing) > 0 {
-			ready = cond(corev1.PodReady, false, reasonReadinessGatesNotReady, strings.Join(missing, ", "))
-		}
-	}
+	ready := readyCondition(containersReady, p.obj.Spec.ReadinessGates, p.gateConds)
 
 	toStart := cond(corev1.PodReadyToStartContainers, true, "", "")
 	if p.terminating && !p.anyRunning() {

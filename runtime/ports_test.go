@@ -46,7 +46,7 @@ func TestPortConflicts(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
 		// The first pod gets the range's first address: hold its port.
-		ln, err := net.Listen("tcp4", net.JoinHostPort(h.agent.ipam.first.String(), "8080"))
+		ln, err := net.Listen("tcp4", net.JoinHostPort(h.agent.net.(loopback).ipam.first.String(), "8080"))
 		if err != nil {
 			t.Fatal(err)
 		}

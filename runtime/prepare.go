@@ -6,10 +6,11 @@ import (
 
 	"github.com/podgate/podgate/expansion"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/runtime/env"
 )
 
-// EnvPodIP is the pod's loopback address, set in every container before
+// EnvPodIP is the pod's address, set in every container before
 // its own env, which may refer to it or replace it (docs/running.md,
 // "What a pod gets"). $PORT is the control plane's, in the pod spec.
 const EnvPodIP = "POD_IP"
@@ -17,24 +18,25 @@ const EnvPodIP = "POD_IP"
 // prepareContainers resolves every container of the pod: the environment
 // (downward API included), the command line with $(VAR) expanded, the
 // working directory. Problems are kept on the container (it then fails to
-// start with CreateContainerConfigError) and returned.
-func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo) ([]*container, []*container, field.ErrorList) {
+// start with CreateContainerConfigError) and returned. enter starts the
+// exec probes and hooks inside the pod's network (nil: as any process).
+func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo, enter func(func() error) error) ([]*container, []*container, field.ErrorList) {
 	var errs field.ErrorList
 	var inits, mains []*container
 	for i := range spec.InitContainers {
-		c := a.prepareContainer(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, true)
+		c := a.prepareContainer(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, true, enter)
 		errs = append(errs, c.setup...)
 		inits = append(inits, c)
 	}
 	for i := range spec.Containers {
-		c := a.prepareContainer(&spec.Containers[i], specPath.Child("containers").Index(i), info, false)
+		c := a.prepareContainer(&spec.Containers[i], specPath.Child("containers").Index(i), info, false, enter)
 		errs = append(errs, c.setup...)
 		mains = append(mains, c)
 	}
 	return inits, mains, errs
 }
 
-func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, init bool) *container {
+func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, init bool, enter func(func() error) error) *container {
 	c := &container{
 		name:    spec.Name,
 		spec:    spec,
@@ -58,7 +60,7 @@ func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info 
 	if c.dir == "" {
 		c.dir = a.workDir
 	}
-	c.exec = a.opts.Images.Executor(c.dir, vars.Strings())
+	c.exec = a.opts.Images.Executor(probe.HostExecutor{Dir: c.dir, Env: vars.Strings(), Enter: enter})
 	return c
 }
 
@@ -66,7 +68,7 @@ func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info 
 // report up front what would keep them from starting.
 func (a *Agent) checkWorkload(w *podspec.Workload) field.ErrorList {
 	info := env.PodInfo{Name: w.Name, Namespace: w.Namespace, Labels: w.PodLabels(),
-		Annotations: w.Template.Annotations, NodeName: a.opts.NodeName, PodIP: "127.0.0.1", HostIP: HostIP}
-	_, _, errs := a.prepareContainers(w.SpecPath(), w.PodSpec(), info)
+		Annotations: w.Template.Annotations, NodeName: a.opts.NodeName, PodIP: "127.0.0.1", HostIP: a.hostIP}
+	_, _, errs := a.prepareContainers(w.SpecPath(), w.PodSpec(), info, nil)
 	return errs
 }

@@ -3,7 +3,8 @@
 // `podgate-testapp`). Its probe endpoints can be flipped at run time, so a
 // scenario can make one container of a pod unready or dead on demand.
 //
-// HTTP endpoints (on $POD_IP:--port):
+// HTTP endpoints (on $POD_IP:--port; on every address when $POD_IP is not
+// loopback, i.e. the pod has a network namespace of its own):
 //
 //	/             200 with the app's name and a newline (any path not below)
 //	/readyz       readiness: 503 until --ready-after elapsed, then follows the
@@ -35,7 +36,7 @@
 package testapp
 
 // Usage is the endpoint summary both binaries print in their help.
-const Usage = `Endpoints (on $POD_IP:PORT, $POD_IP default 127.0.0.1):
+const Usage = `Endpoints (on $POD_IP:PORT, $POD_IP default 127.0.0.1; every address if not loopback):
   /             200 with the name and a newline (any other path too)
   /readyz       503 until --ready-after elapsed, then follows the ready toggle
   /healthz      200 until --fail-live-after (if set), then 500; 500 while live toggle is off

@@ -44,16 +44,20 @@ func (f *Flags) Bind(fs FlagSet) {
 // in the binaries): $PORT when --port is absent, $POD_IP (default
 // 127.0.0.1) as the address to bind, $HOSTNAME as the default name. Every
 // error it returns is a usage error.
+//
+// A loopback $POD_IP is a pod of `podgate run`, sharing the host's
+// network: the app binds that address alone, so replicas side by side
+// each have their port. Any other $POD_IP is a pod with a network of its
+// own: the app binds every address, so the gate beside it (at 127.0.0.1
+// in the pod) and the node (at the pod IP) both reach it.
 func (f *Flags) Config(getenv func(string) string) (Config, error) {
 	port, err := f.httpPort(getenv)
 	if err != nil {
 		return Config{}, err
 	}
-	host := getenv("POD_IP")
-	if host == "" {
-		host = "127.0.0.1"
-	} else if net.ParseIP(host) == nil {
-		return Config{}, fmt.Errorf("invalid $POD_IP %q: not an IP address", host)
+	host, err := bindHost(getenv("POD_IP"))
+	if err != nil {
+		return Config{}, err
 	}
 	cfg := Config{
 		Name:          f.Name,
@@ -89,6 +93,23 @@ func (f *Flags) Config(getenv func(string) string) (Config, error) {
 		}
 	}
 	return cfg.withDefaults(), nil
+}
+
+// bindHost is the address to listen on for $POD_IP (see Config).
+func bindHost(podIP string) (string, error) {
+	if podIP == "" {
+		return "127.0.0.1", nil
+	}
+	ip := net.ParseIP(podIP)
+	switch {
+	case ip == nil:
+		return "", fmt.Errorf("invalid $POD_IP %q: not an IP address", podIP)
+	case ip.IsLoopback():
+		return podIP, nil
+	case ip.To4() != nil:
+		return "0.0.0.0", nil
+	}
+	return "::", nil
 }
 
 func (f *Flags) httpPort(getenv func(string) string) (int, error) {

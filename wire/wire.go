@@ -84,3 +84,18 @@ const (
 	// http://NAME.NAMESPACE.Domain, and the front door routes that Host.
 	Domain = "example.com"
 )
+
+// The gate's pod condition: the injector adds a readiness gate on it to
+// every pod it injects, the gate writes it on its own pod (pods/status),
+// and the node agent, like the kubelet, makes the pod Ready only once it
+// is True. Its message names the containers that are not ready.
+const (
+	// ContainersReadyCondition is the condition's type (and the
+	// readiness gate's conditionType).
+	ContainersReadyCondition = "podgate.dev/containers-ready"
+	// ReasonContainersNotReady: some container of the pod is not ready in
+	// the gate's view; the message names each with its last probe message.
+	ReasonContainersNotReady = "ContainersNotReady"
+	// ReasonDraining: the pod is being deleted and the gate drains.
+	ReasonDraining = "Draining"
+)

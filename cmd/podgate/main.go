@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -123,6 +124,16 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "Error:", err)
 	return exitUsage
 }
+
+// init locks the main goroutine to the main thread for good, so no other
+// goroutine ever runs there. The node agent starts a pod's processes from
+// threads switched into the pod's network namespace; a thread whose way
+// back fails stays locked to its goroutine so that Go ends it with the
+// goroutine — but Go never ends the main thread: it parks it, still in
+// the pod's namespace (keeping the namespace alive), and /proc/PID/ns/net,
+// which shows the main thread's, would name that namespace from then on
+// (podnet.ErrNetnsNotRestored).
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(runIO(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

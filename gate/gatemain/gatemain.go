@@ -67,6 +67,10 @@ func Run(ctx context.Context, c Config) error {
 			return fmt.Errorf("%s: %w", gateenv.EnvStatusSource, err)
 		}
 		opts.Status = s
+		// The same API takes the gate's pod condition.
+		if opts.Conditions, err = podstatus.ConditionWriterForCluster(cfg.Namespace, cfg.Pod); err != nil {
+			return fmt.Errorf("%s: %w", gateenv.EnvStatusSource, err)
+		}
 	default:
 		s, err := podstatus.ForURL(src, cfg.Namespace, cfg.Pod)
 		if err != nil {
@@ -74,6 +78,9 @@ func Run(ctx context.Context, c Config) error {
 		}
 		defer s.Close()
 		opts.Status = s
+		if opts.Conditions, err = podstatus.ConditionWriterForURL(src, cfg.Namespace, cfg.Pod); err != nil {
+			return fmt.Errorf("%s: %w", gateenv.EnvStatusSource, err)
+		}
 	}
 	g, err := gate.New(opts)
 	if err != nil {

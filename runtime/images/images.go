@@ -205,12 +205,12 @@ func LookPath(name, dir, pathEnv string) (string, error) {
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
-// Executor runs a container's exec probes and hooks on this host, in its
-// working directory dir with its environment env. A command "podgate"
-// runs Self, as a container's command does: the gate's startup probe is
-// `podgate gate wait`.
-func (m Map) Executor(dir string, env []string) probe.Executor {
-	return hostExecutor{HostExecutor: probe.HostExecutor{Dir: dir, Env: env}, self: m.Self}
+// Executor runs a container's exec probes and hooks on this host as h
+// says (its working directory, environment and network). A command
+// "podgate" runs Self, as a container's command does: the gate's startup
+// probe is `podgate gate wait`.
+func (m Map) Executor(h probe.HostExecutor) probe.Executor {
+	return hostExecutor{HostExecutor: h, self: m.Self}
 }
 
 type hostExecutor struct {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/probe"
 )
 
 func TestImageEntrypoints(t *testing.T) {
@@ -128,7 +130,7 @@ func TestExecutorRunsSelfForPodgate(t *testing.T) {
 	if err := os.WriteFile(self, []byte("#!/bin/sh\necho self \"$@\" in \"$PWD\" as $WHO\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e := Map{Self: self}.Executor(dir, []string{"WHO=container", "PATH=/usr/bin:/bin"})
+	e := Map{Self: self}.Executor(probe.HostExecutor{Dir: dir, Env: []string{"WHO=container", "PATH=/usr/bin:/bin"}})
 	out, code, err := e.Exec(context.Background(), []string{"podgate", "gate", "wait"})
 	if err != nil || code != 0 || strings.TrimSpace(string(out)) != "self gate wait in "+dir+" as container" {
 		t.Errorf("podgate ran: %q, exit %d, %v", out, code, err)

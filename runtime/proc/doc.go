@@ -8,6 +8,12 @@
 // die with its init. Output is read through pipes podgate owns, so a
 // background process that keeps a pipe open cannot hold up the exit.
 //
+// A Spec may carry Enter, which the spawner calls around the fork on its
+// own thread: a pod's network namespace, say. The child inherits the
+// thread's namespace and stays tied to the thread by its parent-death
+// signal; a thread that cannot come back stops the spawner
+// (ErrSpawnerStopped) instead of forking containers in the wrong place.
+//
 // Nothing survives podgate. Two guards, because either alone leaves a gap:
 //
 //   - Every leader gets PR_SET_PDEATHSIG=SIGKILL. The signal fires when the

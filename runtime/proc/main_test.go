@@ -3,6 +3,7 @@ package proc
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -13,6 +14,11 @@ import (
 // waits to be killed. Its value says whether to start the guardian.
 const helperEnv = "PODGATE_PROC_TEST_HELPER"
 
+// init keeps the main goroutine on the main thread: Go parks (never ends)
+// the main thread when a goroutine exits locked to it, so a stranded
+// spawner there would stay in its namespace for good.
+func init() { runtime.LockOSThread() }
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
@@ -20,8 +26,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// helperEnters are the helper's modes that start the shell through a
+// Spec.Enter (set by the platform's test files), without the guardian.
+var helperEnters = map[string]func(start func() error) error{}
+
 func runHelper(mode string) int {
-	s, err := NewSupervisor(Options{NoGuardian: mode == "no-guardian"})
+	enter := helperEnters[mode]
+	s, err := NewSupervisor(Options{NoGuardian: mode == "no-guardian" || enter != nil})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -31,6 +42,7 @@ func runHelper(mode string) int {
 		Args:   []string{"sh", "-c", `sleep 600 & echo "$!"; echo "$$"; wait`},
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
+		Enter:  enter,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -232,6 +232,7 @@ func TestNothingSurvivesASIGKILLedParent(t *testing.T) {
 	}{
 		{"parent-death signal kills the direct child", "no-guardian", false},
 		{"the guardian kills the whole group", "guardian", true},
+		{"parent-death signal kills a child forked inside Enter", "enter-netns", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(exe)

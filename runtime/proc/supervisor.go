@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/podgate/podgate/procgroup"
@@ -20,6 +21,12 @@ const pipeGrace = 500 * time.Millisecond
 // ErrClosed is returned by Start after Close.
 var ErrClosed = errors.New("process supervisor is closed")
 
+// ErrSpawnerStopped is returned by Start once a Spec.Enter left the
+// spawner's thread in another network namespace: every child forked from
+// it would start there, so it forks no more. The processes it started
+// keep running until Close, which then ends the thread.
+var ErrSpawnerStopped = errors.New("the process spawner stopped: its thread could not return to its network namespace")
+
 // Spec describes one process to start.
 type Spec struct {
 	// Path is the executable; Args is the full argv (Args[0] included).
@@ -32,6 +39,16 @@ type Spec struct {
 	// Stdout and Stderr receive the process's output as it is read; nil
 	// discards it. Each is written from one goroutine of its own.
 	Stdout, Stderr io.Writer
+	// Enter, when set, wraps the fork: the spawner calls it on its own
+	// locked thread with a start function, and Enter calls that function
+	// after moving the calling thread into the context the process
+	// belongs in (a pod's network namespace), then moves the thread back.
+	// The child inherits the forking thread's namespace, and its
+	// parent-death signal stays tied to the spawner's thread. Should the
+	// thread fail to come back, Enter must leave it locked and return an
+	// error: the spawner then finds its thread in another namespace and
+	// stops for good (ErrSpawnerStopped).
+	Enter func(start func() error) error
 }
 
 // Supervisor starts processes and makes sure none outlives it (or
@@ -49,6 +66,7 @@ type Supervisor struct {
 
 type spawnReq struct {
 	cmd   *exec.Cmd
+	enter func(start func() error) error
 	reply chan error
 }
 
@@ -78,15 +96,48 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 // Supervisor: PR_SET_PDEATHSIG fires when the forking *thread* exits, and
 // the Go runtime ends a thread whenever a goroutine exits while locked to
 // it — any goroutine's, not only ours.
+//
+// A Spec.Enter moves this thread into another network namespace for one
+// fork. Afterwards the loop checks that the thread is back where it
+// started; if not, it answers every later request with ErrSpawnerStopped
+// and, at Close, returns still locked so that Go ends the thread rather
+// than hand it, in the wrong namespace, to other goroutines.
 func (s *Supervisor) spawnLoop() {
 	defer s.loop.Done()
 	runtime.LockOSThread()
-	// Unlocking before returning hands the thread back to the scheduler
-	// instead of ending it (which would signal any child still alive).
-	defer runtime.UnlockOSThread()
+	home, homeErr := threadNetns()
+	var stopped error // why the loop forks no more
 	for req := range s.reqs {
-		req.reply <- req.cmd.Start()
+		switch {
+		case stopped != nil:
+			req.reply <- stopped
+		case req.enter == nil:
+			req.reply <- req.cmd.Start()
+		case homeErr != nil:
+			req.reply <- fmt.Errorf("start in a namespace: cannot tell the spawner thread's own: %w", homeErr)
+		default:
+			err := req.enter(req.cmd.Start)
+			if now, nerr := threadNetns(); nerr != nil || now != home {
+				stopped = spawnerStopped(home, now, errors.Join(err, nerr))
+				err = stopped
+			}
+			req.reply <- err
+		}
 	}
+	if stopped == nil {
+		// Unlocking before returning hands the thread back to the
+		// scheduler instead of ending it (which would signal any child
+		// still alive).
+		runtime.UnlockOSThread()
+	}
+}
+
+// spawnerStopped is ErrSpawnerStopped with where the thread is and why.
+func spawnerStopped(home, now string, cause error) error {
+	if cause == nil {
+		return fmt.Errorf("%w (it is in %s, not %s)", ErrSpawnerStopped, now, home)
+	}
+	return fmt.Errorf("%w (it is in %s, not %s): %w", ErrSpawnerStopped, now, home, cause)
 }
 
 // Start starts a process in its own process group. The returned Process
@@ -126,8 +177,14 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	s.live[p] = struct{}{}
 	s.procs.Add(1)
 	reply := make(chan error, 1)
-	s.reqs <- spawnReq{cmd: cmd, reply: reply}
+	s.reqs <- spawnReq{cmd: cmd, enter: spec.Enter, reply: reply}
 	err = <-reply
+	if err != nil && cmd.Process != nil {
+		// Forked, but Enter failed on the way back: the start failed,
+		// and nothing of it may run unsupervised.
+		procgroup.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
 	if err == nil {
 		p.Pid = cmd.Process.Pid
 		s.reaper.add(p.Pid)

@@ -1,0 +1,116 @@
+package podstatus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/wire"
+)
+
+// ConditionWriter implements gate.ConditionWriter: a strategic merge
+// patch of the pod's status subresource that names one condition, the
+// gate's. status.conditions merges by type, so the patch changes that
+// condition and no other: the kubelet's (or node agent's) Ready and
+// ContainersReady, written meanwhile, stay as they are.
+type ConditionWriter struct {
+	pods      corev1client.PodsGetter
+	namespace string
+	pod       string
+}
+
+var _ gate.ConditionWriter = (*ConditionWriter)(nil)
+
+// NewConditionWriter writes the condition of pod in namespace through
+// pods (the typed core/v1 client: the gate needs no other API group).
+func NewConditionWriter(pods corev1client.PodsGetter, namespace, pod string) (*ConditionWriter, error) {
+	if pod == "" {
+		return nil, errors.New("the pod name (SERVING_POD) is empty: the gate cannot write its own pod's condition")
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	return &ConditionWriter{pods: pods, namespace: namespace, pod: pod}, nil
+}
+
+// ConditionWriterForURL is NewConditionWriter over the API at url
+// (podgate run's control API).
+func ConditionWriterForURL(url, namespace, pod string) (*ConditionWriter, error) {
+	return conditionWriterFor(&rest.Config{Host: url}, namespace, pod)
+}
+
+// ConditionWriterForCluster is NewConditionWriter over the cluster's API
+// server, found as ForCluster finds it. The pod's service account needs
+// permission to patch pods/status.
+func ConditionWriterForCluster(namespace, pod string) (*ConditionWriter, error) {
+	cfg, err := clusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	return conditionWriterFor(cfg, namespace, pod)
+}
+
+func conditionWriterFor(cfg *rest.Config, namespace, pod string) (*ConditionWriter, error) {
+	c, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
+	}
+	return NewConditionWriter(c, namespace, pod)
+}
+
+// WriteCondition patches the gate's condition to c. A Forbidden answer
+// wraps gate.ErrNotPermitted and names the permission the pod's service
+// account lacks.
+func (w *ConditionWriter) WriteCondition(ctx context.Context, c gate.PodCondition) error {
+	patch, err := ConditionPatch(c)
+	if err != nil {
+		return err
+	}
+	_, err = w.pods.Pods(w.namespace).Patch(ctx, w.pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w: patch pods/status of pod %s/%s: the pod's service account needs verb \"patch\" on resource \"pods/status\" in namespace %s: %v",
+			gate.ErrNotPermitted, w.namespace, w.pod, w.namespace, err)
+	}
+	return fmt.Errorf("patch pods/status of pod %s/%s: %w", w.namespace, w.pod, err)
+}
+
+// ConditionPatch is the strategic merge patch that sets the gate's
+// condition to c. Fields the value leaves empty are sent as null: a merge
+// keeps what a patch leaves out, so True would otherwise keep the reason
+// and message of the False before it.
+func ConditionPatch(c gate.PodCondition) ([]byte, error) {
+	status := corev1.ConditionFalse
+	if c.Ready {
+		status = corev1.ConditionTrue
+	}
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	var since any
+	if !c.LastTransition.IsZero() {
+		since = metav1.NewTime(c.LastTransition)
+	}
+	cond := map[string]any{
+		"type":               wire.ContainersReadyCondition,
+		"status":             status,
+		"reason":             orNull(c.Reason),
+		"message":            orNull(c.Message),
+		"lastTransitionTime": since,
+	}
+	return json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{cond}}})
+}

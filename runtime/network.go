@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"net/netip"
+	"sync"
+)
+
+// PodNetwork is the pod network of this node as the node agent uses it,
+// the CNI plugin's part on a kubelet's node: it gives each pod an address
+// and a place for its processes to run. The default (Options.Network nil)
+// is the loopback network of `podgate run`; package podnet/nodenet
+// adapts podnet's network namespaces.
+type PodNetwork interface {
+	// Add gives the pod keyed podKey (its UID) a network, until its
+	// PodNet is closed. An error names what ran out or failed.
+	Add(podKey string) (PodNet, error)
+	// Capacity is how many pods can have a network at once and the range
+	// their addresses come from: Check refuses workloads that start more.
+	Capacity() (pods int, cidr netip.Prefix)
+}
+
+// PodNet is one pod's network.
+type PodNet interface {
+	// IP is the pod's address: status.podIP, $POD_IP, and where the node
+	// dials its httpGet, tcpSocket and grpc probes and hooks.
+	IP() netip.Addr
+	// Enter runs fn on the calling goroutine's OS thread from inside the
+	// pod's network and brings the thread back: a process fn forks starts
+	// in the pod's network. The agent wraps the start of every process of
+	// the pod in it: containers, exec probes, exec hooks. Should the way
+	// back fail, Enter must leave the thread locked to the goroutine
+	// (runtime.LockOSThread) and return an error, so the thread ends with
+	// the goroutine instead of serving others in the wrong namespace. On
+	// the loopback network it is fn().
+	Enter(fn func() error) error
+	// Close releases the pod's network once none of its processes runs
+	// any more. A second Close does nothing.
+	Close() error
+}
+
+// loopback is the default PodNetwork: the pods share the host's network,
+// each with an address of its own from a loopback range (127.0.1.N),
+// which its programs bind. There is nothing to enter, and a port bound on
+// every address (0.0.0.0) is taken for all pods: the agent checks a
+// container's ports before it starts (ports.go).
+type loopback struct{ ipam *ipam }
+
+func (l loopback) Add(podKey string) (PodNet, error) {
+	ip, err := l.ipam.allocate(podKey)
+	if err != nil {
+		return nil, err
+	}
+	return &loopbackPod{ipam: l.ipam, ip: ip}, nil
+}
+
+func (l loopback) Capacity() (int, netip.Prefix) { return l.ipam.size(), l.ipam.prefix }
+
+type loopbackPod struct {
+	ipam *ipam
+	ip   netip.Addr
+	once sync.Once
+}
+
+func (p *loopbackPod) IP() netip.Addr              { return p.ip }
+func (p *loopbackPod) Enter(fn func() error) error { return fn() }
+
+// Close frees the address once: a second release could free it from the
+// pod it was handed to next.
+func (p *loopbackPod) Close() error {
+	p.once.Do(func() { p.ipam.release(p.ip) })
+	return nil
+}
