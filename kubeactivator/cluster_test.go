@@ -12,9 +12,11 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/wire"
 )
 
 const host = service + "." + testNS + ".example.com"
@@ -91,7 +93,7 @@ func toggle(t *testing.T, e *env, pod string, ready bool) {
 }
 
 // bothReady brings web-a and web-b back: apps ready, nothing pinned,
-// both usable in s.
+// both usable in s if it has a target open for web.
 func bothReady(t *testing.T, e *env, s *Server) {
 	t.Helper()
 	for _, p := range []string{"web-a", "web-b"} {
@@ -100,6 +102,9 @@ func bothReady(t *testing.T, e *env, s *Server) {
 	}
 	if err := e.waitEndpoints(map[string]bool{"web-a": true, "web-b": true}); err != nil {
 		t.Fatal(err)
+	}
+	if _, open := s.Status(testNS, service); !open {
+		return // the next request makes the target, which checks the gates at once
 	}
 	for _, p := range []string{"web-a", "web-b"} {
 		waitBackend(t, s, p, "usable", usable)
@@ -122,6 +127,28 @@ func TestTheActivatorRoutesToPodsReadyInBothViews(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK || string(b) != "ok" {
 				t.Errorf("%s: %d %q, want 200 ok", path, resp.StatusCode, b)
+			}
+		}
+	})
+
+	t.Run("the gates write their pod condition as the service account the RoleBinding example grants", func(t *testing.T) {
+		for _, name := range []string{"web-a", "web-b"} {
+			p, err := e.cs.CoreV1().Pods(testNS).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gated := false
+			for _, g := range p.Spec.ReadinessGates {
+				gated = gated || g.ConditionType == wire.ContainersReadyCondition
+			}
+			var cond *corev1.PodCondition
+			for i := range p.Status.Conditions {
+				if p.Status.Conditions[i].Type == wire.ContainersReadyCondition {
+					cond = &p.Status.Conditions[i]
+				}
+			}
+			if !gated || cond == nil || cond.Status != corev1.ConditionTrue {
+				t.Errorf("%s: readiness gate %v, condition %+v; want the gate's condition True", name, gated, cond)
 			}
 		}
 	})
