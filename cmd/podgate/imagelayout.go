@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/podgate/podgate/ociimage"
@@ -26,24 +24,16 @@ func checkImageFlags(flags []string) error {
 }
 
 // withImageLayout makes im run the images of the OCI image layout dir
-// (--image-layout); "" leaves im as it is. The directory is checked now,
-// so a wrong path fails before anything starts; the images in it are
-// checked as the pods that name them are.
+// (--image-layout); "" leaves im as it is. The directory is checked now
+// (ociimage.OpenLayout), so a wrong path fails before anything starts.
 func withImageLayout(im images.Map, dir string) (images.Map, error) {
 	if dir == "" {
 		return im, nil
 	}
-	abs, err := filepath.Abs(dir)
+	l, err := ociimage.OpenLayout(dir)
 	if err != nil {
 		return im, fmt.Errorf("--image-layout %s: %w", dir, err)
 	}
-	if _, err := os.Stat(filepath.Join(abs, "oci-layout")); err != nil {
-		return im, fmt.Errorf("--image-layout %s: not an OCI image layout (no oci-layout file): %w", dir, err)
-	}
-	cache, err := ociimage.DefaultCacheDir()
-	if err != nil {
-		return im, fmt.Errorf("--image-layout %s: %w", dir, err)
-	}
-	im.Store = ociimage.Layout{Dir: abs, CacheDir: cache}
+	im.Store = l
 	return im, nil
 }

@@ -66,17 +66,9 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 				}
 				return withCode(exitInvalid)
 			}
-			items := m.InOrder()
-			for i, it := range items {
-				w, ok := it.(*podspec.Workload)
-				if !ok {
-					continue
-				}
-				iw, err := inject.Gate(w, opts)
-				if err != nil {
-					return invalidf("%s: %v", w.Source, err)
-				}
-				items[i] = iw
+			items, err := inject.Manifests(m, opts)
+			if err != nil {
+				return invalidf("%v", err)
 			}
 			// Render everything before printing, so a failure prints nothing.
 			var b bytes.Buffer

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/podgate/podgate/frontdoor"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 )
@@ -149,24 +147,11 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 	if im, err = withImageLayout(im, o.imageLayout); err != nil {
 		return invalidf("%v", err)
 	}
-	m, problems, err := validation.LoadInputs(inputs...)
+	workloads, err := localrun.LoadWorkloads(inputs, stderr)
 	if err != nil {
 		return invalidf("%v", err)
 	}
-	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p.Error())
-		}
-		return invalidf("%d problem(s) in the manifests; nothing was started (see podgate validate)", len(problems))
-	}
-	if len(m.Workloads) == 0 {
-		return invalidf("no Pod, Deployment or Knative Service in %s", podspec.InputNames(inputs))
-	}
-	for _, s := range m.Skipped {
-		fmt.Fprintf(stderr, "note: %s: %s %s/%s: skipped, podgate runs Pods, Deployments and Knative Services\n",
-			s.Source, s.APIVersion, s.Kind, s.Name)
-	}
-	cfg.Workloads, cfg.Images, cfg.Stdout, cfg.Stderr = m.Workloads, im, stdout, stderr
+	cfg.Workloads, cfg.Images, cfg.Stdout, cfg.Stderr = workloads, im, stdout, stderr
 	if err := localrun.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
 	}

@@ -146,6 +146,26 @@ func Gate(w *podspec.Workload, opts Options) (*podspec.Workload, error) {
 	return out, nil
 }
 
+// Manifests is what the files of m hold, in their order (m.InOrder), with
+// the gate injected into every workload and the other objects as they
+// are: what `podgate inject` prints. The first workload that cannot be
+// injected is the error, named by its source.
+func Manifests(m *podspec.Manifests, opts Options) ([]any, error) {
+	items := m.InOrder()
+	for i, it := range items {
+		w, ok := it.(*podspec.Workload)
+		if !ok {
+			continue
+		}
+		iw, err := Gate(w, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Source, err)
+		}
+		items[i] = iw
+	}
+	return items, nil
+}
+
 // defaultContainerAnnotation makes kubectl logs/exec pick a container
 // when none is named; with the gate first it would pick the gate.
 const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"

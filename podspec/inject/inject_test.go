@@ -371,3 +371,35 @@ func TestInjectRefusesAUserContainerNamedPodgate(t *testing.T) {
 		t.Fatalf("injecting a pod with a user container named podgate: err %v, want a name clash", err)
 	}
 }
+
+func TestManifestsInjectsTheWorkloadsAndKeepsTheRestInPlace(t *testing.T) {
+	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
+	m, err := podspec.Load(strings.NewReader(configMap+"---\n"+podWith("")+"---\n"+configMap), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := Manifests(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 3 {
+		t.Fatalf("%d items, want 3", len(items))
+	}
+	for i, it := range items {
+		w, isWorkload := it.(*podspec.Workload)
+		if isWorkload != (i == 1) {
+			t.Fatalf("item %d is %T: want the pod in the middle, in its place", i, it)
+		}
+		if isWorkload && !w.IsInjected() {
+			t.Error("the pod did not get the gate")
+		}
+	}
+
+	clash, err := podspec.Load(strings.NewReader(strings.Replace(podWith(""), "name: app", "name: podgate", 1)), "clash.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Manifests(clash, Options{}); err == nil || !strings.HasPrefix(err.Error(), "clash.yaml: doc 1: ") {
+		t.Errorf("Manifests of a pod that cannot be injected: %v, want the error named by its source", err)
+	}
+}
