@@ -21,6 +21,7 @@ import (
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/runtime/logbuf"
+	"github.com/podgate/podgate/runtime/loopnet"
 	"github.com/podgate/podgate/runtime/proc"
 )
 
@@ -96,7 +97,7 @@ type Agent struct {
 	runner  *probe.Runner
 	events  *events.Recorder
 	out     *logbuf.Output
-	owners  portOwners
+	owners  loopnet.Owners
 	base    []env.Var
 	workDir string
 
@@ -204,11 +205,11 @@ func podNetwork(opts *Options) (PodNetwork, error) {
 	if !opts.HostIP.IsValid() {
 		opts.HostIP = netip.MustParseAddr(HostIP)
 	}
-	pool, err := newIPAM(opts.PodCIDR)
+	n, err := loopnet.New(opts.PodCIDR)
 	if err != nil {
 		return nil, err
 	}
-	return loopback{ipam: pool}, nil
+	return loopback{n}, nil
 }
 
 // nsName keys the agent's pods.
