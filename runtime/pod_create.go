@@ -12,6 +12,7 @@ import (
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/podstatus"
 	"github.com/podgate/podgate/runtime/queue"
 	"github.com/podgate/podgate/wire"
 )
@@ -43,7 +44,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 			p.conditions[corev1.PodScheduled] = c
 		}
 	}
-	p.gateConds = gateConditions(obj)
+	p.gateConds = podstatus.GateConditions(obj)
 	p.obj.Status = corev1.PodStatus{}
 	if a.opts.PodSetup != nil {
 		p.extras = a.opts.PodSetup(obj.DeepCopy())
