@@ -1,8 +1,10 @@
 package activator
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -43,6 +45,11 @@ type Config struct {
 	ProbeTimeout  time.Duration
 	// ConnectTimeout bounds a dial to a gate.
 	ConnectTimeout time.Duration
+	// Dial connects to a gate, for proxied requests and health checks
+	// alike, when the default transports are used (default: a
+	// net.Dialer). Tests that run pods on loopback reach them through it
+	// at the addresses a real API server takes in EndpointSlices.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Clock drives the request timeout and the probe interval
 	// (default the real clock).
 	Clock clock.WithTickerAndDelayedExecution
@@ -93,10 +100,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Metrics = nopMetrics{}
 	}
 	if c.Transport == nil {
-		c.Transport = NewTransport(c.ConnectTimeout)
+		c.Transport = newTransport(c.ConnectTimeout, c.Dial)
 	}
 	if c.ProbeTransport == nil {
-		c.ProbeTransport = newProbeTransport(c.ProbeTimeout)
+		c.ProbeTransport = newProbeTransport(c.ProbeTimeout, c.Dial)
 	}
 	return c, nil
 }

@@ -59,11 +59,13 @@ func truncate(s string, n int) string {
 
 // newProbeTransport keeps one connection per gate: a check every 200 ms
 // per pod should not cost a handshake each time.
-func newProbeTransport(timeout time.Duration) *http.Transport {
-	d := &net.Dialer{Timeout: timeout}
+func newProbeTransport(timeout time.Duration, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: timeout}).DialContext
+	}
 	return &http.Transport{
-		Proxy:               nil, // never through $HTTP_PROXY: pods are direct
-		DialContext:         d.DialContext,
+		Proxy:               nil,  // never through $HTTP_PROXY: pods are direct
+		DialContext:         dial, // bounded by the health check's own timeout
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,

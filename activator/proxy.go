@@ -28,11 +28,21 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // pod for a busy target, compression left to the two ends, and dial
 // failures tagged as ConnectError.
 func NewTransport(connectTimeout time.Duration) *http.Transport {
-	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	return newTransport(connectTimeout, nil)
+}
+
+// newTransport is NewTransport over dial (nil: a net.Dialer); the connect
+// timeout bounds every dial either way.
+func newTransport(connectTimeout time.Duration, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
+			ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+			defer cancel()
+			c, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, &ConnectError{Addr: addr, Err: err}
 			}

@@ -58,11 +58,6 @@ func (s *Source) Pods(ctx context.Context) <-chan []activator.Pod {
 	return out
 }
 
-type state struct {
-	slices map[string]*discoveryv1.EndpointSlice
-	pods   map[string]*corev1.Pod
-}
-
 func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 	defer close(out)
 	selector := labels.SelectorFromSet(labels.Set{ServiceNameLabel: s.Service}).String()
@@ -99,6 +94,26 @@ func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
+	stream(ctx, out, changed, func() []activator.Pod {
+		var slices []*discoveryv1.EndpointSlice
+		for _, o := range slicesInf.GetStore().List() {
+			slices = append(slices, o.(*discoveryv1.EndpointSlice))
+		}
+		pod := func(namespace, name string) *corev1.Pod {
+			o, ok, _ := podsInf.GetStore().GetByKey(namespace + "/" + name)
+			if !ok {
+				return nil
+			}
+			return o.(*corev1.Pod)
+		}
+		return podsOf(s.Service, s.Port, slices, pod, true)
+	})
+}
+
+// stream sends snap's snapshots to out: the first at once, then one after
+// each ring of changed that changes it, until ctx ends. A slow reader
+// only ever gets the latest snapshot.
+func stream(ctx context.Context, out chan<- []activator.Pod, changed chan struct{}, snap func() []activator.Pod) {
 	var (
 		pending, last []activator.Pod
 		dirty, sent   bool
@@ -108,21 +123,12 @@ func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 		case <-changed: // this snapshot covers it
 		default:
 		}
-		st := &state{slices: map[string]*discoveryv1.EndpointSlice{}, pods: map[string]*corev1.Pod{}}
-		for _, o := range slicesInf.GetStore().List() {
-			sl := o.(*discoveryv1.EndpointSlice)
-			st.slices[sl.Name] = sl
-		}
-		for _, o := range podsInf.GetStore().List() {
-			p := o.(*corev1.Pod)
-			st.pods[p.Name] = p
-		}
-		snap := s.snapshot(st)
-		if sent && equal(snap, last) {
+		next := snap()
+		if sent && equal(next, last) {
 			dirty = false // back to what the reader has
 			return
 		}
-		pending, dirty = snap, true
+		pending, dirty = next, true
 	}
 	publish()
 	for {
@@ -148,16 +154,20 @@ func (s *Source) logger() *slog.Logger {
 	return s.Logger
 }
 
-// snapshot is the service's pods, sorted by name. A pod listed in two
-// slices (moving between them) counts once, ready if either says so.
-func (s *Source) snapshot(st *state) []activator.Pod {
-	port := s.Port
+// podsOf is the pods of service's slices, sorted by name, their gates on
+// port (GatePort when 0). A pod listed in two slices (moving between
+// them) counts once, ready if either says so. podByName finds an
+// endpoint's pod in the slice's namespace (nil: not known, yet or any
+// more); withAdmin gives each
+// pod its gate's admin address, where the target tells the gate that it
+// sends it nothing any more.
+func podsOf(service string, port int32, slices []*discoveryv1.EndpointSlice, podByName func(namespace, name string) *corev1.Pod, withAdmin bool) []activator.Pod {
 	if port == 0 {
 		port = GatePort
 	}
 	byName := map[string]activator.Pod{}
-	for _, sl := range st.slices {
-		if sl.Labels[ServiceNameLabel] != s.Service {
+	for _, sl := range slices {
+		if sl.Labels[ServiceNameLabel] != service {
 			continue
 		}
 		for _, ep := range sl.Endpoints {
@@ -174,9 +184,9 @@ func (s *Source) snapshot(st *state) []activator.Pod {
 			}
 			if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
 				p.Name = ref.Name
-				if pod := st.pods[ref.Name]; pod != nil && (ref.UID == "" || ref.UID == pod.UID) {
+				if pod := podByName(sl.Namespace, ref.Name); pod != nil && (ref.UID == "" || ref.UID == pod.UID) {
 					p.FastPath = pod.DeletionTimestamp == nil && activator.FastPathAllowed(&pod.Spec)
-					if port := gateAdminPort(&pod.Spec); port > 0 {
+					if port := gateAdminPort(&pod.Spec); port > 0 && withAdmin {
 						p.AdminAddr = net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port)))
 					}
 				}

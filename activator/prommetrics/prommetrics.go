@@ -77,3 +77,13 @@ func (m *Metrics) Forget(target string) {
 	m.ready.DeleteLabelValues(target)
 	m.pods.DeleteLabelValues(target)
 }
+
+// Closed drops the gauges of a target that closed (the activator on a
+// cluster closes a Service's target when it is idle): a closed target
+// holds no request and knows no pod. Its request counts stay, as
+// counters must not go back while the process lives.
+func (m *Metrics) Closed(target string) {
+	m.queue.DeleteLabelValues(target)
+	m.ready.DeleteLabelValues(target)
+	m.pods.DeleteLabelValues(target)
+}

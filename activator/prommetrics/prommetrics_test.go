@@ -64,6 +64,10 @@ func TestExportsTargetMeasurements(t *testing.T) {
 	if got := gathered(t, reg); !reflect.DeepEqual(got, want) {
 		t.Fatalf("gathered %v\nwant %v", got, want)
 	}
+	m.Closed("default/web")
+	if got, want := gathered(t, reg), map[string]float64{`podgate_activator_requests_total{code="200",target="default/web"}`: 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after Closed: %v\nwant only the request counts %v", got, want)
+	}
 	m.Forget("default/web")
 	if got := gathered(t, reg); len(got) != 0 {
 		t.Fatalf("after Forget: %v, want no series", got)

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/podgate/podgate/gateenv"
 )
 
 // Exit codes shared by every subcommand (docs/cli.md#exit-codes).
@@ -76,7 +78,24 @@ readiness of every container, and rides out container restarts without errors.`,
 	for _, newCmd := range subcommands {
 		root.AddCommand(newCmd())
 	}
+	root.RunE = runBare
 	return root
+}
+
+// runBare is `podgate` without a subcommand: the help, or the gate in
+// queue-proxy's environment. Knative starts its queue sidecar with the
+// image's entrypoint and no arguments, so with podgate's image as
+// Knative's queue-sidecar-image (deploy/knative) that is `podgate` alone,
+// with QUEUE_SERVING_PORT and the other SERVING_* variables set.
+func runBare(cmd *cobra.Command, _ []string) error {
+	if _, ok := os.LookupEnv(gateenv.EnvQueueServingPort); !ok {
+		return cmd.Help()
+	}
+	gate, _, err := cmd.Find([]string{"gate"})
+	if err != nil || gate == cmd {
+		return fmt.Errorf("no gate subcommand: %v", err)
+	}
+	return gate.RunE(gate, nil)
 }
 
 // run executes the CLI with no standard input and returns the exit code.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/internal/kubeconfig"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -52,7 +53,7 @@ func ConditionWriterForURL(url, namespace, pod string) (*ConditionWriter, error)
 // server, found as ForCluster finds it. The pod's service account needs
 // permission to patch pods/status.
 func ConditionWriterForCluster(namespace, pod string) (*ConditionWriter, error) {
-	cfg, err := clusterConfig()
+	cfg, _, err := kubeconfig.Load("")
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/internal/kubeconfig"
 )
 
 // Source implements gate.PodWatcher with an informer on one pod.
@@ -53,31 +52,16 @@ func ForURL(url, namespace, pod string) (*Source, error) {
 	return forConfig(&rest.Config{Host: url}, namespace, pod)
 }
 
-// ForCluster is New over the cluster's API server: the in-cluster config
-// (the pod's service account) when running in a pod, else $KUBECONFIG (or
-// ~/.kube/config), as kubectl finds it.
+// ForCluster is New over the cluster's API server, found as every podgate
+// component finds it (internal/kubeconfig): $KUBECONFIG first (podgate's
+// node hands each pod one with its bound service-account token), then the
+// in-cluster service account, then ~/.kube/config.
 func ForCluster(namespace, pod string) (*Source, error) {
-	cfg, err := clusterConfig()
+	cfg, _, err := kubeconfig.Load("")
 	if err != nil {
 		return nil, err
 	}
 	return forConfig(cfg, namespace, pod)
-}
-
-func clusterConfig() (*rest.Config, error) {
-	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("not in a cluster (no KUBERNETES_SERVICE_HOST) and no usable kubeconfig: %w", err)
-	}
-	return cfg, nil
 }
 
 func forConfig(cfg *rest.Config, namespace, pod string) (*Source, error) {

@@ -394,8 +394,10 @@ func TestGateDrainsOnTheNodeAgentsDeletion(t *testing.T) {
 	}
 }
 
-// TestForClusterReadsKubeconfig: outside a pod, PODGATE_STATUS_SOURCE=
-// kubernetes finds the API server as kubectl does, by $KUBECONFIG.
+// TestForClusterReadsKubeconfig: PODGATE_STATUS_SOURCE=kubernetes finds
+// the API server by $KUBECONFIG first, even in a pod: podgate's node gives
+// each pod a kubeconfig with its bound token and KUBERNETES_SERVICE_HOST,
+// but no in-cluster token file.
 func TestForClusterReadsKubeconfig(t *testing.T) {
 	st, url := startAPI(t)
 	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
@@ -412,7 +414,10 @@ current-context: local
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", kubeconfig)
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	// Never dialed: the kubeconfig wins (an in-cluster attempt would fail
+	// reading the absent token file first).
+	t.Setenv("KUBERNETES_SERVICE_HOST", "kubernetes.invalid")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
 	src, err := ForCluster("default", "web-1")
 	if err != nil {
 		t.Fatal(err)

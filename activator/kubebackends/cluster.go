@@ -1,0 +1,292 @@
+package kubebackends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/podgate/podgate/activator"
+)
+
+// Index names of the Cluster's EndpointSlice informer.
+const (
+	byService = "service" // NAMESPACE/kubernetes.io/service-name
+	byPod     = "pod"     // NAMESPACE/NAME of every Pod an endpoint targets
+)
+
+// Cluster is one EndpointSlice informer and one Pod informer over every
+// namespace (or one), shared by the targets of many Services: the
+// activator on a cluster serves any Service, and an informer per Service
+// would list and watch every pod once per Service. It also answers
+// whether a Service has EndpointSlices at all, without a request to the
+// API server, so an unknown host is refused at once.
+//
+// Pods are kept stripped to what the fast-path rule reads (podTransform):
+// a cluster's pods in full would cost the activator far more memory than
+// the rule needs.
+type Cluster struct {
+	slices, pods cache.SharedIndexInformer
+
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{} // by NAMESPACE/SERVICE
+}
+
+// NewCluster makes the informers over client, in namespace (every
+// namespace when empty). They run from Run.
+func NewCluster(client kubernetes.Interface, namespace string) (*Cluster, error) {
+	hasService, err := labels.NewRequirement(ServiceNameLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{subs: map[string]map[chan struct{}]struct{}{}}
+	// Informers of their own, not a shared factory: the factory links every
+	// API group's informer into the binary (tens of MB).
+	c.slices = discoveryinformers.NewFilteredEndpointSliceInformer(client, namespace, 0,
+		cache.Indexers{byService: serviceIndex, byPod: podIndex},
+		func(o *metav1.ListOptions) { o.LabelSelector = labels.NewSelector().Add(*hasService).String() })
+	c.pods = coreinformers.NewFilteredPodInformer(client, namespace, 0, cache.Indexers{}, nil)
+	for _, step := range []error{
+		c.slices.SetTransform(sliceTransform),
+		c.pods.SetTransform(podTransform),
+	} {
+		if step != nil {
+			return nil, fmt.Errorf("endpoint informers: %w", step)
+		}
+	}
+	if _, err := c.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { c.ringSlice(o) },
+		UpdateFunc: func(old, o any) { c.ringSlice(old); c.ringSlice(o) },
+		DeleteFunc: func(o any) { c.ringSlice(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("endpoint informers: %w", err)
+	}
+	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { c.ringPod(o) },
+		UpdateFunc: func(old, o any) {
+			// The pod's spec does not change; what the snapshot reads that
+			// does is its deletion, and a new pod under the old name.
+			op, np := old.(*corev1.Pod), o.(*corev1.Pod)
+			if op.UID != np.UID || (op.DeletionTimestamp == nil) != (np.DeletionTimestamp == nil) {
+				c.ringPod(o)
+			}
+		},
+		DeleteFunc: func(o any) { c.ringPod(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("endpoint informers: %w", err)
+	}
+	return c, nil
+}
+
+// Run runs the informers until ctx ends.
+func (c *Cluster) Run(ctx context.Context) {
+	var running sync.WaitGroup
+	running.Go(func() { c.slices.Run(ctx.Done()) })
+	running.Go(func() { c.pods.Run(ctx.Done()) })
+	running.Wait()
+}
+
+// WaitForSync waits until both informers have listed, or ctx ends (false).
+func (c *Cluster) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), c.slices.HasSynced, c.pods.HasSynced)
+}
+
+// HasService says whether any EndpointSlice is labelled for the Service
+// (kubernetes.io/service-name). The EndpointSlice controller writes one,
+// empty if need be, for every Service with a selector; a Service without
+// one has slices when someone writes them.
+func (c *Cluster) HasService(namespace, name string) bool {
+	objs, err := c.slices.GetIndexer().ByIndex(byService, namespace+"/"+name)
+	return err == nil && len(objs) > 0
+}
+
+// Backends is the Service's pods as an activator.Backends, their gates on
+// port (GatePort when 0). Several activators may route to a pod on a
+// cluster, so a gate is never told that it gets no more traffic
+// (activator.Pod.AdminAddr stays empty) and drains for its quiet period.
+func (c *Cluster) Backends(namespace, service string, port int32) activator.Backends {
+	return &clusterService{c: c, key: namespace + "/" + service, service: service, port: port}
+}
+
+type clusterService struct {
+	c       *Cluster
+	key     string
+	service string
+	port    int32
+}
+
+// Pods streams snapshots, the first once the informers have synced.
+func (s *clusterService) Pods(ctx context.Context) <-chan []activator.Pod {
+	out := make(chan []activator.Pod)
+	go func() {
+		defer close(out)
+		changed := s.c.subscribe(s.key)
+		defer s.c.unsubscribe(s.key, changed)
+		if !s.c.WaitForSync(ctx) {
+			return
+		}
+		stream(ctx, out, changed, s.snapshot)
+	}()
+	return out
+}
+
+func (s *clusterService) snapshot() []activator.Pod {
+	objs, _ := s.c.slices.GetIndexer().ByIndex(byService, s.key)
+	slices := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		slices = append(slices, o.(*discoveryv1.EndpointSlice))
+	}
+	pod := func(namespace, name string) *corev1.Pod {
+		o, ok, _ := s.c.pods.GetStore().GetByKey(namespace + "/" + name)
+		if !ok {
+			return nil
+		}
+		return o.(*corev1.Pod)
+	}
+	return podsOf(s.service, s.port, slices, pod, false)
+}
+
+func (c *Cluster) subscribe(key string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subs[key] == nil {
+		c.subs[key] = map[chan struct{}]struct{}{}
+	}
+	c.subs[key][ch] = struct{}{}
+	return ch
+}
+
+func (c *Cluster) unsubscribe(key string, ch chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.subs[key], ch)
+	if len(c.subs[key]) == 0 {
+		delete(c.subs, key)
+	}
+}
+
+// ring tells the streams of the Services keys that something of theirs
+// changed; they build their snapshot from the informers' stores.
+func (c *Cluster) ring(keys ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		for ch := range c.subs[k] {
+			select {
+			case ch <- struct{}{}:
+			default: // one is pending already
+			}
+		}
+	}
+}
+
+func (c *Cluster) ringSlice(o any) {
+	if keys, err := serviceIndex(unwrap(o)); err == nil {
+		c.ring(keys...)
+	}
+}
+
+// ringPod rings the Services whose slices list the pod.
+func (c *Cluster) ringPod(o any) {
+	p, ok := unwrap(o).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	slices, err := c.slices.GetIndexer().ByIndex(byPod, p.Namespace+"/"+p.Name)
+	if err != nil {
+		return
+	}
+	var keys []string
+	for _, sl := range slices {
+		k, _ := serviceIndex(sl)
+		keys = append(keys, k...)
+	}
+	c.ring(keys...)
+}
+
+// unwrap is a deleted object whose deletion the informer missed (it
+// relisted), or o.
+func unwrap(o any) any {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return o
+}
+
+func serviceIndex(o any) ([]string, error) {
+	sl, ok := o.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, errors.New("not an EndpointSlice")
+	}
+	svc, ok := sl.Labels[ServiceNameLabel]
+	if !ok {
+		return nil, nil
+	}
+	return []string{sl.Namespace + "/" + svc}, nil
+}
+
+func podIndex(o any) ([]string, error) {
+	sl, ok := o.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, errors.New("not an EndpointSlice")
+	}
+	var out []string
+	for _, ep := range sl.Endpoints {
+		if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
+			out = append(out, sl.Namespace+"/"+ref.Name)
+		}
+	}
+	return out, nil
+}
+
+// sliceTransform drops the managed fields and annotations, which the
+// activator never reads.
+func sliceTransform(o any) (any, error) {
+	if sl, ok := o.(*discoveryv1.EndpointSlice); ok {
+		sl.ManagedFields, sl.Annotations = nil, nil
+	}
+	return o, nil
+}
+
+// podTransform keeps of a pod what podsOf reads: its identity, its
+// deletion, its readiness gates, and each container's name, ports and
+// readiness and startup probes (activator.FastPathAllowed). A pod's
+// status, environment, volumes and managed fields are most of its size.
+func podTransform(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	keep := func(cs []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{
+				Name: c.Name, Ports: c.Ports, RestartPolicy: c.RestartPolicy,
+				ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe,
+			}
+		}
+		return out
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec: corev1.PodSpec{
+			InitContainers: keep(p.Spec.InitContainers),
+			Containers:     keep(p.Spec.Containers),
+			ReadinessGates: p.Spec.ReadinessGates,
+		},
+	}, nil
+}

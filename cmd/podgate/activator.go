@@ -1,0 +1,118 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/internal/kubeconfig"
+	"github.com/podgate/podgate/kubeactivator"
+	"github.com/podgate/podgate/wire"
+)
+
+func init() { register(newActivatorCmd) }
+
+func newActivatorCmd() *cobra.Command {
+	var (
+		cfg       kubeactivator.Config
+		kubeconf  string
+		logFormat string
+	)
+	cmd := &cobra.Command{
+		Use:   "activator",
+		Short: "Run the activator on a cluster: route Host NAME.NAMESPACE.DOMAIN to Service NAME's ready pods, holding requests while none is",
+		Long: `Run podgate's activator on Kubernetes (deploy/base/activator).
+
+A request for Host NAME.NAMESPACE.DOMAIN goes to a pod of Service NAME in
+namespace NAMESPACE - a pod its EndpointSlices list - that is ready in both
+views: its endpoint's ready condition, and the answer of its gate to the
+activator's own health check (every 200 ms). While no pod is, the request is
+held, and gets 504 after --request-timeout. A host that names no Service with
+EndpointSlices gets 404 at once. A Service's health checks start with its
+first request and stop after --idle-timeout without one.
+
+/metrics (Prometheus), /healthz and /readyz (ready once every EndpointSlice
+and Pod is listed) are served on --metrics-listen. SIGTERM stops taking
+connections and gives requests in flight and held --shutdown-timeout.
+
+The cluster is found from --kubeconfig, else $KUBECONFIG, else the pod's
+service account, else ~/.kube/config. Its identity needs list and watch on
+endpointslices and pods. See docs/kubernetes.md.
+
+Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
+2 usage error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := gateLogger(cmd.ErrOrStderr(), logFormat)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			if err := checkActivatorFlags(cfg); err != nil {
+				return err
+			}
+			rest, source, err := kubeconfig.Load(kubeconf)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			logger.Info("cluster", "api", rest.Host, "from", string(source))
+			cfg.Rest, cfg.Logger = rest, logger
+			ctx, stop := signal.NotifyContext(contextOf(cmd), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if err := kubeactivator.Run(ctx, cfg); err != nil {
+				return invalidf("%v", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconf, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config)")
+	f.StringVar(&cfg.Listen, "listen", kubeactivator.DefaultListen, "address to serve traffic on")
+	f.StringVar(&cfg.MetricsListen, "metrics-listen", kubeactivator.DefaultMetricsListen, "address to serve /metrics, /healthz and /readyz on")
+	f.StringVar(&cfg.Domain, "domain", activator.DefaultDomain, "domain of the hosts: NAME.NAMESPACE.DOMAIN")
+	f.StringVar(&cfg.Namespace, "namespace", "", "serve the Services of this namespace only (default: every namespace)")
+	f.Int32Var(&cfg.GatePort, "gate-port", wire.GatePort, "port of each pod's gate, where requests and health checks go")
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", activator.DefaultRequestTimeout, "time until a response starts, the wait for a ready pod included; then 504")
+	f.IntVar(&cfg.QueueDepth, "queue-depth", activator.DefaultQueueDepth, "requests one Service may hold; beyond it 503")
+	f.DurationVar(&cfg.ProbeInterval, "probe-interval", activator.DefaultProbeInterval, "how often each pod's gate is health-checked")
+	f.DurationVar(&cfg.ProbeTimeout, "probe-timeout", activator.DefaultProbeTimeout, "bound of one health check")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", kubeactivator.DefaultIdleTimeout, "a Service without a request for this long stops being health-checked")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", kubeactivator.DefaultShutdownTimeout, "after SIGTERM, time for requests in flight and held; then held ones get 503")
+	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	return cmd
+}
+
+// checkActivatorFlags reports, as usage errors, the flag values that are
+// wrong as written. Zero means the default to kubeactivator.Config; on
+// the command line it is a mistake.
+func checkActivatorFlags(cfg kubeactivator.Config) error {
+	for _, f := range []struct{ flag, value string }{{"--listen", cfg.Listen}, {"--metrics-listen", cfg.MetricsListen}, {"--domain", cfg.Domain}} {
+		if f.value == "" {
+			return usageErrorf("%s must not be empty", f.flag)
+		}
+	}
+	if cfg.GatePort <= 0 || cfg.GatePort > 65535 {
+		return usageErrorf("--gate-port %d: must be from 1 to 65535", cfg.GatePort)
+	}
+	if cfg.QueueDepth <= 0 {
+		return usageErrorf("--queue-depth %d: must be positive", cfg.QueueDepth)
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--request-timeout", cfg.RequestTimeout}, {"--probe-interval", cfg.ProbeInterval}, {"--probe-timeout", cfg.ProbeTimeout},
+		{"--idle-timeout", cfg.IdleTimeout}, {"--shutdown-timeout", cfg.ShutdownTimeout},
+	} {
+		if d.value <= 0 {
+			return usageErrorf("%s %s: must be positive", d.flag, d.value)
+		}
+	}
+	if err := cfg.Check(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package kubeactivator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/wire"
+)
+
+// Defaults of Config.
+const (
+	// DefaultListen is the traffic port; the Service in
+	// deploy/base/activator maps port 80 to it.
+	DefaultListen = ":8080"
+	// DefaultMetricsListen is Knative's activator's metrics port.
+	DefaultMetricsListen = ":9090"
+	// DefaultIdleTimeout is how long a Service's target lives without a
+	// request: its health checks stop with it.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultShutdownTimeout bounds the wait for requests in flight and
+	// held once a stop began; it fits in the default 30 s grace period
+	// after deploy/base's preStop sleep of 5 s.
+	DefaultShutdownTimeout = 20 * time.Second
+)
+
+// Config is a `podgate activator`. Only Rest is required.
+type Config struct {
+	// Rest reaches the API server (see internal/kubeconfig).
+	Rest *rest.Config
+	// Listen is the traffic address (default DefaultListen);
+	// MetricsListen serves /metrics, /healthz and /readyz (default
+	// DefaultMetricsListen). Port 0 takes a free one (Server.Addr and
+	// Server.MetricsAddr say which).
+	Listen, MetricsListen string
+	// Domain ends every host: NAME.NAMESPACE.DOMAIN (default
+	// activator.DefaultDomain, Knative's example.com).
+	Domain string
+	// Namespace limits the activator to one namespace (default: every
+	// namespace; a Role in that namespace then suffices).
+	Namespace string
+	// GatePort is the port of each pod's gate (default wire.GatePort,
+	// queue-proxy's 8012): the activator sends requests and health checks
+	// there, whatever the EndpointSlices' ports.
+	GatePort int32
+	// RequestTimeout bounds a request until its response starts, the wait
+	// for a ready pod included (default activator.DefaultRequestTimeout,
+	// 300 s); then 504.
+	RequestTimeout time.Duration
+	// QueueDepth is how many requests one Service may hold (default
+	// activator.DefaultQueueDepth); beyond it 503.
+	QueueDepth int
+	// ProbeInterval and ProbeTimeout time the gates' health checks
+	// (defaults activator.DefaultProbeInterval, DefaultProbeTimeout).
+	ProbeInterval, ProbeTimeout time.Duration
+	// IdleTimeout closes a Service's target that has had no request for
+	// that long (default DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// ShutdownTimeout bounds the wait for requests once ctx ends
+	// (default DefaultShutdownTimeout); held ones then get 503.
+	ShutdownTimeout time.Duration
+	// Dial connects to the gates (default a net.Dialer): see
+	// activator.Config.Dial.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Clock drives the idle timeout (default the real clock).
+	Clock clock.WithTicker
+	// Logger reports targets opening and closing, pods and problems; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Check reports the values that are wrong as written, whatever the
+// cluster holds, naming the field.
+func (c Config) Check() error {
+	var errs []error
+	for _, a := range []struct{ field, value string }{{"listen", c.Listen}, {"metricsListen", c.MetricsListen}} {
+		if a.value == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(a.value); err != nil {
+			errs = append(errs, fmt.Errorf("%s: Invalid value: %q: %v (want HOST:PORT or :PORT)", a.field, a.value, err))
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			errs = append(errs, fmt.Errorf("%s: Invalid value: %q: port must be a number from 0 to 65535", a.field, a.value))
+		}
+	}
+	if c.Domain != "" {
+		if msgs := validation.IsDNS1123Subdomain(strings.TrimSuffix(c.Domain, ".")); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("domain: Invalid value: %q: %s", c.Domain, strings.Join(msgs, "; ")))
+		}
+	}
+	if c.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("namespace: Invalid value: %q: %s", c.Namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if c.GatePort < 0 || c.GatePort > 65535 {
+		errs = append(errs, fmt.Errorf("gatePort: Invalid value: %d: must be from 1 to 65535", c.GatePort))
+	}
+	if c.QueueDepth < 0 {
+		errs = append(errs, fmt.Errorf("queueDepth: Invalid value: %d: must not be negative", c.QueueDepth))
+	}
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"requestTimeout", c.RequestTimeout}, {"probeInterval", c.ProbeInterval}, {"probeTimeout", c.ProbeTimeout},
+		{"idleTimeout", c.IdleTimeout}, {"shutdownTimeout", c.ShutdownTimeout},
+	} {
+		if d.value < 0 {
+			errs = append(errs, fmt.Errorf("%s: Invalid value: %s: must not be negative", d.field, d.value))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.Listen, DefaultListen)
+	def(&c.MetricsListen, DefaultMetricsListen)
+	def(&c.Domain, activator.DefaultDomain)
+	c.Domain = strings.ToLower(strings.TrimSuffix(c.Domain, "."))
+	if c.GatePort == 0 {
+		c.GatePort = wire.GatePort
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// targetConfig is what every Service's target is made with.
+func (c *Config) targetConfig(m activator.Metrics) activator.Config {
+	return activator.Config{
+		QueueDepth:     c.QueueDepth,
+		RequestTimeout: c.RequestTimeout,
+		ProbeInterval:  c.ProbeInterval,
+		ProbeTimeout:   c.ProbeTimeout,
+		Dial:           c.Dial,
+		Logger:         c.Logger,
+		Metrics:        m,
+	}
+}
