@@ -49,7 +49,9 @@ func TestRetryBacksOffFromHalfASecondDoublingToItsCap(t *testing.T) {
 				return nil
 			}
 			done := make(chan bool, 1)
-			go func() { done <- Retry(context.Background(), prepare, clk, func(err error) { told = append(told, err) }) }()
+			go func() {
+				done <- Retry(context.Background(), prepare, clk, func(err error) { told = append(told, err) })
+			}()
 			last := <-attempts
 			for i, want := range tc.wantDelays {
 				waitForWaiter(t, clk)
