@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/podspec"
@@ -21,6 +20,8 @@ import (
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/runtime/logbuf"
+	"github.com/podgate/podgate/runtime/loopnet"
+	"github.com/podgate/podgate/runtime/preflight"
 	"github.com/podgate/podgate/runtime/proc"
 )
 
@@ -96,7 +97,7 @@ type Agent struct {
 	runner  *probe.Runner
 	events  *events.Recorder
 	out     *logbuf.Output
-	owners  portOwners
+	owners  loopnet.Owners
 	base    []env.Var
 	workDir string
 
@@ -204,11 +205,11 @@ func podNetwork(opts *Options) (PodNetwork, error) {
 	if !opts.HostIP.IsValid() {
 		opts.HostIP = netip.MustParseAddr(HostIP)
 	}
-	pool, err := newIPAM(opts.PodCIDR)
+	n, err := loopnet.New(opts.PodCIDR)
 	if err != nil {
 		return nil, err
 	}
-	return loopback{ipam: pool}, nil
+	return loopback{n}, nil
 }
 
 // nsName keys the agent's pods.
@@ -227,82 +228,15 @@ func defaultNodeName() string {
 // here, so that nothing starts unless all of them can: a container without
 // a command whose image has no local entrypoint, an environment source that
 // exists only in a cluster, two workloads whose pods or EndpointSlices
-// would share a name, more pods than the pod range has addresses. Each
-// problem names the manifest (file and document), the workload and the
-// field path.
+// would share a name, more pods than the pod range has addresses (see
+// package preflight). Each problem names the manifest (file and document),
+// the workload and the field path.
 func (a *Agent) Check(ws []*podspec.Workload) error {
-	var msgs []string
-	where := func(w *podspec.Workload) string {
-		if w.Source.File == "" {
-			return w.ID()
-		}
-		return w.Source.String() + ": " + w.ID()
-	}
-	for _, w := range ws {
-		for _, err := range a.checkWorkload(w) {
-			msgs = append(msgs, where(w)+": "+err.Error())
-		}
-	}
-	// Names the store and the EndpointSlices key on: a Pod's own name, and
-	// every workload's service name (its EndpointSlice's).
-	pods := map[nsName]*podspec.Workload{}
-	slices := map[nsName]*podspec.Workload{}
-	need := 0
-	for _, w := range ws {
-		// A Pod keeps its name; a controller's pods get generated ones.
-		// The EndpointSlice is named after the Pod or Deployment, or the
-		// Knative revision.
-		serviceName := w.Name
-		if w.Knative != nil {
-			serviceName = w.Knative.RevisionName
-		}
-		namePath := field.NewPath("metadata", "name")
-		if w.Kind == podspec.KindPod {
-			key := nsName{w.Namespace, w.Name}
-			if other, ok := pods[key]; ok {
-				msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
-					where(w), field.Duplicate(namePath, w.Name).Error(), sameName(other)))
-				continue
-			}
-			pods[key] = w
-		}
-		key := nsName{w.Namespace, serviceName}
-		if other, ok := slices[key]; ok {
-			what := sameName(other)
-			if other.Kind != w.Kind {
-				what = fmt.Sprintf("%s: %s makes EndpointSlice %s/%s too", other.Source, other.ID(), w.Namespace, serviceName)
-			}
-			msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
-				where(w), field.Duplicate(namePath, w.Name).Error(), what))
-			continue
-		}
-		slices[key] = w
-		need += a.replicasOf(w)
-	}
-	if size, cidr := a.net.Capacity(); need > size {
-		msgs = append(msgs, fmt.Sprintf("--pod-cidr %s: room for %d pod(s), the workloads start %d: give it a larger range", cidr, size, need))
-	}
-	if len(msgs) > 0 {
-		return fmt.Errorf("cannot run locally:\n  %s", strings.Join(msgs, "\n  "))
-	}
-	return nil
-}
-
-// sameName says where else a workload of that kind and name is defined.
-func sameName(w *podspec.Workload) string {
-	return fmt.Sprintf("%s defines %s in namespace %s too", w.Source, w.ID(), w.Namespace)
-}
-
-// replicasOf is how many pods a workload starts with: one for a Pod, else
-// its replicas, or Options.Replicas when set.
-func (a *Agent) replicasOf(w *podspec.Workload) int {
-	switch {
-	case w.Kind == podspec.KindPod:
-		return 1
-	case a.opts.Replicas != nil:
-		return int(*a.opts.Replicas)
-	}
-	return int(w.Replicas)
+	return preflight.Check(ws, preflight.Options{
+		Containers: a.checkWorkload,
+		Capacity:   a.net.Capacity,
+		Replicas:   a.opts.Replicas,
+	})
 }
 
 // Shutdown stops every pod gracefully, as a node drain would: preStop

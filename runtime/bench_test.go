@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"net/netip"
 	"runtime"
 	"sort"
 	"strings"
@@ -30,7 +31,7 @@ spec:
       - image: ghcr.io/podgate/testapp
         ports: [{containerPort: 8080}]
 `, i))
-		ip := h.agent.net.(loopback).ipam.first.String()
+		ip := netip.MustParsePrefix(h.agent.opts.PodCIDR).Addr().Next().String()
 		deadline := time.Now().Add(waitLimit)
 		for {
 			if code, _, err := get("http://" + ip + ":8080/"); err == nil && code == 200 {

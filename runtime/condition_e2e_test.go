@@ -14,6 +14,7 @@ import (
 
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/runtime/podstatus"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -156,8 +157,8 @@ func TestASidecarNotReadyIsNamedInThePodsCondition(t *testing.T) {
 				t.Errorf("the gate's condition: %s %q, want %s %q", c.Reason, c.Message, wire.ReasonContainersNotReady, named)
 			}
 			wantReady := `the status of pod readiness gate "` + wire.ContainersReadyCondition + `" is not "True", but False`
-			if r := podCondition(p, corev1.PodReady); r.Reason != reasonReadinessGatesNotReady || r.Message != wantReady {
-				t.Errorf("Ready: %s %q, want %s %q", r.Reason, r.Message, reasonReadinessGatesNotReady, wantReady)
+			if r := podCondition(p, corev1.PodReady); r.Reason != podstatus.ReasonReadinessGatesNotReady || r.Message != wantReady {
+				t.Errorf("Ready: %s %q, want %s %q", r.Reason, r.Message, podstatus.ReasonReadinessGatesNotReady, wantReady)
 			}
 			if c := podCondition(p, corev1.ContainersReady); c == nil || c.Status != corev1.ConditionTrue {
 				t.Errorf("ContainersReady %+v, want True: only the readiness gate takes Ready down here", c)
@@ -270,7 +271,7 @@ func TestReadyFollowsAReadinessGateWrittenThroughTheAPI(t *testing.T) {
 	// Once the gate's condition is True, only the user's gate is missing.
 	h.waitPod("lb", "waiting for the user's readiness gate only", func(p *corev1.Pod) bool {
 		r := podCondition(p, corev1.PodReady)
-		return r != nil && r.Status == corev1.ConditionFalse && r.Reason == reasonReadinessGatesNotReady &&
+		return r != nil && r.Status == corev1.ConditionFalse && r.Reason == podstatus.ReasonReadinessGatesNotReady &&
 			r.Message == `corresponding condition of pod readiness gate "example.com/lb-registered" does not exist.`
 	})
 
@@ -290,7 +291,7 @@ func TestReadyFollowsAReadinessGateWrittenThroughTheAPI(t *testing.T) {
 		r := podCondition(p, corev1.PodReady)
 		return r != nil && strings.Contains(r.Message, `"example.com/lb-registered" is not "True", but False`)
 	})
-	if r := podCondition(p, corev1.PodReady); r.Status != corev1.ConditionFalse || r.Reason != reasonReadinessGatesNotReady {
+	if r := podCondition(p, corev1.PodReady); r.Status != corev1.ConditionFalse || r.Reason != podstatus.ReasonReadinessGatesNotReady {
 		t.Errorf("Ready %+v", r)
 	}
 	set(corev1.ConditionTrue)

@@ -2,7 +2,8 @@ package runtime
 
 import (
 	"net/netip"
-	"sync"
+
+	"github.com/podgate/podgate/runtime/loopnet"
 )
 
 // PodNetwork is the pod network of this node as the node agent uses it,
@@ -38,35 +39,31 @@ type PodNet interface {
 	Close() error
 }
 
-// loopback is the default PodNetwork: the pods share the host's network,
-// each with an address of its own from a loopback range (127.0.1.N),
-// which its programs bind. There is nothing to enter, and a port bound on
-// every address (0.0.0.0) is taken for all pods: the agent checks a
-// container's ports before it starts (ports.go).
-type loopback struct{ ipam *ipam }
+// loopback is the default PodNetwork, package loopnet's: the pods share
+// the host's network, each with an address of its own from a loopback
+// range, which its programs bind. There is nothing to enter, and a port
+// bound on every address (0.0.0.0) is taken for all pods: the agent
+// checks a container's ports before it starts (loopnet.Owners).
+type loopback struct{ n *loopnet.Network }
 
 func (l loopback) Add(podKey string) (PodNet, error) {
-	ip, err := l.ipam.allocate(podKey)
+	p, err := l.n.Add(podKey)
 	if err != nil {
 		return nil, err
 	}
-	return &loopbackPod{ipam: l.ipam, ip: ip}, nil
+	return p, nil
 }
 
-func (l loopback) Capacity() (int, netip.Prefix) { return l.ipam.size(), l.ipam.prefix }
+func (l loopback) Capacity() (int, netip.Prefix) { return l.n.Capacity() }
 
-type loopbackPod struct {
-	ipam *ipam
-	ip   netip.Addr
-	once sync.Once
-}
+// DefaultPodCIDR is where `podgate run` takes pod IPs from. Two agents side
+// by side need different ranges.
+const DefaultPodCIDR = loopnet.DefaultCIDR
 
-func (p *loopbackPod) IP() netip.Addr              { return p.ip }
-func (p *loopbackPod) Enter(fn func() error) error { return fn() }
+// CheckPodCIDR reports whether cidr can be a pod range (see Options.PodCIDR),
+// for flag checks before anything is set up.
+func CheckPodCIDR(cidr string) error { return loopnet.CheckCIDR(cidr) }
 
-// Close frees the address once: a second release could free it from the
-// pod it was handed to next.
-func (p *loopbackPod) Close() error {
-	p.once.Do(func() { p.ipam.release(p.ip) })
-	return nil
-}
+// PortConflictError says a container port is taken on the loopback
+// network (see loopnet.PortConflictError).
+type PortConflictError = loopnet.PortConflictError

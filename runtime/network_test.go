@@ -11,13 +11,14 @@ import (
 
 	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/runtime/loopnet"
 )
 
 func TestNetworkOptions(t *testing.T) {
 	t.Parallel()
 	store := objstore.New(objstore.Options{})
 	pods := localcluster.NewPods(store, nil)
-	pool, err := newIPAM(nextCIDR())
+	pool, err := loopnet.New(nextCIDR())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func (p countingPod) Close() error                { p.n.closes.Add(1); return p.
 // the pod is gone.
 func TestAPodsProcessesStartThroughItsNetwork(t *testing.T) {
 	t.Parallel()
-	pool, err := newIPAM(nextCIDR())
+	pool, err := loopnet.New(nextCIDR())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +107,8 @@ func TestAPodsProcessesStartThroughItsNetwork(t *testing.T) {
         exec: {command: ["true"]}
 `))
 	p := h.waitPod("netted", "ready", podReady)
-	if p.Status.HostIP != "127.0.0.1" || !pool.prefix.Contains(netip.MustParseAddr(p.Status.PodIP)) {
-		t.Errorf("hostIP %q podIP %q, want 127.0.0.1 and an address of %s", p.Status.HostIP, p.Status.PodIP, pool.prefix)
+	if p.Status.HostIP != "127.0.0.1" || !poolPrefix(pool).Contains(netip.MustParseAddr(p.Status.PodIP)) {
+		t.Errorf("hostIP %q podIP %q, want 127.0.0.1 and an address of %s", p.Status.HostIP, p.Status.PodIP, poolPrefix(pool))
 	}
 	if got := n.enters.Load(); got != 2 {
 		t.Errorf("%d Enter calls once started, want 2: the container's and the startup probe's", got)
@@ -122,4 +123,10 @@ func TestAPodsProcessesStartThroughItsNetwork(t *testing.T) {
 	if adds, closes := n.adds.Load(), n.closes.Load(); adds != 1 || closes != 1 {
 		t.Errorf("%d Add and %d Close, want 1 and 1", adds, closes)
 	}
+}
+
+// poolPrefix is the range of a loopback network.
+func poolPrefix(n *loopnet.Network) netip.Prefix {
+	_, p := n.Capacity()
+	return p
 }

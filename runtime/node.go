@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podgate/podgate/runtime/podstatus"
 )
 
 // PodSource is how the agent learns what the API did to the pods bound to
@@ -105,7 +107,7 @@ func (a *Agent) admit(obj *corev1.Pod) {
 		a.log.Error("admit pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
 		return
 	}
-	a.gatesSeen[obj.UID] = gatesKey(obj)
+	a.gatesSeen[obj.UID] = podstatus.GatesKey(obj)
 	if !a.addPod(p) {
 		p.mgr.Stop() // shutting down
 		p.closeNet()

@@ -19,7 +19,7 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 		return // an instance the worker already gave up on
 	}
 	now := metav1.NewTime(p.a.clock.Now())
-	p.a.owners.remove(c.proc.Pid)
+	p.a.owners.Remove(c.proc.Pid)
 	c.logs.End()
 	probeKill := c.kill != nil && c.kill.probe
 	c.running, c.proc, c.kill, c.ready, c.started = false, nil, nil, false, false

@@ -33,7 +33,7 @@ func (p *pod) startContainer(c *container) {
 	if a.loopback {
 		// In a network of its own a pod owns every port; on loopback a
 		// port bound on 0.0.0.0 is taken for all pods.
-		if err := a.owners.checkPorts(p.namespace+"/"+p.name, c.name, p.ip, c.spec.Ports); err != nil {
+		if err := a.owners.CheckPorts(p.namespace+"/"+p.name, c.name, p.ip, c.spec.Ports); err != nil {
 			p.startFailed(c, err)
 			return
 		}
@@ -67,7 +67,7 @@ func (p *pod) startContainer(c *container) {
 		p.startFailed(c, err)
 		return
 	}
-	a.owners.add(pr.Pid, fmt.Sprintf("pod %s/%s container %s", p.namespace, p.name, c.name))
+	a.owners.Add(pr.Pid, fmt.Sprintf("pod %s/%s container %s", p.namespace, p.name, c.name))
 	c.proc, c.running, c.startedAt = pr, true, now
 	p.record(c, corev1.EventTypeNormal, ReasonStarted, "Started container "+c.name)
 	p.mgr.ContainerStarted(c.name, c.id, now)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestPortConflicts(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
 		// The first pod gets the range's first address: hold its port.
-		ln, err := net.Listen("tcp4", net.JoinHostPort(h.agent.net.(loopback).ipam.first.String(), "8080"))
+		ln, err := net.Listen("tcp4", net.JoinHostPort(netip.MustParsePrefix(h.agent.opts.PodCIDR).Addr().Next().String(), "8080"))
 		if err != nil {
 			t.Fatal(err)
 		}

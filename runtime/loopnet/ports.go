@@ -1,4 +1,4 @@
-package runtime
+package loopnet
 
 import (
 	"encoding/binary"
@@ -35,14 +35,15 @@ func (e *PortConflictError) Error() string {
 		e.Port, e.Protocol, e.Pod, e.Container, e.Owner, e.Addr)
 }
 
-// portOwners maps the process groups podgate started to their containers,
-// to name the owner of a port.
-type portOwners struct {
+// Owners maps the process groups podgate started to their containers,
+// to name the owner of a port. The zero value is ready to use.
+type Owners struct {
 	mu     sync.Mutex
 	groups map[int]string // pgid → "pod NS/NAME container C"
 }
 
-func (o *portOwners) add(pgid int, who string) {
+// Add records that the process group pgid is who ("pod NS/NAME container C").
+func (o *Owners) Add(pgid int, who string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.groups == nil {
@@ -51,24 +52,26 @@ func (o *portOwners) add(pgid int, who string) {
 	o.groups[pgid] = who
 }
 
-func (o *portOwners) remove(pgid int) {
+// Remove forgets the process group pgid once it is gone.
+func (o *Owners) Remove(pgid int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.groups, pgid)
 }
 
-func (o *portOwners) lookup(pgid int) (string, bool) {
+func (o *Owners) lookup(pgid int) (string, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	who, ok := o.groups[pgid]
 	return who, ok
 }
 
-// checkPorts binds each declared port of the container on its pod IP for a
+// CheckPorts binds each declared port of the container on its pod IP for a
 // moment. The kubelet has no such check (each pod has a network namespace
 // of its own); locally the error would otherwise surface as the program's
 // own "address already in use", with no word about who holds the port.
-func (o *portOwners) checkPorts(pod, container string, ip netip.Addr, ports []corev1.ContainerPort) error {
+// A port taken is a *PortConflictError.
+func (o *Owners) CheckPorts(pod, container string, ip netip.Addr, ports []corev1.ContainerPort) error {
 	for _, p := range ports {
 		if p.ContainerPort <= 0 {
 			continue
@@ -111,7 +114,7 @@ func (o *portOwners) checkPorts(pod, container string, ip netip.Addr, ports []co
 // inode from /proc/net, the process from its fd table, and the pod from
 // the process's group. Where /proc says nothing (other OS, other user),
 // the owner is "another process".
-func (o *portOwners) ownerOf(ip netip.Addr, port int, proto corev1.Protocol) string {
+func (o *Owners) ownerOf(ip netip.Addr, port int, proto corev1.Protocol) string {
 	inodes := socketInodes(ip, port, proto)
 	if len(inodes) == 0 {
 		return "another process"

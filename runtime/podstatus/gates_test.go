@@ -1,4 +1,4 @@
-package runtime
+package podstatus
 
 import (
 	"testing"
@@ -22,7 +22,7 @@ func TestReadyWithReadinessGatesInTheKubeletsWords(t *testing.T) {
 		return corev1.PodCondition{Type: t, Status: s, Reason: "Whatever", Message: "ignored"}
 	}
 	containersReady := cond(corev1.ContainersReady, true, "", "")
-	unreadyContainers := cond(corev1.ContainersReady, false, reasonContainersNotReady, "containers with unready status: [podgate]")
+	unreadyContainers := cond(corev1.ContainersReady, false, ReasonContainersNotReady, "containers with unready status: [podgate]")
 	for _, tc := range []struct {
 		name            string
 		containersReady podCond
@@ -33,19 +33,19 @@ func TestReadyWithReadinessGatesInTheKubeletsWords(t *testing.T) {
 		{"no gates: Ready is ContainersReady", containersReady, nil, nil, cond(corev1.PodReady, true, "", "")},
 		{"containers not ready: ContainersReady's reason and message, whatever the gates say",
 			unreadyContainers, gates("a"), []corev1.PodCondition{c("a", corev1.ConditionTrue)},
-			cond(corev1.PodReady, false, reasonContainersNotReady, "containers with unready status: [podgate]")},
+			cond(corev1.PodReady, false, ReasonContainersNotReady, "containers with unready status: [podgate]")},
 		{"the gate's condition does not exist yet", containersReady, gates("podgate.dev/containers-ready"), nil,
-			cond(corev1.PodReady, false, reasonReadinessGatesNotReady,
+			cond(corev1.PodReady, false, ReasonReadinessGatesNotReady,
 				`corresponding condition of pod readiness gate "podgate.dev/containers-ready" does not exist.`)},
 		{"the gate's condition is False", containersReady, gates("podgate.dev/containers-ready"),
 			[]corev1.PodCondition{c("podgate.dev/containers-ready", corev1.ConditionFalse)},
-			cond(corev1.PodReady, false, reasonReadinessGatesNotReady,
+			cond(corev1.PodReady, false, ReasonReadinessGatesNotReady,
 				`the status of pod readiness gate "podgate.dev/containers-ready" is not "True", but False`)},
 		{"Unknown is not True either", containersReady, gates("x"), []corev1.PodCondition{c("x", corev1.ConditionUnknown)},
-			cond(corev1.PodReady, false, reasonReadinessGatesNotReady, `the status of pod readiness gate "x" is not "True", but Unknown`)},
+			cond(corev1.PodReady, false, ReasonReadinessGatesNotReady, `the status of pod readiness gate "x" is not "True", but Unknown`)},
 		{"every gate not met is named, in the spec's order, joined by a comma", containersReady, gates("a", "b", "c"),
 			[]corev1.PodCondition{c("c", corev1.ConditionFalse), c("b", corev1.ConditionTrue)},
-			cond(corev1.PodReady, false, reasonReadinessGatesNotReady,
+			cond(corev1.PodReady, false, ReasonReadinessGatesNotReady,
 				`corresponding condition of pod readiness gate "a" does not exist., the status of pod readiness gate "c" is not "True", but False`)},
 		{"every gate True: Ready", containersReady, gates("a", "b"),
 			[]corev1.PodCondition{c("b", corev1.ConditionTrue), c("a", corev1.ConditionTrue)}, cond(corev1.PodReady, true, "", "")},
@@ -65,10 +65,10 @@ func TestGatesKeyChangesWithStatusNotMessage(t *testing.T) {
 			Status: corev1.PodStatus{Conditions: conds},
 		}
 	}
-	absent := gatesKey(pod(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
-	falseA := gatesKey(pod(corev1.PodCondition{Type: "g", Status: corev1.ConditionFalse, Message: "a"}))
-	falseB := gatesKey(pod(corev1.PodCondition{Type: "g", Status: corev1.ConditionFalse, Message: "b"}))
-	isTrue := gatesKey(pod(corev1.PodCondition{Type: "g", Status: corev1.ConditionTrue}))
+	absent := GatesKey(pod(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+	falseA := GatesKey(pod(corev1.PodCondition{Type: "g", Status: corev1.ConditionFalse, Message: "a"}))
+	falseB := GatesKey(pod(corev1.PodCondition{Type: "g", Status: corev1.ConditionFalse, Message: "b"}))
+	isTrue := GatesKey(pod(corev1.PodCondition{Type: "g", Status: corev1.ConditionTrue}))
 	if absent == falseA || falseA == isTrue || absent == isTrue {
 		t.Errorf("keys do not tell absent, False and True apart: %q %q %q", absent, falseA, isTrue)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package loopnet
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"sync"
 )
 
-// DefaultPodCIDR is where `podgate run` takes pod IPs from. Two agents side
+// DefaultCIDR is where `podgate run` takes pod IPs from. Two agents side
 // by side need different ranges.
-const DefaultPodCIDR = "127.0.1.0/24"
+const DefaultCIDR = "127.0.1.0/24"
 
 // ipam hands out pod IPs from a loopback range, the way a CNI's host-local
 // IPAM does: round robin, so a just-released address (which clients may
@@ -32,10 +32,10 @@ func newIPAM(cidr string) (*ipam, error) {
 	}
 	p = p.Masked()
 	if !p.Addr().Is4() || !netip.MustParsePrefix("127.0.0.0/8").Contains(p.Addr()) || p.Bits() < 8 {
-		return nil, fmt.Errorf("--pod-cidr %q: must be an IPv4 range inside 127.0.0.0/8 (loopback), e.g. %s", cidr, DefaultPodCIDR)
+		return nil, fmt.Errorf("--pod-cidr %q: must be an IPv4 range inside 127.0.0.0/8 (loopback), e.g. %s", cidr, DefaultCIDR)
 	}
 	if p.Bits() > 30 {
-		return nil, fmt.Errorf("--pod-cidr %q: too small; use at most /30 (two pods), e.g. %s", cidr, DefaultPodCIDR)
+		return nil, fmt.Errorf("--pod-cidr %q: too small; use at most /30 (two pods), e.g. %s", cidr, DefaultCIDR)
 	}
 	first := p.Addr().Next() // skip the network address
 	if first == netip.MustParseAddr("127.0.0.1") {
@@ -62,9 +62,9 @@ func (m *ipam) size() int {
 	return v(b) - v(a) + 1
 }
 
-// CheckPodCIDR reports whether cidr can be a pod range (see Options.PodCIDR),
-// for flag checks before anything is set up.
-func CheckPodCIDR(cidr string) error {
+// CheckCIDR reports whether cidr can be a pod range (see New), for flag
+// checks before anything is set up.
+func CheckCIDR(cidr string) error {
 	_, err := newIPAM(cidr)
 	return err
 }

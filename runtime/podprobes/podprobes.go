@@ -1,0 +1,78 @@
+// Package podprobes is which probes a container of a pod gets from the
+// node agent and how they are wired: its readiness, liveness and startup
+// probes against the container's target, a probe the gate injector routed
+// through the gate's admin port marked so that the gate's answer carries
+// the original probe's message, and Knative's "probe aggressively"
+// (periodSeconds 0) run every second, as often as a kubelet can.
+package podprobes
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/wire"
+)
+
+// RunFunc runs one probe attempt of spec against target (the agent's
+// shared probe.Runner).
+type RunFunc func(ctx context.Context, spec *corev1.Probe, target probe.Target) probe.Outcome
+
+// Of is the probes of the container c, aimed at target and run by run.
+// gated says the pod has the gate injected (HasGate): only then does a
+// probe on the gate's admin port count as routed through the gate.
+func Of(c *corev1.Container, target probe.Target, gated bool, run RunFunc) []prober.Probe {
+	var out []prober.Probe
+	add := func(kind prober.Kind, spec *corev1.Probe) {
+		if spec == nil {
+			return
+		}
+		t := target
+		if gated && RoutedThroughGate(spec) {
+			// The gate's answer carries the original probe's message:
+			// record what probing the container directly would have.
+			t.MessageHeader = wire.ProbeMessageHeader
+		}
+		if podspec.IsAggressive(spec) {
+			// Knative's periodSeconds 0 ("probe aggressively until ready")
+			// is the gate's to honour; the node agent probes as often as a
+			// kubelet can, every second, as Knative's own kubelet probe of
+			// queue-proxy does.
+			spec = spec.DeepCopy()
+			spec.PeriodSeconds = 1
+		}
+		out = append(out, prober.Probe{Container: c.Name, Kind: kind, Spec: spec,
+			Attempt: func(ctx context.Context) probe.Outcome { return run(ctx, spec, t) }})
+	}
+	add(prober.Readiness, c.ReadinessProbe)
+	add(prober.Liveness, c.LivenessProbe)
+	add(prober.Startup, c.StartupProbe)
+	return out
+}
+
+// RoutedThroughGate: a liveness or startup probe the injector sent
+// through the gate's /probe/<container>/<kind> on its admin port.
+func RoutedThroughGate(spec *corev1.Probe) bool {
+	h := spec.HTTPGet
+	if h == nil || h.Host != "" || h.Port.IntValue() != wire.GateAdminPort {
+		return false
+	}
+	_, _, err := gateenv.ParseProbePath(h.Path)
+	return err == nil
+}
+
+// HasGate reports a pod with the gate injected.
+func HasGate(spec *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			if c.Name == wire.GateContainerName {
+				return true
+			}
+		}
+	}
+	return false
+}

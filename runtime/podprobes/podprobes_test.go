@@ -1,0 +1,114 @@
+package podprobes
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/wire"
+)
+
+func httpProbe(path string, port, period int32) *corev1.Probe {
+	return &corev1.Probe{PeriodSeconds: period, ProbeHandler: corev1.ProbeHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port)}}}
+}
+
+func TestOf(t *testing.T) {
+	t.Parallel()
+	routed := httpProbe(gateenv.ProbePath("app", gateenv.Liveness), wire.GateAdminPort, 10)
+	for _, tc := range []struct {
+		name       string
+		c          corev1.Container
+		gated      bool
+		wantKinds  []prober.Kind
+		wantHeader string // the message header the probes' target carries
+		wantPeriod int32  // the period of the first probe
+	}{
+		{"no probes, none to run", corev1.Container{Name: "app"}, false, nil, "", 0},
+		{"readiness, liveness and startup in that order", corev1.Container{Name: "app",
+			ReadinessProbe: httpProbe("/r", 8080, 5), LivenessProbe: httpProbe("/l", 8080, 5), StartupProbe: httpProbe("/s", 8080, 5)},
+			false, []prober.Kind{prober.Readiness, prober.Liveness, prober.Startup}, "", 5},
+		{"a probe routed through the gate of a gated pod carries the original message", corev1.Container{Name: "app", LivenessProbe: routed},
+			true, []prober.Kind{prober.Liveness}, wire.ProbeMessageHeader, 10},
+		{"without the gate the same probe is the container's own", corev1.Container{Name: "app", LivenessProbe: routed},
+			false, []prober.Kind{prober.Liveness}, "", 10},
+		{"Knative's aggressive probing runs every second", corev1.Container{Name: "app", ReadinessProbe: httpProbe("/r", 8080, 0)},
+			false, []prober.Kind{prober.Readiness}, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen []probe.Target
+			var periods []int32
+			run := func(_ context.Context, spec *corev1.Probe, target probe.Target) probe.Outcome {
+				seen = append(seen, target)
+				periods = append(periods, spec.PeriodSeconds)
+				return probe.Outcome{}
+			}
+			ps := Of(&tc.c, probe.Target{PodIP: "127.0.1.7"}, tc.gated, run)
+			if len(ps) != len(tc.wantKinds) {
+				t.Fatalf("%d probes, want %d", len(ps), len(tc.wantKinds))
+			}
+			for i, p := range ps {
+				if p.Kind != tc.wantKinds[i] || p.Container != "app" {
+					t.Errorf("probe %d: %s of %q, want %s of app", i, p.Kind, p.Container, tc.wantKinds[i])
+				}
+				p.Attempt(context.Background())
+			}
+			for _, target := range seen {
+				if target.PodIP != "127.0.1.7" || target.MessageHeader != tc.wantHeader {
+					t.Errorf("target %+v, want pod IP 127.0.1.7 and message header %q", target, tc.wantHeader)
+				}
+			}
+			if len(ps) > 0 && (ps[0].Spec.PeriodSeconds != tc.wantPeriod || periods[0] != tc.wantPeriod) {
+				t.Errorf("period %d (attempted with %d), want %d", ps[0].Spec.PeriodSeconds, periods[0], tc.wantPeriod)
+			}
+		})
+	}
+	// The pod's spec is not changed by the aggressive period.
+	spec := httpProbe("/r", 8080, 0)
+	Of(&corev1.Container{Name: "app", ReadinessProbe: spec}, probe.Target{}, false, nil)
+	if spec.PeriodSeconds != 0 {
+		t.Errorf("the spec's periodSeconds became %d", spec.PeriodSeconds)
+	}
+}
+
+func TestRoutedThroughGate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		spec *corev1.Probe
+		want bool
+	}{
+		{"the gate's probe path on its admin port", httpProbe(gateenv.ProbePath("app", gateenv.Startup), wire.GateAdminPort, 1), true},
+		{"another path on the admin port", httpProbe("/healthz", wire.GateAdminPort, 1), false},
+		{"the probe path on another port", httpProbe(gateenv.ProbePath("app", gateenv.Startup), 8080, 1), false},
+		{"a probe with a host of its own", &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Host: "127.0.0.9", Path: gateenv.ProbePath("app", gateenv.Startup), Port: intstr.FromInt32(wire.GateAdminPort)}}}, false},
+		{"not an httpGet probe", &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(wire.GateAdminPort)}}}, false},
+	} {
+		if got := RoutedThroughGate(tc.spec); got != tc.want {
+			t.Errorf("%s: RoutedThroughGate = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHasGate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want bool
+	}{
+		{"no gate", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}, false},
+		{"the gate as a container", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: wire.GateContainerName}}}, true},
+		{"the gate as a native sidecar", corev1.PodSpec{InitContainers: []corev1.Container{{Name: wire.GateContainerName}}, Containers: []corev1.Container{{Name: "app"}}}, true},
+	} {
+		if got := HasGate(&tc.spec); got != tc.want {
+			t.Errorf("%s: HasGate = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+// Package preflight is the check of `podgate run` before anything starts:
+// every problem that would stop the workloads from running on this node,
+// reported at once, so that nothing starts unless all of them can.
+//
+// It knows how the local control plane names what it makes (a Pod keeps
+// its name; every workload's EndpointSlice is named after the Pod, the
+// Deployment or the Knative revision), to report two workloads that would
+// collide, and it counts the pods the workloads start against the pod
+// network's room. What keeps a workload's containers from starting is the
+// node agent's to say (Options.Containers).
+package preflight
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/podspec"
+)
+
+// Options are what the check asks of the node agent.
+type Options struct {
+	// Containers reports what would keep the workload's containers from
+	// starting (a command without a local program, an environment source
+	// that exists only in a cluster), each with its field path; nil
+	// checks nothing there.
+	Containers func(*podspec.Workload) field.ErrorList
+	// Capacity is how many pods the pod network has room for, and its
+	// range. Required.
+	Capacity func() (pods int, cidr netip.Prefix)
+	// Replicas, when set, is the replica count of every Deployment and
+	// Knative Service (a Pod is always one pod).
+	Replicas *int32
+}
+
+// nsName is a name within a namespace.
+type nsName struct{ namespace, name string }
+
+// Check reports everything that would stop the workloads from running
+// here: what Options.Containers finds, two workloads whose pods or
+// EndpointSlices would share a name, more pods than the pod range has
+// addresses. Each problem names the manifest (file and document), the
+// workload and the field path; the error lists them all.
+func Check(ws []*podspec.Workload, o Options) error {
+	var msgs []string
+	if o.Containers != nil {
+		for _, w := range ws {
+			for _, err := range o.Containers(w) {
+				msgs = append(msgs, where(w)+": "+err.Error())
+			}
+		}
+	}
+	dups, need := collisions(ws, o.Replicas)
+	msgs = append(msgs, dups...)
+	if size, cidr := o.Capacity(); need > size {
+		msgs = append(msgs, fmt.Sprintf("--pod-cidr %s: room for %d pod(s), the workloads start %d: give it a larger range", cidr, size, need))
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("cannot run locally:\n  %s", strings.Join(msgs, "\n  "))
+	}
+	return nil
+}
+
+// collisions reports the workloads whose Pod or EndpointSlice another one
+// already makes (the names the store and the EndpointSlices key on: a
+// Pod's own name, and every workload's service name), and counts the pods
+// the others start.
+func collisions(ws []*podspec.Workload, replicas *int32) (msgs []string, need int) {
+	pods := map[nsName]*podspec.Workload{}
+	slices := map[nsName]*podspec.Workload{}
+	namePath := field.NewPath("metadata", "name")
+	for _, w := range ws {
+		// A Pod keeps its name; a controller's pods get generated ones.
+		// The EndpointSlice is named after the Pod or Deployment, or the
+		// Knative revision.
+		serviceName := w.Name
+		if w.Knative != nil {
+			serviceName = w.Knative.RevisionName
+		}
+		if w.Kind == podspec.KindPod {
+			key := nsName{w.Namespace, w.Name}
+			if other, ok := pods[key]; ok {
+				msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
+					where(w), field.Duplicate(namePath, w.Name).Error(), sameName(other)))
+				continue
+			}
+			pods[key] = w
+		}
+		key := nsName{w.Namespace, serviceName}
+		if other, ok := slices[key]; ok {
+			what := sameName(other)
+			if other.Kind != w.Kind {
+				what = fmt.Sprintf("%s: %s makes EndpointSlice %s/%s too", other.Source, other.ID(), w.Namespace, serviceName)
+			}
+			msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
+				where(w), field.Duplicate(namePath, w.Name).Error(), what))
+			continue
+		}
+		slices[key] = w
+		need += replicasOf(w, replicas)
+	}
+	return msgs, need
+}
+
+// where names a workload in messages: its manifest and document, and its
+// kind and name.
+func where(w *podspec.Workload) string {
+	if w.Source.File == "" {
+		return w.ID()
+	}
+	return w.Source.String() + ": " + w.ID()
+}
+
+// sameName says where else a workload of that kind and name is defined.
+func sameName(w *podspec.Workload) string {
+	return fmt.Sprintf("%s defines %s in namespace %s too", w.Source, w.ID(), w.Namespace)
+}
+
+// replicasOf is how many pods a workload starts with: one for a Pod, else
+// its replicas, or replicas when set.
+func replicasOf(w *podspec.Workload, replicas *int32) int {
+	switch {
+	case w.Kind == podspec.KindPod:
+		return 1
+	case replicas != nil:
+		return int(*replicas)
+	}
+	return int(w.Replicas)
+}

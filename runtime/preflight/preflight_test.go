@@ -1,0 +1,116 @@
+package preflight
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/podspec"
+)
+
+func load(t *testing.T, yaml string) []*podspec.Workload {
+	t.Helper()
+	m, err := podspec.Load(strings.NewReader(yaml), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Workloads
+}
+
+func pod(name, namespace string) string {
+	return `apiVersion: v1
+kind: Pod
+metadata: {name: ` + name + `, namespace: ` + namespace + `}
+spec:
+  containers: [{name: app, image: ghcr.io/podgate/testapp}]
+`
+}
+
+func deployment(name string, replicas int) string {
+	return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ` + name + `}
+spec:
+  replicas: ` + string(rune('0'+replicas)) + `
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata: {labels: {app: ` + name + `}}
+    spec:
+      containers: [{name: app, image: ghcr.io/podgate/testapp}]
+`
+}
+
+func knativeService(name string) string {
+	return `apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: ` + name + `}
+spec:
+  template:
+    spec:
+      containers: [{image: ghcr.io/podgate/testapp}]
+`
+}
+
+func docs(ds ...string) string { return strings.Join(ds, "---\n") }
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	room := func(n int) func() (int, netip.Prefix) {
+		return func() (int, netip.Prefix) { return n, netip.MustParsePrefix("127.0.70.0/24") }
+	}
+	one := int32(1)
+	for _, tc := range []struct {
+		name      string
+		manifests string
+		opts      Options
+		want      []string // every one in the error; none: no error
+	}{
+		{"workloads of different names that fit pass", docs(pod("a", "default"), deployment("b", 2)),
+			Options{Capacity: room(3)}, nil},
+		{"two Pods of one name in one namespace collide", docs(pod("web", "default"), pod("web", "default")),
+			Options{Capacity: room(10)},
+			[]string{`m.yaml: doc 2: Pod/web: metadata.name: Duplicate value: "web": m.yaml: doc 1 defines Pod/web in namespace default too: each workload runs once, rename one`}},
+		{"Pods of one name in two namespaces do not collide", docs(pod("web", "default"), pod("web", "other")),
+			Options{Capacity: room(10)}, nil},
+		{"a Pod and a Deployment of one name would share an EndpointSlice", docs(pod("web", "default"), deployment("web", 1)),
+			Options{Capacity: room(10)},
+			[]string{`m.yaml: doc 2: Deployment/web: metadata.name: Duplicate value: "web": m.yaml: doc 1: Pod/web makes EndpointSlice default/web too: each workload runs once, rename one`}},
+		{"a Knative Service's EndpointSlice is its revision's", docs(knativeService("hello"), deployment("hello-00001", 1)),
+			Options{Capacity: room(10)},
+			[]string{"makes EndpointSlice default/hello-00001 too"}},
+		{"more pods than the range has room for", docs(pod("a", "default"), deployment("b", 3)),
+			Options{Capacity: room(3)},
+			[]string{"--pod-cidr 127.0.70.0/24: room for 3 pod(s), the workloads start 4: give it a larger range"}},
+		{"a colliding workload's pods are not counted", docs(deployment("b", 3), deployment("b", 3)),
+			Options{Capacity: room(3)},
+			[]string{"Deployment/b: metadata.name: Duplicate value"}},
+		{"Options.Replicas replaces every controller's replicas", docs(pod("a", "default"), deployment("b", 3)),
+			Options{Capacity: room(2), Replicas: &one}, nil},
+		{"the containers' problems are named by manifest, workload and field path", pod("web", "default"),
+			Options{Capacity: room(1), Containers: func(w *podspec.Workload) field.ErrorList {
+				return field.ErrorList{field.Required(w.SpecPath().Child("containers").Index(0).Child("command"), "no local program")}
+			}},
+			[]string{"cannot run locally:\n  m.yaml: doc 1: Pod/web: spec.containers[0].command: Required value: no local program"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := Check(load(t, tc.manifests), tc.opts)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Check = nil, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Check =\n%v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
