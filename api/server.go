@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/wire"
 )
@@ -249,21 +250,11 @@ func (s *Server) awaitShutdown(shut <-chan error, hs *http.Server) error {
 // Listen opens addr for the control API. It refuses any address that is not
 // loopback: the API has no authentication and can delete pods.
 func Listen(addr string) (net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
+	checked, err := loopback.Check(addr)
 	if err != nil {
-		return nil, fmt.Errorf("control API address %q: %w (want HOST:PORT, e.g. %s)", addr, err, DefaultAddr)
+		return nil, fmt.Errorf("control API address %q: %w (the control API has no authentication; e.g. %s)", addr, err, DefaultAddr)
 	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	switch {
-	case host == "":
-		return nil, fmt.Errorf("control API address %q: an empty host listens on every interface; the control API has no authentication, so it listens on loopback only (e.g. %s)", addr, DefaultAddr)
-	case ip == nil || !ip.IsLoopback():
-		return nil, fmt.Errorf("control API address %q: %s is not a loopback address; the control API has no authentication, so it listens on loopback only (127.0.0.0/8 or ::1, e.g. %s)", addr, host, DefaultAddr)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	ln, err := net.Listen("tcp", checked)
 	if err != nil {
 		return nil, fmt.Errorf("control API: %w", err)
 	}

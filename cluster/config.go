@@ -25,6 +25,17 @@ const (
 	DefaultNodeName = "podgate"
 )
 
+// DefaultDir is where a cluster keeps its files when no Dir is given on
+// the command line: podgate/cluster in the user's cache directory (the
+// system's temporary directory without one).
+func DefaultDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "podgate", "cluster")
+}
+
 // Files in the cluster's directory.
 const (
 	// KubeconfigFile is the admin's kubeconfig, for the host: server

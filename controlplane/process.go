@@ -191,35 +191,35 @@ func (c *ControlPlane) apiServerArgs() []string {
 
 func (c *ControlPlane) controllerManagerArgs() []string {
 	f := c.files
-	return []string{
-		"--kubeconfig=" + f.kcmKubeconfig,
-		"--authentication-kubeconfig=" + f.kcmKubeconfig,
-		"--authorization-kubeconfig=" + f.kcmKubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(c.ports.controllerManager),
-		"--tls-cert-file=" + f.kcmCert, "--tls-private-key-file=" + f.kcmKey,
-		"--client-ca-file=" + f.caCert,
-		"--root-ca-file=" + f.caCert,
-		"--service-account-private-key-file=" + f.saKey,
+	return append(c.componentArgs(f.kcmKubeconfig, c.ports.controllerManager, f.kcmCert, f.kcmKey),
+		"--root-ca-file="+f.caCert,
+		"--service-account-private-key-file="+f.saKey,
 		"--use-service-account-credentials=true",
-		"--cluster-signing-cert-file=" + f.caCert, "--cluster-signing-key-file=" + f.caKey,
-		"--service-cluster-ip-range=" + c.opts.ServiceCIDR,
+		"--cluster-signing-cert-file="+f.caCert, "--cluster-signing-key-file="+f.caKey,
+		"--service-cluster-ip-range="+c.opts.ServiceCIDR,
 		"--cluster-name=podgate",
-		"--leader-elect=false",
-		"--profiling=false",
-	}
+	)
 }
 
 func (c *ControlPlane) schedulerArgs() []string {
 	f := c.files
+	return c.componentArgs(f.schedulerKubeconfig, c.ports.scheduler, f.schedulerCert, f.schedulerKey)
+}
+
+// componentArgs are what kube-controller-manager and kube-scheduler are
+// both given: one kubeconfig for the API and for checking its callers,
+// their secure port on loopback with a certificate of their own and the
+// cluster CA for client certificates, no leader election (they run
+// alone) and no profiling endpoints.
+func (c *ControlPlane) componentArgs(kubeconfig string, port int, cert, key string) []string {
 	return []string{
-		"--kubeconfig=" + f.schedulerKubeconfig,
-		"--authentication-kubeconfig=" + f.schedulerKubeconfig,
-		"--authorization-kubeconfig=" + f.schedulerKubeconfig,
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(c.ports.scheduler),
-		"--tls-cert-file=" + f.schedulerCert, "--tls-private-key-file=" + f.schedulerKey,
-		"--client-ca-file=" + f.caCert,
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + cert, "--tls-private-key-file=" + key,
+		"--client-ca-file=" + c.files.caCert,
 		"--leader-elect=false",
 		"--profiling=false",
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/podgate/podgate/internal/certs"
 )
 
 // serviceAccountIssuer is the `iss` of the service-account tokens, the
@@ -49,7 +51,7 @@ type files struct {
 
 // pki holds what issues and what was issued.
 type pki struct {
-	ca, admin *keyPair
+	ca, admin *certs.KeyPair
 }
 
 // choosePorts takes free ports: each is bound on its address and
@@ -108,10 +110,10 @@ func (c *ControlPlane) writePKI() error {
 		return err
 	}
 	f := &c.files
-	if f.caCert, f.caKey, err = ca.write(dir, "ca"); err != nil {
+	if f.caCert, f.caKey, err = writePair(ca, dir, "ca"); err != nil {
 		return err
 	}
-	if f.frontProxyCA, _, err = frontCA.write(dir, "front-proxy-ca"); err != nil {
+	if f.frontProxyCA, _, err = writePair(frontCA, dir, "front-proxy-ca"); err != nil {
 		return err
 	}
 	ips := []net.IP{net.ParseIP("127.0.0.1"), firstServiceIP(c.opts.ServiceCIDR)}
@@ -122,7 +124,7 @@ func (c *ControlPlane) writePKI() error {
 	}
 	loopback := []net.IP{net.ParseIP("127.0.0.1")}
 	issued := []struct {
-		ca        *keyPair
+		ca        *certs.KeyPair
 		name      string
 		spec      certSpec
 		cert, key *string
@@ -140,11 +142,11 @@ func (c *ControlPlane) writePKI() error {
 			&f.schedulerCert, &f.schedulerKey},
 	}
 	for _, is := range issued {
-		kp, err := is.ca.issue(is.spec)
+		kp, err := issue(is.ca, is.spec)
 		if err != nil {
 			return err
 		}
-		if *is.cert, *is.key, err = kp.write(dir, is.name); err != nil {
+		if *is.cert, *is.key, err = writePair(kp, dir, is.name); err != nil {
 			return err
 		}
 	}
@@ -161,12 +163,12 @@ func (c *ControlPlane) writeKubeconfigs() error {
 	f := &c.files
 	ca := c.pki.ca
 	var err error
-	if c.pki.admin, err = ca.issue(certSpec{commonName: adminUser, orgs: []string{mastersGroup}, client: true}); err != nil {
+	if c.pki.admin, err = issue(ca, certSpec{commonName: adminUser, orgs: []string{mastersGroup}, client: true}); err != nil {
 		return err
 	}
 	clients := []struct {
 		user, path string
-		kp         **keyPair
+		kp         **certs.KeyPair
 		file       *string
 	}{
 		{adminUser, "admin.kubeconfig", &c.pki.admin, &f.adminKubeconfig},
@@ -174,10 +176,10 @@ func (c *ControlPlane) writeKubeconfigs() error {
 		{schedulerUser, "scheduler.kubeconfig", nil, &f.schedulerKubeconfig},
 	}
 	for _, cl := range clients {
-		kp := (*keyPair)(nil)
+		kp := (*certs.KeyPair)(nil)
 		if cl.kp != nil {
 			kp = *cl.kp
-		} else if kp, err = ca.issue(certSpec{commonName: cl.user, client: true}); err != nil {
+		} else if kp, err = issue(ca, certSpec{commonName: cl.user, client: true}); err != nil {
 			return err
 		}
 		*cl.file = filepath.Join(c.opts.Dir, cl.path)
@@ -193,7 +195,7 @@ func (c *ControlPlane) writeKubeconfigs() error {
 // and NodeRestriction admission limit to that node — and writes a
 // kubeconfig for it (DIR/node-NAME.kubeconfig), returning its path.
 func (c *ControlPlane) NodeKubeconfig(name string) (string, error) {
-	kp, err := c.pki.ca.issue(certSpec{commonName: nodeUserPrefix + name, orgs: []string{nodesGroup}, client: true})
+	kp, err := issue(c.pki.ca, certSpec{commonName: nodeUserPrefix + name, orgs: []string{nodesGroup}, client: true})
 	if err != nil {
 		return "", fmt.Errorf("controlplane: node %s: %w", name, err)
 	}
@@ -204,10 +206,10 @@ func (c *ControlPlane) NodeKubeconfig(name string) (string, error) {
 	return path, nil
 }
 
-func (c *ControlPlane) writeKubeconfig(path, user string, kp *keyPair) error {
+func (c *ControlPlane) writeKubeconfig(path, user string, kp *certs.KeyPair) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["podgate"] = &clientcmdapi.Cluster{Server: c.url, CertificateAuthorityData: c.pki.ca.certPEM}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.certPEM, ClientKeyData: kp.keyPEM}
+	cfg.Clusters["podgate"] = &clientcmdapi.Cluster{Server: c.url, CertificateAuthorityData: c.pki.ca.CertPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.CertPEM, ClientKeyData: kp.KeyPEM}
 	cfg.Contexts["podgate"] = &clientcmdapi.Context{Cluster: "podgate", AuthInfo: user}
 	cfg.CurrentContext = "podgate"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
@@ -219,13 +221,13 @@ func (c *ControlPlane) writeKubeconfig(path, user string, kp *keyPair) error {
 // restConfig is a client-go config for the holder of kp, with the
 // kubelet's request rates rather than client-go's default of 5 per
 // second, which a test creating objects in bursts would wait on.
-func (c *ControlPlane) restConfig(kp *keyPair) *rest.Config {
+func (c *ControlPlane) restConfig(kp *certs.KeyPair) *rest.Config {
 	return &rest.Config{
 		Host: c.url,
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   c.pki.ca.certPEM,
-			CertData: kp.certPEM,
-			KeyData:  kp.keyPEM,
+			CAData:   c.pki.ca.CertPEM,
+			CertData: kp.CertPEM,
+			KeyData:  kp.KeyPEM,
 		},
 		QPS:   50,
 		Burst: 100,

@@ -9,15 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/client-go/kubernetes"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/activator/kubebackends"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/wire"
 )
@@ -86,18 +88,11 @@ func (f *Door) ServingPods(namespace, name string) (int, bool) {
 // Listen opens addr, which must be on loopback: the front door
 // has no authentication, like the control API.
 func Listen(addr string) (net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
+	checked, err := loopback.Check(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %q: %w (want HOST:PORT, e.g. %s)", addr, err, DefaultListen)
+		return nil, fmt.Errorf("--listen %q: %w (the front door has no authentication; e.g. %s)", addr, err, DefaultListen)
 	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	if host == "" || ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("--listen %q: the front door listens on loopback only (127.0.0.0/8 or ::1, e.g. %s)", addr, DefaultListen)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	ln, err := net.Listen("tcp", checked)
 	if err != nil {
 		return nil, fmt.Errorf("front door: %w", err)
 	}

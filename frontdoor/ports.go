@@ -6,7 +6,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/podspec"
@@ -17,6 +20,33 @@ type ServicePort struct {
 	Raw             string // as written, for messages
 	Namespace, Name string // Namespace empty: any, if the name is unique
 	Port            int    // 0: any free port
+}
+
+// ParseServicePort reads one --service-port [NAMESPACE/]NAME=PORT as
+// written: names that Kubernetes would accept, a port from 0 (any free
+// one) to 65535. Which workload it names is CheckRoutes's question, once
+// the manifests are loaded.
+func ParseServicePort(raw string) (ServicePort, error) {
+	ref, portStr, ok := strings.Cut(raw, "=")
+	if !ok || ref == "" || portStr == "" {
+		return ServicePort{}, fmt.Errorf("--service-port %q: want [NAMESPACE/]NAME=PORT, e.g. --service-port hello=8081", raw)
+	}
+	p := ServicePort{Raw: raw, Name: ref}
+	if ns, name, ok := strings.Cut(ref, "/"); ok {
+		p.Namespace, p.Name = ns, name
+		if errs := apivalidation.IsDNS1123Label(ns); len(errs) > 0 {
+			return ServicePort{}, fmt.Errorf("--service-port %q: namespace %q: %s", raw, ns, strings.Join(errs, "; "))
+		}
+	}
+	if errs := apivalidation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
+		return ServicePort{}, fmt.Errorf("--service-port %q: name %q: %s", raw, p.Name, strings.Join(errs, "; "))
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return ServicePort{}, fmt.Errorf("--service-port %q: port %q: must be a number from 0 (any free port) to 65535", raw, portStr)
+	}
+	p.Port = port
+	return p, nil
 }
 
 // matches says whether the flag names w.

@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -71,9 +69,6 @@ const (
 	conditionRetryMin     = 100 * time.Millisecond
 	conditionRetryMax     = 30 * time.Second
 	conditionFlushTimeout = time.Second
-	// conditionPhraseMax bounds what one container adds to the message
-	// (a redirect's probe message carries a response body).
-	conditionPhraseMax = 256
 )
 
 // conditionPublisher keeps the gate's condition on its pod current: it
@@ -272,71 +267,25 @@ func (p *conditionPublisher) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // condition is the gate's condition as it stands: what Ready answers,
-// with its reason.
+// with its reason. The containers' part comes from one look at the
+// aggregator (NotReady, under its lock), not from Ready's atomic value: a
+// container's change kicks the publisher before the aggregate is stored,
+// and reading both could see "not ready" with no container to name.
 func (g *Gate) condition() PodCondition {
-	switch {
-	case g.drainer.Draining():
+	if g.drainer.Draining() {
 		return PodCondition{Reason: wire.ReasonDraining,
 			Message: "the pod is being deleted: the gate fails its health checks and drains"}
-	case g.Ready():
-		return PodCondition{Ready: true}
 	}
-	msg := "not ready"
-	switch why := g.agg.notReady(); {
+	var msg string
+	switch why := g.agg.NotReady(); {
 	case len(why) > 0:
 		msg = "containers not ready: " + strings.Join(why, ", ")
 	case g.stopping.Load() > 0:
 		msg = "a container is being restarted (its preStop hook runs)"
 	case g.status != nil && !g.statusSeen.Load():
 		msg = "waiting for the status source's first report of the containers"
+	default:
+		return PodCondition{Ready: true}
 	}
 	return PodCondition{Reason: wire.ReasonContainersNotReady, Message: msg}
-}
-
-// notReady names each container that is not ready, with why:
-// "sidecar (readiness probe failed: HTTP probe failed with statuscode: 503)".
-func (a *Aggregator) notReady() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []string
-	for _, c := range a.containers {
-		ok, reason := c.ready(a.opts.HaveStatusSource)
-		if ok {
-			continue
-		}
-		if c.probe != nil && !c.verdict {
-			reason = c.probePhrase()
-		}
-		out = append(out, c.name+" ("+truncate(reason, conditionPhraseMax)+")")
-	}
-	return out
-}
-
-// probePhrase says why the gate's readiness probe of c does not pass, in
-// the kubelet's event words ("readiness probe failed: <probe message>").
-// It leaves out counts and times, so that it changes only when the probe's
-// result does.
-func (c *container) probePhrase() string {
-	switch {
-	case c.attempts == 0:
-		return "readiness probe not run yet"
-	case c.last.Result == probe.Error:
-		return "readiness probe errored: " + c.last.Message
-	case c.last.Result.Passed():
-		return fmt.Sprintf("readiness probe passed, not yet %d times in a row", c.timing.SuccessThreshold)
-	case c.last.Message != "":
-		return "readiness probe failed: " + c.last.Message
-	}
-	return "readiness probe failed"
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -6,11 +6,9 @@
 //
 // The parts, each in its own file:
 //
-//   - Aggregator (readiness*.go): every container's HTTP/TCP/gRPC readiness
-//     probe runs in the background with kubelet semantics (period, timeout,
-//     thresholds), aggressively while a periodSeconds: 0 probe is not yet
-//     ready; exec-probed containers count through a StatusSource. A health
-//     answer is a load of one atomic value.
+//   - gate.go: New wires the parts below and the subpackages together;
+//     Serve runs the three ports and, on SIGTERM or the pod's deletion,
+//     the drain. A health answer is a load of one atomic value.
 //   - health.go: the health-check protocol of queue-proxy (docs/facts.md
 //     §4): which requests are health checks and what they are answered.
 //   - admin.go: the admin port — /wait-for-drain holds every container's
@@ -19,8 +17,14 @@
 //   - the pod condition (condition.go): the gate's verdict, naming each
 //     container that is not ready, written on its own pod through a
 //     ConditionWriter (package gate/podstatus) for the pod's readiness gate.
+//   - status.go: the StatusSource through which the gate learns its
+//     containers' statuses and its pod's deletion.
 //
-// and, in subpackages: gate/proxy (the data path: reverse proxy, the
+// and, in subpackages: gate/readiness (the aggregated readiness of every
+// container: each HTTP/TCP/gRPC readiness probe run in the background
+// with kubelet semantics, aggressively while a periodSeconds: 0 probe is
+// not yet ready; exec-probed containers counted through the status
+// source), gate/proxy (the data path: reverse proxy, the
 // ride-through that holds a request whose connection the restarting
 // container refused, concurrency limit, request timeout, request log),
 // gate/drain (when a terminating gate may exit: SIGTERM fails readiness at

@@ -19,6 +19,7 @@ import (
 	"github.com/podgate/podgate/gate/drain"
 	"github.com/podgate/podgate/gate/metrics"
 	"github.com/podgate/podgate/gate/proxy"
+	"github.com/podgate/podgate/gate/readiness"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 )
@@ -64,7 +65,7 @@ type Gate struct {
 	runner  *probe.Runner
 	target  probe.Target
 	status  StatusSource
-	agg     *Aggregator
+	agg     *readiness.Aggregator
 	drainer *drain.Drainer
 	proxy   *proxy.Proxy
 	metrics *metrics.Metrics
@@ -119,7 +120,7 @@ func (c *signalingCounter) Load() int32 { return c.n.Load() }
 // New builds a Gate from its configuration. Nothing runs until Serve.
 func New(opts Options) (*Gate, error) {
 	cfg := opts.Config
-	specs, err := containerSpecs(cfg)
+	containers, err := readiness.Containers(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func New(opts Options) (*Gate, error) {
 	// Before the aggregator, which reports its first verdicts as it is built.
 	g.metrics = metrics.New(metrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load},
 		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
-	g.agg = newAggregator(specs, aggregatorOptions{
+	g.agg = readiness.New(containers, readiness.Options{
 		Clock:              opts.Clock,
 		Runner:             opts.Runner,
 		Target:             g.target,
@@ -171,7 +172,11 @@ func New(opts Options) (*Gate, error) {
 		HTTP2AutoDetection: cfg.HTTP2AutoDetection,
 		HaveStatusSource:   opts.Status != nil,
 		Logger:             opts.Logger,
-		OnChange:           g.readinessChanged,
+		OnContainerChange: func(c string, ready bool, _ string) {
+			g.metrics.ContainerReady(c, ready)
+			g.cond.kick() // the condition names each container not ready
+		},
+		OnChange: g.readinessChanged,
 		OnAttempt: func(c string, out probe.Outcome) {
 			g.metrics.ProbeResult(c, "readiness", out.Result)
 			g.cond.kick() // the condition's message quotes the probe's
@@ -199,7 +204,7 @@ func (g *Gate) Ready() bool {
 }
 
 // Aggregator is the gate's view of its containers.
-func (g *Gate) Aggregator() *Aggregator { return g.agg }
+func (g *Gate) Aggregator() *readiness.Aggregator { return g.agg }
 
 // Metrics serves /metrics.
 func (g *Gate) Metrics() http.Handler { return g.metrics }
@@ -210,17 +215,14 @@ func (g *Gate) Registry() *prometheus.Registry { return g.metrics.Registry() }
 // Drainer decides when the gate has drained.
 func (g *Gate) Drainer() *drain.Drainer { return g.drainer }
 
-func (g *Gate) readinessChanged(container string, ready bool, reason string, all bool) {
-	if !all {
-		g.metrics.ContainerReady(container, ready)
-		g.cond.kick() // the condition names each container not ready
-		return
-	}
+// readinessChanged is the aggregate's change: held health checks look
+// again.
+func (g *Gate) readinessChanged(ready bool, reasons string) {
 	g.signalReadiness()
 	if ready {
 		g.log.Info("all containers ready")
 	} else {
-		g.log.Info("not all containers ready", "notReady", reason)
+		g.log.Info("not all containers ready", "notReady", reasons)
 	}
 }
 
@@ -335,42 +337,11 @@ const DefaultShutdownTimeout = 5 * time.Second
 // request arrived for the quiet period and none is in flight. It closes
 // the listeners.
 func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
-	bg, stopBackground := context.WithCancel(context.Background())
-	waitProbes := g.agg.start(bg)
-	statusDone := g.watchStatus(bg)
-	condDone := g.cond.start(bg)
-	defer func() {
-		stopBackground()
-		waitProbes()
-		<-statusDone
-		<-condDone
-		close(g.quit)
-		g.reporting.Wait()
-		g.drainer.Stop()
-		g.proxy.CloseIdle()
-	}()
+	stopBackground := g.startBackground()
+	defer stopBackground()
 
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true)
-	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
-	servers := []*http.Server{
-		{Handler: g, Protocols: &protos, ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
-		{Handler: g.AdminHandler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
-		{Handler: g.metrics, ReadHeaderTimeout: time.Minute, ErrorLog: errLog},
-	}
-	lns := []net.Listener{ls.Serving, ls.Admin, ls.Metrics}
-	served := make(chan error, len(servers))
-	var wg sync.WaitGroup
-	for i, srv := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(lns[i]); !errors.Is(err, http.ErrServerClosed) {
-				served <- fmt.Errorf("serve on %s: %w", lns[i].Addr(), err)
-			}
-		}()
-	}
+	servers := g.servers(ls)
+	served, waitServed := serveAll(servers)
 	g.log.Info("listening", "serving", ls.Serving.Addr().String(), "admin", ls.Admin.Addr().String(),
 		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
 
@@ -386,20 +357,85 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 		}
 	case failed = <-served:
 	}
+	err := errors.Join(failed, g.shutdown(servers))
+	waitServed()
+	return err
+}
 
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), g.shutdownTimeout)
-	defer cancel()
-	var errs []error
-	if failed != nil {
-		errs = append(errs, failed)
+// startBackground starts what runs behind the ports: the probes, the
+// status source's watch and the condition's writes. The function it
+// returns stops them, waits for them and ends the drain's reports.
+func (g *Gate) startBackground() (stop func()) {
+	bg, cancel := context.WithCancel(context.Background())
+	waitProbes := g.agg.Start(bg)
+	statusDone := g.watchStatus(bg)
+	condDone := g.cond.start(bg)
+	return func() {
+		cancel()
+		waitProbes()
+		<-statusDone
+		<-condDone
+		close(g.quit)
+		g.reporting.Wait()
+		g.drainer.Stop()
+		g.proxy.CloseIdle()
 	}
-	var mu sync.Mutex
-	var sw sync.WaitGroup
-	for i, srv := range servers {
-		sw.Add(1)
+}
+
+// server is one of the gate's HTTP servers on its listener.
+type server struct {
+	*http.Server
+	ln net.Listener
+	// traffic: the serving port, where a cut connection is a failed
+	// request of the pod's.
+	traffic bool
+}
+
+// servers are the gate's three: traffic (HTTP/1.1 and h2c), admin and
+// metrics.
+func (g *Gate) servers(ls Listeners) []server {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
+	return []server{
+		{&http.Server{Handler: g, Protocols: &protos, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Serving, true},
+		{&http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Admin, false},
+		{&http.Server{Handler: g.metrics, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Metrics, false},
+	}
+}
+
+// serveAll serves every server on its listener; a server that fails sends
+// its error on served. wait blocks until every one has returned.
+func serveAll(servers []server) (served <-chan error, wait func()) {
+	errs := make(chan error, len(servers))
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
 		go func() {
-			defer sw.Done()
-			err := srv.Shutdown(shutdownCtx)
+			defer wg.Done()
+			if err := srv.Serve(srv.ln); !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("serve on %s: %w", srv.ln.Addr(), err)
+			}
+		}()
+	}
+	return errs, wg.Wait
+}
+
+// shutdown stops every server, each given the shutdown timeout for its
+// open responses (the preStop hooks' answers), and reports the requests
+// in flight on the traffic port that it had to cut.
+func (g *Gate) shutdown(servers []server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), g.shutdownTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := srv.Shutdown(ctx)
 			if err == nil {
 				return
 			}
@@ -409,18 +445,17 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 			// holds Shutdown to its deadline. With no request in flight
 			// on the traffic port nothing was cut; on the admin and
 			// metrics ports nothing of the pod's traffic can be.
-			if i > 0 || g.drainer.InFlight() == 0 {
+			if !srv.traffic || g.drainer.InFlight() == 0 {
 				g.log.Info("closed connections still open after the drain; no request was in flight",
-					"addr", lns[i].Addr().String(), "waited", g.shutdownTimeout.String())
+					"addr", srv.ln.Addr().String(), "waited", g.shutdownTimeout.String())
 				return
 			}
 			mu.Lock()
 			errs = append(errs, fmt.Errorf("shutdown on %s: %d request(s) still in flight were cut: %w",
-				lns[i].Addr(), g.drainer.InFlight(), err))
+				srv.ln.Addr(), g.drainer.InFlight(), err))
 			mu.Unlock()
 		}()
 	}
-	sw.Wait()
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -509,7 +544,7 @@ func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
 		return done
 	}
 	watch := func(ctx context.Context) error {
-		return g.status.Watch(ctx, func(cs []ContainerStatus) {
+		return g.status.Watch(ctx, func(cs []readiness.ContainerStatus) {
 			g.agg.SetStatuses(cs)
 			g.statusReported()
 		})

@@ -98,7 +98,7 @@ func TestHealthCheckHeaderMatrix(t *testing.T) {
 }
 
 // TestKubeletProbeOfTheGate runs, with the kubelet's own probe semantics
-// (package probe), the readiness probe podspec.Inject gives the gate
+// (package probe), the readiness probe package podspec/inject gives the gate
 // container: httpGet / on the serving port with K-Network-Probe: queue.
 func TestKubeletProbeOfTheGate(t *testing.T) {
 	app := startApp(t, testapp.Config{})

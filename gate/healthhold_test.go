@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podgate/podgate/gate/readiness"
 	"github.com/podgate/podgate/testapp"
 	"github.com/podgate/podgate/wire"
 )
@@ -251,7 +252,7 @@ func TestHeldHealthCheckAnsweredAtTheStatusSourcesFirstReport(t *testing.T) {
 	eventually(t, "the check is held", func() bool { return tg.HealthChecksHeld() == 1 })
 	noAnswerYet(t, res, "before the status source reported")
 	select {
-	case src.ch <- []ContainerStatus{{Name: "app", Ready: true, Running: true, ContainerID: "id-app"}}:
+	case src.ch <- []readiness.ContainerStatus{{Name: "app", Ready: true, Running: true, ContainerID: "id-app"}}:
 	case <-time.After(testWait):
 		t.Fatal("the gate does not watch its status source")
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/podgate/podgate/gate/readiness"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/testapp"
@@ -97,13 +98,13 @@ func TestHungContainerLivenessCounts(t *testing.T) {
 	live := httpProbe(portOf(t, upstream), "/healthz", 10)
 	live.TimeoutSeconds = 1
 	live.FailureThreshold = 2
-	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{gateenvServing: {Liveness: live}}
+	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{readiness.DefaultServingContainer: {Liveness: live}}
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	host, port := splitHostPort(t, tg.admin)
 	kubelet := &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: gateenv.ProbePath(gateenvServing, gateenv.Liveness), Port: intstr.FromInt(port),
+			Path: gateenv.ProbePath(readiness.DefaultServingContainer, gateenv.Liveness), Port: intstr.FromInt(port),
 		}},
 		TimeoutSeconds: 1,
 	}
@@ -116,9 +117,6 @@ func TestHungContainerLivenessCounts(t *testing.T) {
 	tg.waitReady(t, false)
 	contains(t, "verbose readyz", tg.verbose(t), "liveness probe failed 1 time(s), threshold 2")
 }
-
-// gateenvServing is the serving container's name without configured names.
-const gateenvServing = DefaultServingContainer
 
 // TestLivenessHoldEndsWithTheReplacedContainer: the kubelet kills the
 // container after its liveness failures; the new one answers its readiness

@@ -1,23 +1,10 @@
 package gate
 
-import "context"
+import (
+	"context"
 
-// ContainerStatus is what a status source (the node agent locally, the API
-// server on Kubernetes) says about one container of the gate's pod.
-type ContainerStatus struct {
-	Name string
-	// Ready is the kubelet's (or node agent's) verdict: running, started,
-	// and its readiness probe (if it kept one, i.e. an exec probe) passing.
-	Ready bool
-	// Running is false while the container is waiting or terminated.
-	Running bool
-	// RestartCount and ContainerID change when the container is replaced.
-	RestartCount int32
-	ContainerID  string
-	// Message says why it is not ready (waiting reason, last termination),
-	// for /readyz?verbose.
-	Message string
-}
+	"github.com/podgate/podgate/gate/readiness"
+)
 
 // StatusSource tells the gate the state of its pod's containers: the only
 // way it learns about containers whose readiness probe it cannot run (exec
@@ -33,12 +20,12 @@ type StatusSource interface {
 	// returns the error; the gate keeps the last statuses it got and calls
 	// Watch again after a pause). A pod that does not exist (yet) is
 	// reported as an empty slice.
-	Watch(ctx context.Context, update func([]ContainerStatus)) error
+	Watch(ctx context.Context, update func([]readiness.ContainerStatus)) error
 }
 
 // PodStatus is what a status source says about the gate's pod as a whole.
 type PodStatus struct {
-	Containers []ContainerStatus
+	Containers []readiness.ContainerStatus
 	// Terminating is set once the pod has a deletionTimestamp, or is gone:
 	// it is being deleted, so the gate drains, whether or not its own
 	// SIGTERM has come. As a native sidecar the gate is stopped after the

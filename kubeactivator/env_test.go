@@ -35,6 +35,7 @@ import (
 	"github.com/podgate/podgate/internal/k8sbin"
 	"github.com/podgate/podgate/kubenode"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
 )
@@ -369,7 +370,7 @@ spec:
 	if err != nil {
 		return nil, err
 	}
-	w, err := podspec.Inject(m.Workloads[0], podspec.Options{Local: true})
+	w, err := inject.Gate(m.Workloads[0], inject.Options{Local: true})
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
@@ -160,7 +161,7 @@ func (r *run) inject() ([]*podspec.Workload, error) {
 	}
 	out := make([]*podspec.Workload, 0, len(r.cfg.Workloads))
 	for _, w := range r.cfg.Workloads {
-		injected, err := podspec.Inject(w, podspec.Options{Local: true, APIAddr: r.apiLn.Addr().String()})
+		injected, err := inject.Gate(w, inject.Options{Local: true, APIAddr: r.apiLn.Addr().String()})
 		if err != nil {
 			return nil, err
 		}

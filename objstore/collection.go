@@ -54,12 +54,22 @@ func (c *Collection[T]) GroupResource() schema.GroupResource { return c.gr }
 func (c *Collection[T]) Get(namespace, name string) (T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cur, ok := c.items[key{namespace, name}]
-	if !ok {
-		var zero T
-		return zero, apierrors.NewNotFound(c.gr, name)
+	cur, err := c.storedLocked(key{namespace, name})
+	if err != nil {
+		return cur, err
 	}
 	return c.copyOut(cur), nil
+}
+
+// storedLocked is the stored object itself (not a copy), or the API
+// server's NotFound; the caller holds c.mu.
+func (c *Collection[T]) storedLocked(k key) (T, error) {
+	cur, ok := c.items[k]
+	if !ok {
+		var zero T
+		return zero, apierrors.NewNotFound(c.gr, k.name)
+	}
+	return cur, nil
 }
 
 // List returns copies of the objects in namespace ("" for all namespaces),
@@ -122,9 +132,9 @@ func (c *Collection[T]) Update(obj T) (T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := key{o.GetNamespace(), o.GetName()}
-	cur, ok := c.items[k]
-	if !ok {
-		return zero, apierrors.NewNotFound(c.gr, k.name)
+	cur, err := c.storedLocked(k)
+	if err != nil {
+		return zero, err
 	}
 	if rv := o.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
 		return zero, c.conflict(k.name)
@@ -166,9 +176,9 @@ func (c *Collection[T]) Modify(namespace, name string, change func(T) error) (T,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := key{namespace, name}
-	cur, ok := c.items[k]
-	if !ok {
-		return zero, apierrors.NewNotFound(c.gr, name)
+	cur, err := c.storedLocked(k)
+	if err != nil {
+		return zero, err
 	}
 	o := c.copyOut(cur)
 	if err := change(o); err != nil {
@@ -184,13 +194,12 @@ func (c *Collection[T]) Modify(namespace, name string, change func(T) error) (T,
 // Delete removes the object and returns its last state, stamped with the
 // version of the deletion (as the API server's DELETED event carries).
 func (c *Collection[T]) Delete(namespace, name string) (T, error) {
-	var zero T
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := key{namespace, name}
-	cur, ok := c.items[k]
-	if !ok {
-		return zero, apierrors.NewNotFound(c.gr, name)
+	cur, err := c.storedLocked(k)
+	if err != nil {
+		return cur, err
 	}
 	gone := c.copyOut(cur)
 	c.commit(watch.Deleted, k, gone, cur)

@@ -28,10 +28,10 @@ func (s *Store) DeletePod(namespace, name string, opts metav1.DeleteOptions) (*c
 	c := s.Pods
 	c.mu.Lock()
 	k := key{namespace, name}
-	cur, ok := c.items[k]
-	if !ok {
+	cur, err := c.storedLocked(k)
+	if err != nil {
 		c.mu.Unlock()
-		return nil, false, apierrors.NewNotFound(c.gr, name)
+		return nil, false, err
 	}
 	if p := opts.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != cur.UID {

@@ -46,6 +46,25 @@ type Image struct {
 	Entrypoint, Cmd []string
 }
 
+// OpenLayout is the OCI image layout in dir, made absolute and checked to
+// be one (it has an oci-layout file) so that a wrong path fails at once;
+// the images in it are checked as they are resolved. Its cache is
+// DefaultCacheDir().
+func OpenLayout(dir string) (Layout, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Layout{}, err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "oci-layout")); err != nil {
+		return Layout{}, fmt.Errorf("not an OCI image layout (no oci-layout file): %w", err)
+	}
+	cache, err := DefaultCacheDir()
+	if err != nil {
+		return Layout{}, err
+	}
+	return Layout{Dir: abs, CacheDir: cache}, nil
+}
+
 // DefaultCacheDir is where Resolve extracts programs unless told: the
 // user's cache directory ($XDG_CACHE_HOME or ~/.cache)/podgate/images.
 func DefaultCacheDir() (string, error) {

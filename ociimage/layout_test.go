@@ -515,3 +515,25 @@ func TestResolveFollowsAnIndexToThisPlatform(t *testing.T) {
 		t.Errorf("Resolve = %+v; want this platform's image %s", img, digMine)
 	}
 }
+
+// TestOpenLayoutChecksTheDirectoryAtOnce: a layout opens with its absolute
+// path and the default cache; a directory that is not one is refused
+// before any image is asked for.
+func TestOpenLayoutChecksTheDirectoryAtOnce(t *testing.T) {
+	dir, _ := writeHello(t, "hello A", testRef)
+	t.Chdir(filepath.Dir(dir))
+	l, err := OpenLayout(filepath.Base(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Dir != dir || l.CacheDir != cache {
+		t.Errorf("OpenLayout = %+v, want Dir %s and CacheDir %s", l, dir, cache)
+	}
+	if _, err := OpenLayout(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not an OCI image layout") {
+		t.Errorf("OpenLayout of an empty directory: %v, want not an OCI image layout", err)
+	}
+}

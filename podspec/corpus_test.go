@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/wire"
 )
@@ -113,8 +116,8 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			}
 			for _, mode := range []struct {
 				suffix string
-				opts   podspec.Options
-			}{{".yaml", podspec.Options{}}, {".local.yaml", podspec.Options{Local: true}}} {
+				opts   inject.Options
+			}{{".yaml", inject.Options{}}, {".local.yaml", inject.Options{Local: true}}} {
 				injected := injectAll(t, m.Workloads, mode.opts)
 				var b bytes.Buffer
 				if err := podspec.WriteYAML(&b, injected); err != nil {
@@ -125,7 +128,7 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			}
 			// The regular-container mode for older clusters: no goldens,
 			// but it must be as idempotent and round-trip as cleanly.
-			for _, opts := range []podspec.Options{{GateAsContainer: true}, {GateAsContainer: true, Local: true}} {
+			for _, opts := range []inject.Options{{GateAsContainer: true}, {GateAsContainer: true, Local: true}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
 				if err := podspec.WriteYAML(&b, injected); err != nil {
@@ -155,7 +158,7 @@ func TestExamplesAreValidAndInjectable(t *testing.T) {
 					}
 				}
 			}
-			for _, opts := range []podspec.Options{{}, {Local: true}, {GateAsContainer: true}} {
+			for _, opts := range []inject.Options{{}, {Local: true}, {GateAsContainer: true}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
 				if err := podspec.WriteYAML(&b, injected); err != nil {
@@ -169,15 +172,15 @@ func TestExamplesAreValidAndInjectable(t *testing.T) {
 
 // injectAll injects every workload and checks that injecting again
 // changes nothing.
-func injectAll(t *testing.T, ws []*podspec.Workload, opts podspec.Options) []*podspec.Workload {
+func injectAll(t *testing.T, ws []*podspec.Workload, opts inject.Options) []*podspec.Workload {
 	t.Helper()
 	var out []*podspec.Workload
 	for _, w := range ws {
-		once, err := podspec.Inject(w, opts)
+		once, err := inject.Gate(w, opts)
 		if err != nil {
 			t.Fatalf("Inject(%s): %v", w.ID(), err)
 		}
-		twice, err := podspec.Inject(once, opts)
+		twice, err := inject.Gate(once, opts)
 		if err != nil {
 			t.Fatalf("Inject(Inject(%s)): %v", w.ID(), err)
 		}
@@ -195,7 +198,7 @@ func injectAll(t *testing.T, ws []*podspec.Workload, opts podspec.Options) []*po
 // assertInjectedRoundTrip: the printed injected manifests load and
 // validate clean, injecting them again prints the same, and the gate's
 // environment decodes with the gate's own decoder.
-func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.Workload, opts podspec.Options) {
+func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.Workload, opts inject.Options) {
 	t.Helper()
 	m, err := podspec.Load(bytes.NewReader(printed), "injected.yaml")
 	if err != nil {
@@ -212,7 +215,7 @@ func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.W
 		if !w.IsInjected() {
 			t.Errorf("reloaded %s is not recognised as injected", w.ID())
 		}
-		iw, err := podspec.Inject(w, opts)
+		iw, err := inject.Gate(w, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,13 +233,13 @@ func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.W
 
 // assertGateEnvDecodes resolves the gate's environment as the node agent
 // or kubelet would (downward API fields get a pod's values) and decodes it.
-func assertGateEnvDecodes(t *testing.T, w *podspec.Workload, opts podspec.Options) {
+func assertGateEnvDecodes(t *testing.T, w *podspec.Workload, opts inject.Options) {
 	t.Helper()
 	gate := w.Container(wire.GateContainerName)
 	if gate == nil {
 		t.Fatalf("%s has no gate container", w.ID())
 	}
-	env := podspec.ResolveEnv(t, gate.Env, map[string]string{"metadata.name": w.Name + "-pod", "status.podIP": "127.0.1.7"})
+	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": w.Name + "-pod", "status.podIP": "127.0.1.7"})
 	cfg, err := gateenv.Decode(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("%s: gate env does not decode: %v", w.ID(), err)
@@ -259,4 +262,26 @@ func assertGateEnvDecodes(t *testing.T, w *podspec.Workload, opts podspec.Option
 	if cfg.UpstreamHost != wantHost {
 		t.Errorf("%s: upstream host %q, want %q", w.ID(), cfg.UpstreamHost, wantHost)
 	}
+}
+
+// resolveEnv resolves a container's env as the node agent or kubelet
+// would, with fields giving the downward API's values.
+func resolveEnv(t *testing.T, vars []corev1.EnvVar, fields map[string]string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, v := range vars {
+		switch {
+		case v.ValueFrom == nil:
+			env[v.Name] = v.Value
+		case v.ValueFrom.FieldRef != nil:
+			val, ok := fields[v.ValueFrom.FieldRef.FieldPath]
+			if !ok {
+				t.Fatalf("env %s refers to unknown field %s", v.Name, v.ValueFrom.FieldRef.FieldPath)
+			}
+			env[v.Name] = val
+		default:
+			t.Fatalf("env %s has a source the gate cannot rely on", v.Name)
+		}
+	}
+	return env
 }

@@ -2,6 +2,7 @@
 // Service manifests, YAML or JSON, strictly decoded, normalized to a
 // Workload with the API server's and Knative's defaults and its serving
 // container picked, every problem located by file, document and field
-// path (Problem). It writes them back out, and injects the gate (Inject).
-// The admission rules are package podspec/validation's.
+// path (Problem). It writes them back out. The admission rules are
+// package podspec/validation's, the gate's injection package
+// podspec/inject's.
 package podspec

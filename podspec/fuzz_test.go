@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/podspec/validation"
 )
 
@@ -46,7 +47,7 @@ func FuzzLoad(f *testing.F) {
 			if len(problems) > 0 || len(errs) > 0 {
 				continue
 			}
-			iw, err := podspec.Inject(w, podspec.Options{})
+			iw, err := inject.Gate(w, inject.Options{})
 			if err != nil {
 				t.Fatalf("Inject of a valid %s: %v", w.ID(), err)
 			}
@@ -65,7 +66,7 @@ func FuzzLoad(f *testing.F) {
 			if errs := validation.Validate(rw); len(errs) > 0 {
 				t.Fatalf("injected %s does not validate: %v\n%s", w.ID(), errs, out)
 			}
-			rw2, err := podspec.Inject(rw, podspec.Options{})
+			rw2, err := inject.Gate(rw, inject.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

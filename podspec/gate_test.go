@@ -10,7 +10,4 @@ func TestUserContainerNamedPodgateIsNotTakenForTheGate(t *testing.T) {
 	if w.IsInjected() {
 		t.Fatal("a user container named podgate made the pod look injected")
 	}
-	if _, err := Inject(w, Options{}); err == nil || !strings.Contains(err.Error(), "podgate") {
-		t.Fatalf("Inject of a pod with a user container named podgate: err %v, want a name clash", err)
-	}
 }

@@ -44,9 +44,6 @@ func pickServingContainer(w *Workload) {
 	}
 }
 
-// servingIndex is ServingIndex, by the name the injector calls it.
-func (w *Workload) servingIndex() int { return w.ServingIndex() }
-
 // ServingIndex is the index of the serving container in
 // PodSpec().Containers, -1 if there is none.
 func (w *Workload) ServingIndex() int {
@@ -56,14 +53,4 @@ func (w *Workload) ServingIndex() int {
 		}
 	}
 	return -1
-}
-
-// resolveNamedPort finds a container port by name.
-func resolveNamedPort(c *corev1.Container, name string) (int32, bool) {
-	for _, p := range c.Ports {
-		if p.Name == name {
-			return p.ContainerPort, true
-		}
-	}
-	return 0, false
 }

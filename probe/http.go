@@ -47,16 +47,30 @@ func newHTTPTransport(d *net.Dialer) *http.Transport {
 	}
 }
 
+// newH2CTransport is newHTTPTransport speaking HTTP/2 with prior knowledge
+// over plain TCP (h2c) and nothing else: AttemptH2C's.
+func newH2CTransport(d *net.Dialer) *http.Transport {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	return &http.Transport{
+		Proxy:              nil,
+		DialContext:        d.DialContext,
+		Protocols:          &protos,
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+	}
+}
+
 // RedirectWarningPrefix starts the message of a Warning: a 3xx the probe
 // did not follow, the response body after it.
 const RedirectWarningPrefix = "Probe terminated redirects, Response body: "
 
-func (r *Runner) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, t Target, timeout time.Duration) (Result, string, int, error) {
+func (r *Runner) httpProbe(ctx context.Context, transport *http.Transport, h *corev1.HTTPGetAction, t Target, timeout time.Duration) (Result, string, int, error) {
 	req, err := r.newHTTPRequest(ctx, h, t)
 	if err != nil {
 		return Error, "", 0, err
 	}
-	client := http.Client{Transport: r.transport, Timeout: timeout, CheckRedirect: sameHostRedirects}
+	client := http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirects}
 	res, err := client.Do(req)
 	if err != nil {
 		// Refused, timed out before headers, too many redirects: the

@@ -2,7 +2,9 @@ package probe
 
 import (
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -40,4 +42,35 @@ func resolvePort(port intstr.IntOrString, ports []corev1.ContainerPort) (int, er
 		return 0, fmt.Errorf("invalid port number: %d", n)
 	}
 	return n, nil
+}
+
+// ParseTarget is the target of a probe run by hand (`podgate probe`):
+// host, the pod IP, must be an IP address; ports are container ports
+// NAME=NUMBER for named-port resolution, env the container's variables
+// NAME=VALUE for $(VAR) expansion. Errors name the flag (--host, --port,
+// --env) and the value.
+func ParseTarget(host string, ports, env []string) (Target, error) {
+	if net.ParseIP(host) == nil {
+		return Target{}, fmt.Errorf("--host %q is not an IP address", host)
+	}
+	t := Target{PodIP: host}
+	for _, spec := range ports {
+		name, num, ok := strings.Cut(spec, "=")
+		if !ok || name == "" {
+			return Target{}, fmt.Errorf("--port %q: want NAME=NUMBER", spec)
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 1 || n > 65535 {
+			return Target{}, fmt.Errorf("--port %q: port number %q must be between 1 and 65535", spec, num)
+		}
+		t.Ports = append(t.Ports, corev1.ContainerPort{Name: name, ContainerPort: int32(n)})
+	}
+	for _, spec := range env {
+		name, value, ok := strings.Cut(spec, "=")
+		if !ok || name == "" {
+			return Target{}, fmt.Errorf("--env %q: want NAME=VALUE", spec)
+		}
+		t.Env = append(t.Env, corev1.EnvVar{Name: name, Value: value})
+	}
+	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type Runner struct {
 	exec      Executor
 	dialer    *net.Dialer
 	transport *http.Transport
+	// h2c is the transport of AttemptH2C, made at its first use.
+	h2cOnce sync.Once
+	h2c     *http.Transport
 }
 
 // NewRunner returns a Runner with the kubelet's defaults.
@@ -69,7 +73,7 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, t Target) Outcome {
 	var o Outcome
 	for o.Attempts < MaxAttempts {
 		o.Attempts++
-		o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout)
+		o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout, r.transport)
 		if o.Err == nil || ctx.Err() != nil {
 			break
 		}
@@ -83,13 +87,32 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, t Target) Outcome {
 // callers with their own cadence, such as Knative's aggressive readiness
 // (100 ms per attempt).
 func (r *Runner) Attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) Outcome {
+	return r.attemptOnce(ctx, p, t, timeout, r.transport)
+}
+
+// AttemptH2C is Attempt for a plain-HTTP httpGet probe sent as HTTP/2
+// with prior knowledge (h2c), as Knative's queue-proxy tries a readiness
+// probe under ENABLE_HTTP2_AUTO_DETECTION: a container that speaks only
+// h2c closes an HTTP/1.1 connection unanswered. The request, its headers,
+// the redirects followed and the verdict are the kubelet's, as for
+// Attempt. A probe that is not httpGet is an Error.
+func (r *Runner) AttemptH2C(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) Outcome {
+	if p == nil || p.HTTPGet == nil || p.Exec != nil {
+		err := errors.New("h2c: not an httpGet probe")
+		return Outcome{Result: Error, Message: err.Error(), Err: err, Attempts: 1}
+	}
+	r.h2cOnce.Do(func() { r.h2c = newH2CTransport(r.dialer) })
+	return r.attemptOnce(ctx, p, t, timeout, r.h2c)
+}
+
+// attemptOnce is Attempt with httpGet probes sent through transport.
+func (r *Runner) attemptOnce(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration, transport *http.Transport) Outcome {
 	start := time.Now()
 	if timeout <= 0 {
 		timeout = attemptTimeout(p)
 	}
-	var o Outcome
-	o.Attempts = 1
-	o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout)
+	o := Outcome{Attempts: 1}
+	o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout, transport)
 	o.Duration = time.Since(start)
 	return o
 }
@@ -101,8 +124,9 @@ var errNoHandler = errors.New("missing probe handler")
 // attempt runs the probe's handler once. Handlers report an error only for
 // what the kubelet counts as a probe error; a returned error always comes
 // with Result Error and a Message equal to its text. code is the HTTP
-// status of the answer that decided an httpGet probe, 0 otherwise.
-func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration) (Result, string, int, error) {
+// status of the answer that decided an httpGet probe, 0 otherwise; it
+// went through transport.
+func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration, transport *http.Transport) (Result, string, int, error) {
 	var (
 		res  Result
 		msg  string
@@ -117,7 +141,7 @@ func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 	case p.Exec != nil: // the kubelet's order of handlers
 		res, msg, err = r.execProbe(ctx, p.Exec, t, timeout)
 	case p.HTTPGet != nil:
-		res, msg, code, err = r.httpProbe(ctx, p.HTTPGet, t, timeout)
+		res, msg, code, err = r.httpProbe(ctx, transport, p.HTTPGet, t, timeout)
 	case p.TCPSocket != nil:
 		res, msg, err = r.tcpProbe(ctx, p.TCPSocket, t, timeout)
 	case p.GRPC != nil:

@@ -1,6 +1,9 @@
 package prober
 
 import (
+	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +44,28 @@ func ParseSnippet(data []byte) (*corev1.Probe, error) {
 	errs = append(errs, probe.Validate(p, snippetRoot)...)
 	if len(errs) > 0 {
 		return nil, &InvalidError{Errs: errs}
+	}
+	return p, nil
+}
+
+// ReadSnippet reads a probe snippet from file, "-" meaning in (standard
+// input), and parses it (ParseSnippet); a problem in it is reported with
+// the file's name, "<stdin>" for standard input.
+func ReadSnippet(in io.Reader, file string) (*corev1.Probe, error) {
+	name := file
+	var data []byte
+	var err error
+	if file == "-" {
+		name = "<stdin>"
+		if data, err = io.ReadAll(in); err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+	} else if data, err = os.ReadFile(file); err != nil {
+		return nil, fmt.Errorf("reading probe: %w", err)
+	}
+	p, err := ParseSnippet(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid probe:\n%w", name, err)
 	}
 	return p, nil
 }

@@ -2,6 +2,8 @@ package prober
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,4 +143,37 @@ func FuzzParseSnippet(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestReadSnippetNamesItsSource(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	for path, content := range map[string]string{good: "tcpSocket: {port: 80}\n", bad: "tcpSocket: {port: 70000}\n"} {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, stdin, file, wantErr string
+	}{
+		{"a file", "", good, ""},
+		{"standard input", "httpGet: {port: 8080}\n", "-", ""},
+		{"a file's problem names the file", "", bad, bad + ": invalid probe:\nprobe.tcpSocket.port: Invalid value: 70000"},
+		{"standard input's problem names it", "periodSeconds: 3\n", "-", "<stdin>: invalid probe:\nprobe: Required value"},
+		{"a file that is not there", "", filepath.Join(dir, "absent.yaml"), "reading probe: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ReadSnippet(strings.NewReader(tc.stdin), tc.file)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ReadSnippet: %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || p == nil || p.PeriodSeconds != DefaultPeriodSeconds {
+				t.Fatalf("ReadSnippet = %+v, %v; want a defaulted probe", p, err)
+			}
+		})
+	}
 }

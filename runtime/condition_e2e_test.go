@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/runtime/podstatus"
 	"github.com/podgate/podgate/wire"
 )
@@ -69,10 +70,10 @@ func withoutGateProbe(w *podspec.Workload) {
 // workload before it starts.
 func (g *gateHarness) startInjectedWith(manifest string, change func(*podspec.Workload)) {
 	g.t.Helper()
-	opts := podspec.Options{Local: true, APIAddr: g.api}
+	opts := inject.Options{Local: true, APIAddr: g.api}
 	var ws []*podspec.Workload
 	for _, w := range load(g.t, manifest) {
-		iw, err := podspec.Inject(w, opts)
+		iw, err := inject.Gate(w, opts)
 		if err != nil {
 			g.t.Fatal(err)
 		}
@@ -226,7 +227,7 @@ func TestTheGatesConditionSurvivesTheAgentsStatusWrites(t *testing.T) {
   - name: crasher
     image: busybox
     command: ["/bin/sh", "-c", "sleep 0.3; exit 3"]
-`), podspec.Options{})
+`), inject.Options{})
 	h.waitPod("flaky", "with the gate's condition", func(p *corev1.Pod) bool { return gateCondition(p) != nil })
 	h.restarted("flaky", "crasher", 2)
 

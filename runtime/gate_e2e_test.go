@@ -17,6 +17,7 @@ import (
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
 )
@@ -97,12 +98,12 @@ func newGateHarness(t *testing.T) *gateHarness {
 
 // startInjected starts the manifest's workloads with the gate injected as
 // `podgate run` injects it.
-func (g *gateHarness) startInjected(manifest string, opts podspec.Options) {
+func (g *gateHarness) startInjected(manifest string, opts inject.Options) {
 	g.t.Helper()
 	opts.Local, opts.APIAddr = true, g.api
 	var ws []*podspec.Workload
 	for _, w := range load(g.t, manifest) {
-		iw, err := podspec.Inject(w, opts)
+		iw, err := inject.Gate(w, opts)
 		if err != nil {
 			g.t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
     image: ghcr.io/podgate/testapp
     args: ["--port", "8081"]
     livenessProbe: {tcpSocket: {port: 8081}, initialDelaySeconds: 1, periodSeconds: 1}
-`), podspec.Options{})
+`), inject.Options{})
 	p := h.waitPod("web", "ready", podReady)
 	if cs := containerStatus(p, wire.GateContainerName); cs.Started == nil || !*cs.Started || !cs.Ready {
 		t.Errorf("gate status %+v, want started and ready", cs)
@@ -247,7 +248,7 @@ func TestRoutedProbesRecordWhatDirectProbesRecord(t *testing.T) {
 	h := newGateHarness(t)
 	h.forceShutdown() // the failing containers would take their grace period
 	h.start(strings.ReplaceAll(routedVsDirect, "NAME", "direct"))
-	h.startInjected(strings.ReplaceAll(routedVsDirect, "NAME", "routed"), podspec.Options{})
+	h.startInjected(strings.ReplaceAll(routedVsDirect, "NAME", "routed"), inject.Options{})
 	direct := h.waitPod("direct", "running", func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
 	routed := h.waitPod("routed", "running", func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
 	if p := h.current("routed"); p.Spec.Containers[0].LivenessProbe.HTTPGet.Path != "/probe/web/liveness" {
@@ -336,7 +337,7 @@ spec:
         command: `+waitThenServe+`
         ports: [{containerPort: 8080}]
         readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
-`, podspec.Options{})
+`, inject.Options{})
 
 	plain := h.waitPod("plain", "ready without listening on 8080", podReady)
 	if _, err := os.Stat(flag); err == nil {
@@ -394,7 +395,7 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
   - name: app
     image: ghcr.io/podgate/testapp
     ports: [{containerPort: 8080}]
-`), podspec.Options{})
+`), inject.Options{})
 	p := h.waitPod("drain", "ready", podReady)
 	gateUnready := func() int32 {
 		return h.eventCount("drain", ReasonUnhealthy, "Readiness probe failed") // only the gate has a readiness probe
@@ -458,7 +459,7 @@ func TestLivenessKillIsARestartNotADrain(t *testing.T) {
     image: ghcr.io/podgate/testapp
     ports: [{containerPort: 8080}]
     livenessProbe: {httpGet: {path: /livez, port: 8080}, initialDelaySeconds: 1, periodSeconds: 1, failureThreshold: 1}
-`), podspec.Options{})
+`), inject.Options{})
 	p := h.waitPod("restart", "ready", podReady)
 	if code, _, err := get(fmt.Sprintf("http://%s:8080/toggleLive?set=false", p.Status.PodIP)); err != nil || code != 200 {
 		t.Fatalf("toggle liveness: %d %v", code, err)

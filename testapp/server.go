@@ -79,10 +79,22 @@ func Start(cfg Config, logger *slog.Logger) (*Server, error) {
 		}
 		s.execFile = fi
 	}
+	if err := s.listen(); err != nil {
+		return nil, err
+	}
+	s.publish()
+	s.startTimers()
+	s.serve()
+	s.log.Info("listening", "addr", s.Addr(), "grpcAddr", s.GRPCAddr(), "execFile", cfg.ExecFile,
+		"readyAfter", cfg.ReadyAfter, "failLiveAfter", cfg.FailLiveAfter, "sleepOnTerm", cfg.SleepOnTerm)
+	return s, nil
+}
 
-	lis, err := net.Listen("tcp", cfg.Addr)
+// listen binds the HTTP listener and, with GRPCAddr, the gRPC one.
+func (s *Server) listen() error {
+	lis, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("testapp: listen for HTTP: %w", err)
+		return fmt.Errorf("testapp: listen for HTTP: %w", err)
 	}
 	s.httpLis = lis
 	s.httpSrv = &http.Server{
@@ -90,36 +102,43 @@ func Start(cfg Config, logger *slog.Logger) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	if cfg.GRPCAddr != "" {
-		g, err := listenGRPC(cfg.GRPCAddr)
+	if s.cfg.GRPCAddr != "" {
+		g, err := listenGRPC(s.cfg.GRPCAddr)
 		if err != nil {
 			_ = lis.Close()
-			return nil, err
+			return err
 		}
 		s.grpc = g
 	}
-	s.publish()
+	return nil
+}
 
-	if cfg.ReadyAfter > 0 {
-		s.timers = append(s.timers, s.clock.AfterFunc(cfg.ReadyAfter, func() {
+// startTimers arms ReadyAfter and FailLiveAfter on the app's clock.
+func (s *Server) startTimers() {
+	if d := s.cfg.ReadyAfter; d > 0 {
+		s.timers = append(s.timers, s.clock.AfterFunc(d, func() {
 			s.readyAfterElapsed.Store(true)
 			s.publish()
-			s.log.Info("ready-after elapsed", "readyAfter", cfg.ReadyAfter, "ready", s.Ready())
+			s.log.Info("ready-after elapsed", "readyAfter", d, "ready", s.Ready())
 		}))
 	}
-	if cfg.FailLiveAfter > 0 {
-		s.timers = append(s.timers, s.clock.AfterFunc(cfg.FailLiveAfter, func() {
+	if d := s.cfg.FailLiveAfter; d > 0 {
+		s.timers = append(s.timers, s.clock.AfterFunc(d, func() {
 			s.liveExpired.Store(true)
 			s.publish()
-			s.log.Info("fail-live-after elapsed: /healthz fails from now on", "failLiveAfter", cfg.FailLiveAfter)
+			s.log.Info("fail-live-after elapsed: /healthz fails from now on", "failLiveAfter", d)
 		}))
 	}
+}
 
+// serve runs the HTTP and gRPC servers in the background; a listener that
+// fails reports on Err.
+func (s *Server) serve() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.httpSrv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
-			s.errc <- fmt.Errorf("testapp: serve HTTP on %s: %w", lis.Addr(), err)
+		if err := s.httpSrv.Serve(s.httpLis); !errors.Is(err, http.ErrServerClosed) {
+			s.errc <- fmt.Errorf("testapp: serve HTTP on %s: %w", s.httpLis.Addr(), err)
 		}
 	}()
 	if s.grpc != nil {
@@ -131,9 +150,6 @@ func Start(cfg Config, logger *slog.Logger) (*Server, error) {
 			}
 		}()
 	}
-	s.log.Info("listening", "addr", s.Addr(), "grpcAddr", s.GRPCAddr(), "execFile", cfg.ExecFile,
-		"readyAfter", cfg.ReadyAfter, "failLiveAfter", cfg.FailLiveAfter, "sleepOnTerm", cfg.SleepOnTerm)
-	return s, nil
 }
 
 // Addr is the bound HTTP address (host:port), with the real port when the

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/podspec/validation"
 )
 
@@ -87,7 +88,7 @@ func deny(req admission.Request, problems podspec.Problems) admission.Response {
 // in, with the same injection as `podgate inject`.
 type injector struct {
 	optIn
-	opts podspec.Options
+	opts inject.Options
 }
 
 // Handle returns the injection as a JSON patch. A pod that is invalid is
@@ -123,7 +124,7 @@ func (h *injector) Handle(_ context.Context, req admission.Request) admission.Re
 	if w.IsInjected() {
 		return admission.Allowed("the gate is already injected")
 	}
-	injected, err := podspec.Inject(w, h.opts)
+	injected, err := inject.Gate(w, h.opts)
 	if err != nil {
 		return admission.Denied("podgate cannot inject the gate: " + err.Error())
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 )
 
 func TestMain(m *testing.M) {
@@ -34,7 +35,7 @@ var (
 )
 
 func testInjector() *injector {
-	return &injector{optIn: optIn{ownNamespace: ownNamespace}, opts: podspec.Options{GateImage: "ghcr.io/podgate/podgate:test"}}
+	return &injector{optIn: optIn{ownNamespace: ownNamespace}, opts: inject.Options{GateImage: "ghcr.io/podgate/podgate:test"}}
 }
 
 func testValidator(kind metav1.GroupVersionKind) *validator {
@@ -145,7 +146,7 @@ func TestTheInjectionIsPodgateInjectAndIdempotent(t *testing.T) {
 				t.Fatalf("not injected: %+v", resp.Result)
 			}
 			injected := applyPatch(t, raw, resp)
-			want, err := podspec.Inject(w, podspec.Options{GateImage: "ghcr.io/podgate/podgate:test"})
+			want, err := inject.Gate(w, inject.Options{GateImage: "ghcr.io/podgate/podgate:test"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -116,14 +116,14 @@ func (c *certStore) update(ctx context.Context, secret *corev1.Secret, state pki
 // serve makes the state's serving certificate the one handed out. It
 // reports whether the certificate changed.
 func (c *certStore) serve(state pkiState) (bool, error) {
-	if cur := c.serving.Load(); cur != nil && cur.leaf.Equal(state.serving.cert) {
+	if cur := c.serving.Load(); cur != nil && cur.leaf.Equal(state.serving.Cert) {
 		return false, nil
 	}
-	cert, err := state.serving.tlsCertificate()
+	cert, err := state.serving.TLSCertificate()
 	if err != nil {
 		return false, fmt.Errorf("serving certificate: %w", err)
 	}
-	c.serving.Store(&servedCert{tls: cert, leaf: state.serving.cert})
+	c.serving.Store(&servedCert{tls: cert, leaf: state.serving.Cert})
 	return true, nil
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/internal/k8sbin"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/wire"
 )
@@ -370,7 +371,7 @@ func wantInjected(t *testing.T, got *corev1.Pod, sent *corev1.Pod) {
 	if err != nil || len(problems) > 0 {
 		t.Fatal(err, problems)
 	}
-	want, err := podspec.Inject(w, podspec.Options{})
+	want, err := inject.Gate(w, inject.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,20 +2,16 @@ package webhook
 
 import (
 	"bytes"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"slices"
 	"time"
+
+	"github.com/podgate/podgate/internal/certs"
 )
 
 // The keys of the certificate Secret. ca.crt, tls.crt and tls.key are the
@@ -31,21 +27,14 @@ const (
 	secretTLSKey     = "tls.key"       //
 )
 
-// keyPair is a certificate with its private key, and both as PEM.
-type keyPair struct {
-	cert            *x509.Certificate
-	key             crypto.Signer
-	certPEM, keyPEM []byte
-}
-
 // pkiState is what the Secret holds: the CA that signs, the CA that will
 // sign after the next rotation (published in the bundle well before it
 // signs anything), the bundle of every CA still trusted, and the serving
 // certificate.
 type pkiState struct {
-	ca, next *keyPair
+	ca, next *certs.KeyPair
 	trusted  []*x509.Certificate
-	serving  *keyPair
+	serving  *certs.KeyPair
 }
 
 // certPolicy is how certificates are made and when they are replaced.
@@ -99,7 +88,7 @@ func (p certPolicy) advance(s pkiState, now time.Time) (pkiState, bool, time.Tim
 		}
 		s.next, changed = nil, true
 	}
-	if s.next == nil && !now.Before(publishNextAt(s.ca.cert)) {
+	if s.next == nil && !now.Before(publishNextAt(s.ca.Cert)) {
 		if s.next, err = makeCA(now, p.caLifetime); err != nil {
 			return s, false, time.Time{}, err
 		}
@@ -123,9 +112,9 @@ func (p certPolicy) advance(s pkiState, now time.Time) (pkiState, bool, time.Tim
 // bundle for 1/6 of its own (it may have been made late, when podgate was
 // not running at the half; if the current CA expires first, the
 // successor takes over then).
-func promoteAt(ca, next *keyPair) time.Time {
-	published := next.cert.NotBefore.Add(next.cert.NotAfter.Sub(next.cert.NotBefore) / 6)
-	if r := rotateAt(ca.cert); r.After(published) {
+func promoteAt(ca, next *certs.KeyPair) time.Time {
+	published := next.Cert.NotBefore.Add(next.Cert.NotAfter.Sub(next.Cert.NotBefore) / 6)
+	if r := rotateAt(ca.Cert); r.After(published) {
 		return r
 	}
 	return published
@@ -134,14 +123,14 @@ func promoteAt(ca, next *keyPair) time.Time {
 // servingIsCurrent says whether the serving certificate may stay.
 func (p certPolicy) servingIsCurrent(s pkiState, now time.Time) bool {
 	c := s.serving
-	if c == nil || !now.Before(rotateAt(c.cert)) || now.Before(c.cert.NotBefore) {
+	if c == nil || !now.Before(rotateAt(c.Cert)) || now.Before(c.Cert.NotBefore) {
 		return false
 	}
-	if c.cert.CheckSignatureFrom(s.ca.cert) != nil {
+	if c.Cert.CheckSignatureFrom(s.ca.Cert) != nil {
 		return false
 	}
 	for _, h := range p.hosts {
-		if !namesHost(c.cert, h) {
+		if !namesHost(c.Cert, h) {
 			return false
 		}
 	}
@@ -150,9 +139,9 @@ func (p certPolicy) servingIsCurrent(s pkiState, now time.Time) bool {
 
 // nextChange is the earliest time advance would change s.
 func nextChange(s pkiState) time.Time {
-	times := []time.Time{rotateAt(s.serving.cert), s.ca.cert.NotAfter}
+	times := []time.Time{rotateAt(s.serving.Cert), s.ca.Cert.NotAfter}
 	if s.next == nil {
-		times = append(times, publishNextAt(s.ca.cert))
+		times = append(times, publishNextAt(s.ca.Cert))
 	} else {
 		times = append(times, promoteAt(s.ca, s.next))
 	}
@@ -173,9 +162,9 @@ func trustedCAs(s pkiState, now time.Time) []*x509.Certificate {
 			out = append(out, c)
 		}
 	}
-	add(s.ca.cert)
+	add(s.ca.Cert)
 	if s.next != nil {
-		add(s.next.cert)
+		add(s.next.Cert)
 	}
 	for _, c := range s.trusted {
 		add(c)
@@ -193,8 +182,8 @@ func sameCerts(a, b []*x509.Certificate) bool {
 	return slices.EqualFunc(a, b, func(x, y *x509.Certificate) bool { return x.Equal(y) })
 }
 
-func usableCA(kp *keyPair, now time.Time) bool {
-	return kp != nil && kp.cert.IsCA && now.Before(kp.cert.NotAfter) && !now.Before(kp.cert.NotBefore)
+func usableCA(kp *certs.KeyPair, now time.Time) bool {
+	return kp != nil && kp.Cert.IsCA && now.Before(kp.Cert.NotAfter) && !now.Before(kp.Cert.NotBefore)
 }
 
 func namesHost(c *x509.Certificate, host string) bool {
@@ -211,7 +200,7 @@ func backdate(lifetime time.Duration) time.Duration {
 	return min(time.Minute, lifetime/10)
 }
 
-func makeCA(now time.Time, lifetime time.Duration) (*keyPair, error) {
+func makeCA(now time.Time, lifetime time.Duration) (*certs.KeyPair, error) {
 	tmpl := &x509.Certificate{
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("podgate-webhook-ca@%d", now.Unix())},
 		NotBefore:             now.Add(-backdate(lifetime)),
@@ -221,7 +210,7 @@ func makeCA(now time.Time, lifetime time.Duration) (*keyPair, error) {
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
-	kp, err := sign(tmpl, nil)
+	kp, err := certs.Sign(tmpl, nil)
 	if err != nil {
 		return nil, fmt.Errorf("make the webhook CA: %w", err)
 	}
@@ -230,7 +219,7 @@ func makeCA(now time.Time, lifetime time.Duration) (*keyPair, error) {
 
 // makeServing issues the serving certificate; it ends no later than the
 // CA that signs it.
-func makeServing(ca *keyPair, now time.Time, lifetime time.Duration, hosts []string) (*keyPair, error) {
+func makeServing(ca *certs.KeyPair, now time.Time, lifetime time.Duration, hosts []string) (*certs.KeyPair, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("make the serving certificate: no host to name")
 	}
@@ -241,8 +230,8 @@ func makeServing(ca *keyPair, now time.Time, lifetime time.Duration, hosts []str
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	if tmpl.NotAfter.After(ca.cert.NotAfter) {
-		tmpl.NotAfter = ca.cert.NotAfter
+	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
+		tmpl.NotAfter = ca.Cert.NotAfter
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -251,53 +240,11 @@ func makeServing(ca *keyPair, now time.Time, lifetime time.Duration, hosts []str
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	kp, err := sign(tmpl, ca)
+	kp, err := certs.Sign(tmpl, ca)
 	if err != nil {
 		return nil, fmt.Errorf("make the serving certificate: %w", err)
 	}
 	return kp, nil
-}
-
-// sign makes a P-256 key and a certificate for it, signed by parent (self
-// signed when parent is nil).
-func sign(tmpl *x509.Certificate, parent *keyPair) (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128)); err != nil {
-		return nil, err
-	}
-	issuer, signer := tmpl, crypto.Signer(key)
-	if parent != nil {
-		issuer, signer = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuer, key.Public(), signer)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return parseKeyPair(
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	)
-}
-
-// parseKeyPair reads a PEM certificate and its key, and checks that they
-// belong together.
-func parseKeyPair(certPEM, keyPEM []byte) (*keyPair, error) {
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, err
-	}
-	signer, ok := pair.PrivateKey.(crypto.Signer)
-	if !ok {
-		return nil, errors.New("the private key cannot sign")
-	}
-	return &keyPair{cert: pair.Leaf, key: signer, certPEM: certPEM, keyPEM: keyPEM}, nil
 }
 
 // parseState reads the Secret's data. What is missing or broken comes
@@ -305,8 +252,8 @@ func parseKeyPair(certPEM, keyPEM []byte) (*keyPair, error) {
 // half-written heals instead of stopping the webhook.
 func parseState(data map[string][]byte) pkiState {
 	var s pkiState
-	pair := func(certKey, keyKey string) *keyPair {
-		kp, err := parseKeyPair(data[certKey], data[keyKey])
+	pair := func(certKey, keyKey string) *certs.KeyPair {
+		kp, err := certs.Parse(data[certKey], data[keyKey])
 		if err != nil {
 			return nil
 		}
@@ -332,14 +279,14 @@ func parseState(data map[string][]byte) pkiState {
 // data is the state as the Secret stores it.
 func (s pkiState) data() map[string][]byte {
 	d := map[string][]byte{
-		secretCACert:  s.ca.certPEM,
-		secretCAKey:   s.ca.keyPEM,
+		secretCACert:  s.ca.CertPEM,
+		secretCAKey:   s.ca.KeyPEM,
 		secretBundle:  s.bundlePEM(),
-		secretTLSCert: s.serving.certPEM,
-		secretTLSKey:  s.serving.keyPEM,
+		secretTLSCert: s.serving.CertPEM,
+		secretTLSKey:  s.serving.KeyPEM,
 	}
 	if s.next != nil {
-		d[secretNextCACert], d[secretNextCAKey] = s.next.certPEM, s.next.keyPEM
+		d[secretNextCACert], d[secretNextCAKey] = s.next.CertPEM, s.next.KeyPEM
 	}
 	return d
 }
@@ -351,14 +298,4 @@ func (s pkiState) bundlePEM() []byte {
 		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
 	return b.Bytes()
-}
-
-// tlsCertificate is the serving certificate as the TLS server hands it
-// out.
-func (kp *keyPair) tlsCertificate() (*tls.Certificate, error) {
-	c, err := tls.X509KeyPair(kp.certPEM, kp.keyPEM)
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
 }

@@ -27,7 +27,7 @@ func at(t *testing.T, p certPolicy, s pkiState, now time.Time) (pkiState, bool, 
 	}
 	// What advance returns must survive the Secret unchanged.
 	reread := parseState(next.data())
-	if !reread.ca.cert.Equal(next.ca.cert) || !reread.serving.cert.Equal(next.serving.cert) ||
+	if !reread.ca.Cert.Equal(next.ca.Cert) || !reread.serving.Cert.Equal(next.serving.Cert) ||
 		!sameCerts(reread.trusted, next.trusted) || (reread.next == nil) != (next.next == nil) {
 		t.Errorf("the state does not read back from the Secret's data")
 	}
@@ -41,27 +41,27 @@ func TestAFirstStartMakesACAAndAServingCertificateForEveryHost(t *testing.T) {
 	if !changed {
 		t.Fatal("nothing made from an empty Secret")
 	}
-	if !s.ca.cert.IsCA || !signedBy(s.serving.cert, s.ca.cert) {
+	if !s.ca.Cert.IsCA || !signedBy(s.serving.Cert, s.ca.Cert) {
 		t.Error("the serving certificate is not signed by the CA")
 	}
-	if s.next != nil || len(s.trusted) != 1 || !s.trusted[0].Equal(s.ca.cert) {
+	if s.next != nil || len(s.trusted) != 1 || !s.trusted[0].Equal(s.ca.Cert) {
 		t.Errorf("the bundle is not just the CA: next %v, %d trusted", s.next != nil, len(s.trusted))
 	}
 	for _, h := range testPolicy.hosts {
-		if !namesHost(s.serving.cert, h) {
+		if !namesHost(s.serving.Cert, h) {
 			t.Errorf("the serving certificate does not name %s", h)
 		}
 	}
-	if s.serving.cert.Subject.CommonName != testPolicy.hosts[0] {
-		t.Errorf("common name %q", s.serving.cert.Subject.CommonName)
+	if s.serving.Cert.Subject.CommonName != testPolicy.hosts[0] {
+		t.Errorf("common name %q", s.serving.Cert.Subject.CommonName)
 	}
-	if s.serving.cert.NotBefore.After(t0) || !s.serving.cert.NotAfter.Equal(t0.Add(testPolicy.certLifetime)) {
-		t.Errorf("serving certificate valid %s to %s", s.serving.cert.NotBefore, s.serving.cert.NotAfter)
+	if s.serving.Cert.NotBefore.After(t0) || !s.serving.Cert.NotAfter.Equal(t0.Add(testPolicy.certLifetime)) {
+		t.Errorf("serving certificate valid %s to %s", s.serving.Cert.NotBefore, s.serving.Cert.NotAfter)
 	}
-	if want := rotateAt(s.serving.cert); !wake.Equal(want) {
+	if want := rotateAt(s.serving.Cert); !wake.Equal(want) {
 		t.Errorf("next change planned at %s, want the serving certificate's rotation at %s", wake.Sub(t0), want.Sub(t0))
 	}
-	if again, changed, _ := at(t, testPolicy, s, t0.Add(time.Minute)); changed || !again.serving.cert.Equal(s.serving.cert) {
+	if again, changed, _ := at(t, testPolicy, s, t0.Add(time.Minute)); changed || !again.serving.Cert.Equal(s.serving.Cert) {
 		t.Error("a current state changed")
 	}
 }
@@ -71,18 +71,18 @@ func TestAFirstStartMakesACAAndAServingCertificateForEveryHost(t *testing.T) {
 // signing from 2/3, the old CA trusted until it expires.
 func TestTheTimeline(t *testing.T) {
 	s, _, _ := at(t, testPolicy, pkiState{}, t0)
-	caA, s1 := s.ca.cert, s.serving.cert
+	caA, s1 := s.ca.Cert, s.serving.Cert
 
 	t.Run("the serving certificate stays until 2/3 of its lifetime", func(t *testing.T) {
 		before, changed, _ := at(t, testPolicy, s, rotateAt(s1).Add(-time.Second))
-		if changed || !before.serving.cert.Equal(s1) {
+		if changed || !before.serving.Cert.Equal(s1) {
 			t.Fatal("replaced early")
 		}
 		after, changed, _ := at(t, testPolicy, s, rotateAt(s1))
-		if !changed || after.serving.cert.Equal(s1) || !signedBy(after.serving.cert, caA) {
+		if !changed || after.serving.Cert.Equal(s1) || !signedBy(after.serving.Cert, caA) {
 			t.Fatal("not replaced at 2/3 by the same CA")
 		}
-		if !after.ca.cert.Equal(caA) || after.next != nil {
+		if !after.ca.Cert.Equal(caA) || after.next != nil {
 			t.Error("the CA changed with the serving certificate")
 		}
 	})
@@ -97,18 +97,18 @@ func TestTheTimeline(t *testing.T) {
 		prev := s
 		s, _, wake = at(t, testPolicy, s, now)
 		if s.next != nil && prev.next == nil && published.IsZero() {
-			published, caB = now, s.next.cert
+			published, caB = now, s.next.Cert
 		}
-		if caB != nil && s.ca.cert.Equal(caB) && promoted.IsZero() {
+		if caB != nil && s.ca.Cert.Equal(caB) && promoted.IsZero() {
 			promoted, afterPromotion = now, s
 		}
-		if !signedBy(s.serving.cert, s.ca.cert) {
+		if !signedBy(s.serving.Cert, s.ca.Cert) {
 			t.Fatalf("at %s the serving certificate is not signed by the current CA", now.Sub(t0))
 		}
-		if s.serving.cert.NotAfter.After(s.ca.cert.NotAfter) {
+		if s.serving.Cert.NotAfter.After(s.ca.Cert.NotAfter) {
 			t.Fatalf("at %s the serving certificate outlives its CA", now.Sub(t0))
 		}
-		if !trusts(s.trusted, s.ca.cert) {
+		if !trusts(s.trusted, s.ca.Cert) {
 			t.Fatalf("at %s the bundle lacks the signing CA", now.Sub(t0))
 		}
 		now = wake
@@ -140,22 +140,22 @@ func TestTheTimeline(t *testing.T) {
 
 func TestASuccessorMadeLateIsPublishedBeforeItSigns(t *testing.T) {
 	s, _, _ := at(t, testPolicy, pkiState{}, t0)
-	caA := s.ca.cert
+	caA := s.ca.Cert
 	// podgate did not run from the CA's half to after its 2/3.
 	late := rotateAt(caA).Add(5 * time.Minute)
 	s, changed, wake := at(t, testPolicy, s, late)
 	if !changed || s.next == nil {
 		t.Fatal("no successor published")
 	}
-	if !s.ca.cert.Equal(caA) || !signedBy(s.serving.cert, caA) {
+	if !s.ca.Cert.Equal(caA) || !signedBy(s.serving.Cert, caA) {
 		t.Fatal("the successor signs as soon as it is made")
 	}
-	if !trusts(s.trusted, s.next.cert) {
+	if !trusts(s.trusted, s.next.Cert) {
 		t.Fatal("the successor is not in the bundle")
 	}
-	caB := s.next.cert
+	caB := s.next.Cert
 	s, _, _ = at(t, testPolicy, s, wake)
-	for !s.ca.cert.Equal(caB) {
+	for !s.ca.Cert.Equal(caB) {
 		if wake.After(caA.NotAfter) {
 			t.Fatal("not promoted by the time the old CA expired")
 		}
@@ -179,23 +179,23 @@ func TestBrokenOrStaleStateHeals(t *testing.T) {
 			}},
 		{"a serving certificate whose key was swapped", func() map[string][]byte {
 			d := good.data()
-			d[secretTLSKey] = good.ca.keyPEM
+			d[secretTLSKey] = good.ca.KeyPEM
 			return d
 		}(), t0.Add(time.Minute),
 			func(t *testing.T, s pkiState) {
-				if !s.ca.cert.Equal(good.ca.cert) || s.serving.cert.Equal(good.serving.cert) {
+				if !s.ca.Cert.Equal(good.ca.Cert) || s.serving.Cert.Equal(good.serving.Cert) {
 					t.Error("want the same CA and a new serving certificate")
 				}
 			}},
 		{"a serving certificate without a host asked for", good.data(), t0.Add(time.Minute),
 			func(t *testing.T, s pkiState) {
-				if !namesHost(s.serving.cert, "webhook.example") {
+				if !namesHost(s.serving.Cert, "webhook.example") {
 					t.Error("not reissued for the new host")
 				}
 			}},
 		{"everything expired: a new CA at once", good.data(), t0.Add(3 * time.Hour),
 			func(t *testing.T, s pkiState) {
-				if s.ca.cert.Equal(good.ca.cert) || len(s.trusted) != 1 {
+				if s.ca.Cert.Equal(good.ca.Cert) || len(s.trusted) != 1 {
 					t.Errorf("want only a new CA; %d trusted", len(s.trusted))
 				}
 			}},
@@ -210,7 +210,7 @@ func TestBrokenOrStaleStateHeals(t *testing.T) {
 			if !changed {
 				t.Fatal("nothing changed")
 			}
-			if !signedBy(s.serving.cert, s.ca.cert) {
+			if !signedBy(s.serving.Cert, s.ca.Cert) {
 				t.Error("the serving certificate is not signed by the CA")
 			}
 			tt.want(t, s)
@@ -220,13 +220,13 @@ func TestBrokenOrStaleStateHeals(t *testing.T) {
 
 func TestTheBundleIsTheSameBytesForTheSameCAs(t *testing.T) {
 	s, _, _ := at(t, testPolicy, pkiState{}, t0)
-	s, _, _ = at(t, testPolicy, s, publishNextAt(s.ca.cert))
+	s, _, _ = at(t, testPolicy, s, publishNextAt(s.ca.Cert))
 	if len(s.trusted) != 2 {
 		t.Fatalf("%d trusted, want 2", len(s.trusted))
 	}
 	swapped := s
 	swapped.trusted = []*x509.Certificate{s.trusted[1], s.trusted[0]}
-	if got := trustedCAs(swapped, publishNextAt(s.ca.cert)); !sameCerts(got, s.trusted) {
+	if got := trustedCAs(swapped, publishNextAt(s.ca.Cert)); !sameCerts(got, s.trusted) {
 		t.Error("the order of the bundle depends on the order read")
 	}
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 )
 
 // The paths the webhooks are served at; the webhook configurations in
@@ -299,7 +300,7 @@ func (s *Server) serve(ctx context.Context, wake time.Time) {
 // register puts the webhooks and the health and metrics endpoints on the
 // mux; the Knative Services webhook follows once discovery finds the CRD.
 func (s *Server) register() {
-	s.handle(PathInjectPods, &injector{optIn: s.optIn, opts: podspec.Options{GateImage: s.cfg.GateImage, GateAsContainer: s.cfg.GateAsContainer}})
+	s.handle(PathInjectPods, &injector{optIn: s.optIn, opts: inject.Options{GateImage: s.cfg.GateImage, GateAsContainer: s.cfg.GateAsContainer}})
 	s.handle(PathValidatePods, &validator{optIn: s.optIn, kind: podspec.KindPod})
 	s.handle(PathValidateDeployments, &validator{optIn: s.optIn, group: "apps", kind: podspec.KindDeployment})
 	s.mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
@@ -388,13 +389,13 @@ func (s *Server) sync(ctx context.Context) time.Time {
 		s.trusted = state.trusted
 	}
 	cur := s.certs.current()
-	if bundleOK || cur == nil || !now.Before(cur.NotAfter) || trusts(s.trusted, state.ca.cert) {
+	if bundleOK || cur == nil || !now.Before(cur.NotAfter) || trusts(s.trusted, state.ca.Cert) {
 		if changed, err := s.certs.serve(state); err != nil {
 			s.report(err.Error())
 			return retry
 		} else if changed && cur != nil {
-			s.log.Info("serving a new certificate", "serial", state.serving.cert.SerialNumber.Text(16),
-				"notAfter", state.serving.cert.NotAfter, "ca", state.ca.cert.Subject.CommonName)
+			s.log.Info("serving a new certificate", "serial", state.serving.Cert.SerialNumber.Text(16),
+				"notAfter", state.serving.Cert.NotAfter, "ca", state.ca.Cert.Subject.CommonName)
 		}
 	}
 	s.ready.Store(s.servedIsTrusted(now))

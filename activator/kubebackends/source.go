@@ -11,7 +11,6 @@ import (
 	"net"
 	"sort"
 	"strconv"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/internal/informers"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -66,35 +66,17 @@ func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 	slicesInf := discoveryinformers.NewFilteredEndpointSliceInformer(s.Client, s.Namespace, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	podsInf := coreinformers.NewFilteredPodInformer(s.Client, s.Namespace, 0, cache.Indexers{}, nil)
-	var running sync.WaitGroup
-	defer running.Wait() // after stop, below
-	// Handlers only ring the bell; snapshots are made here from the
-	// informers' stores.
-	changed := make(chan struct{}, 1)
-	ring := func(any) {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	handler := cache.ResourceEventHandlerFuncs{AddFunc: ring, UpdateFunc: func(_, o any) { ring(o) }, DeleteFunc: ring}
-	var synced []cache.InformerSynced
-	for _, inf := range []cache.SharedIndexInformer{slicesInf, podsInf} {
-		reg, err := inf.AddEventHandler(handler)
-		if err != nil {
+	// The informers' handlers only ring; snapshots are made here from
+	// their stores.
+	infs, err := informers.Start(ctx, slicesInf, podsInf)
+	if err != nil {
+		if ctx.Err() == nil {
 			s.logger().Error("endpoint source: informer", "service", s.Namespace+"/"+s.Service, "err", err)
-			return
 		}
-		synced = append(synced, reg.HasSynced)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	running.Go(func() { slicesInf.Run(runCtx.Done()) })
-	running.Go(func() { podsInf.Run(runCtx.Done()) })
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
-	stream(ctx, out, changed, func() []activator.Pod {
+	defer infs.Stop()
+	stream(ctx, out, infs.Changed(), func() []activator.Pod {
 		var slices []*discoveryv1.EndpointSlice
 		for _, o := range slicesInf.GetStore().List() {
 			slices = append(slices, o.(*discoveryv1.EndpointSlice))
@@ -113,7 +95,7 @@ func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
 // stream sends snap's snapshots to out: the first at once, then one after
 // each ring of changed that changes it, until ctx ends. A slow reader
 // only ever gets the latest snapshot.
-func stream(ctx context.Context, out chan<- []activator.Pod, changed chan struct{}, snap func() []activator.Pod) {
+func stream(ctx context.Context, out chan<- []activator.Pod, changed <-chan struct{}, snap func() []activator.Pod) {
 	var (
 		pending, last []activator.Pod
 		dirty, sent   bool

@@ -14,7 +14,7 @@
 //
 // Everything runs on loopback (the pod gets an address 127.0.0.x of its
 // own). The podgate binary is built into a temporary directory and run with
-// the environment podspec.Inject writes for a Knative Service running the
+// the environment inject.Gate writes for a Knative Service running the
 // test app (examples/hello.yaml), its downward-API values filled in as
 // `podgate run` would.
 //
@@ -80,7 +80,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer p.close()
-	fmt.Printf("pod        %s: test app %s (pid %d), gate env from podspec.Inject (%d variables), binary %s (%.1f MB)\n\n",
+	fmt.Printf("pod        %s: test app %s (pid %d), gate env from inject.Gate (%d variables), binary %s (%.1f MB)\n\n",
 		p.ip, p.appAddr(), p.app.pid(), len(p.gateEnv), p.bin, float64(p.binSize)/(1<<20))
 
 	var r report

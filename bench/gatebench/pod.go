@@ -19,6 +19,7 @@ import (
 	"github.com/podgate/podgate/bench/internal/benchenv"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -51,7 +52,7 @@ type pod struct {
 	binSize  int64
 	keep     bool
 
-	gateEnv  []string // as podspec.Inject writes it, values resolved
+	gateEnv  []string // as inject.Gate writes it, values resolved
 	appEnv   []string
 	cfg      gateenv.Config
 	userPort int
@@ -118,7 +119,7 @@ func injected() (gate, app *corev1.Container, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := podspec.Inject(m.Workloads[0], podspec.Options{Local: true})
+	w, err := inject.Gate(m.Workloads[0], inject.Options{Local: true})
 	if err != nil {
 		return nil, nil, err
 	}

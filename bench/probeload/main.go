@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -115,91 +116,119 @@ func run(ctx context.Context, workers int, period, warmup, window time.Duration)
 		_ = child.Process.Signal(syscall.SIGTERM)
 		_ = child.Wait()
 	}()
-	host, portStr, _ := cutHostPort(addr)
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("test app address %q: %w", addr, err)
+	}
 	port, _ := strconv.Atoi(portStr)
 
 	p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/readyz", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP,
 	}}, TimeoutSeconds: 1, PeriodSeconds: int32(period / time.Second), SuccessThreshold: 1, FailureThreshold: 3}
 	target := probe.Target{PodIP: host, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}}}
-	runner := probe.NewRunner()
 
-	var (
-		measuring atomic.Bool
-		probes    atomic.Int64
-		failed    atomic.Int64
-		mu        sync.Mutex
-		latencies []time.Duration
-	)
-	wctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Spread the workers over the period, as the kubelet's jitter does.
-			select {
-			case <-time.After(rand.N(period)):
-			case <-wctx.Done():
-				return
-			}
-			t := time.NewTicker(period)
-			defer t.Stop()
-			for {
-				o := runner.Run(wctx, p, target)
-				if measuring.Load() {
-					probes.Add(1)
-					if o.Result != probe.Success {
-						failed.Add(1)
-					}
-					mu.Lock()
-					latencies = append(latencies, o.Duration)
-					mu.Unlock()
-				}
-				select {
-				case <-t.C:
-				case <-wctx.Done():
-					return
-				}
-			}
-		}()
-	}
+	runner := probe.NewRunner() // one, shared, as the kubelet's prober
+	var t tally
+	stopWorkers := startWorkers(ctx, workers, period, func(ctx context.Context) probe.Outcome {
+		return runner.Run(ctx, p, target)
+	}, &t)
+	defer stopWorkers()
 
 	fmt.Printf("probeload: %d workers x 1 probe / %s against %s (test app in pid %d), GOMAXPROCS=%d, %s\n",
 		workers, period, addr, child.Process.Pid, runtime.GOMAXPROCS(0), runtime.Version())
 	sleep(ctx, warmup)
 	stopProfile, err := startProfile()
 	if err != nil {
-		cancel()
-		wg.Wait()
 		return err
 	}
 	cpu0, wall0 := cpuTime(), time.Now()
-	measuring.Store(true)
+	t.measuring.Store(true)
 	sleep(ctx, window)
-	measuring.Store(false)
+	t.measuring.Store(false)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	stopProfile()
-	cancel()
-	wg.Wait()
+	stopWorkers()
+	return t.report(cpu, wall)
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	slices.Sort(latencies)
+// startWorkers runs n workers, each probing once per period, spread over
+// the period as the kubelet's jitter spreads its workers, until stop.
+func startWorkers(ctx context.Context, n int, period time.Duration, probeOnce func(context.Context) probe.Outcome, t *tally) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-time.After(rand.N(period)):
+			case <-ctx.Done():
+				return
+			}
+			tick := time.NewTicker(period)
+			defer tick.Stop()
+			for {
+				t.record(probeOnce(ctx))
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+		})
+	}
+}
+
+// tally counts the probes of the measured window and their latencies.
+type tally struct {
+	measuring atomic.Bool
+	probes    atomic.Int64
+	failed    atomic.Int64
+	mu        sync.Mutex
+	latencies []time.Duration
+}
+
+// record counts one probe if the window is open.
+func (t *tally) record(o probe.Outcome) {
+	if !t.measuring.Load() {
+		return
+	}
+	t.probes.Add(1)
+	if o.Result != probe.Success {
+		t.failed.Add(1)
+	}
+	t.mu.Lock()
+	t.latencies = append(t.latencies, o.Duration)
+	t.mu.Unlock()
+}
+
+// report prints the window's rate, CPU and latency percentiles; an error
+// if any probe did not succeed.
+func (t *tally) report(cpu, wall time.Duration) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	slices.Sort(t.latencies)
 	pct := func(q float64) time.Duration {
-		if len(latencies) == 0 {
+		if len(t.latencies) == 0 {
 			return 0
 		}
-		return latencies[int(q*float64(len(latencies)-1))]
+		return t.latencies[int(q*float64(len(t.latencies)-1))]
 	}
-	n := probes.Load()
+	n := t.probes.Load()
 	fmt.Printf("window        %s\n", wall.Round(time.Millisecond))
-	fmt.Printf("probes        %d (%.0f/s), not success: %d\n", n, float64(n)/wall.Seconds(), failed.Load())
+	fmt.Printf("probes        %d (%.0f/s), not success: %d\n", n, float64(n)/wall.Seconds(), t.failed.Load())
 	fmt.Printf("cpu           %s = %.2f%% of one core\n", cpu.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds())
 	fmt.Printf("cpu per probe %s\n", (cpu / time.Duration(max(n, 1))).Round(time.Microsecond/10))
 	fmt.Printf("latency       p50 %s  p99 %s  max %s\n", pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), pct(1).Round(time.Microsecond))
-	if failed.Load() > 0 {
-		return fmt.Errorf("%d probes did not succeed", failed.Load())
+	if t.failed.Load() > 0 {
+		return fmt.Errorf("%d probes did not succeed", t.failed.Load())
 	}
 	return nil
 }
@@ -227,13 +256,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	case <-ctx.Done():
 	}
-}
-
-func cutHostPort(addr string) (string, string, bool) {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			return addr[:i], addr[i+1:], true
-		}
-	}
-	return addr, "", false
 }

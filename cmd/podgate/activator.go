@@ -1,15 +1,13 @@
 package main
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
+	"context"
+	"log/slog"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/internal/kubeconfig"
 	"github.com/podgate/podgate/kubeactivator"
 	"github.com/podgate/podgate/wire"
 )
@@ -47,25 +45,11 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 2 usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := gateLogger(cmd.ErrOrStderr(), logFormat)
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			if err := checkActivatorFlags(cfg); err != nil {
-				return err
-			}
-			rest, source, err := kubeconfig.Load(kubeconf)
-			if err != nil {
-				return invalidf("%v", err)
-			}
-			logger.Info("cluster", "api", rest.Host, "from", string(source))
-			cfg.Rest, cfg.Logger = rest, logger
-			ctx, stop := signal.NotifyContext(contextOf(cmd), syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			if err := kubeactivator.Run(ctx, cfg); err != nil {
-				return invalidf("%v", err)
-			}
-			return nil
+			return onCluster(cmd, kubeconf, logFormat, func() error { return checkActivatorFlags(cfg) },
+				func(ctx context.Context, rc *rest.Config, logger *slog.Logger) error {
+					cfg.Rest, cfg.Logger = rc, logger
+					return kubeactivator.Run(ctx, cfg)
+				})
 		},
 	}
 	f := cmd.Flags()
@@ -89,27 +73,18 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 // wrong as written. Zero means the default to kubeactivator.Config; on
 // the command line it is a mistake.
 func checkActivatorFlags(cfg kubeactivator.Config) error {
-	for _, f := range []struct{ flag, value string }{{"--listen", cfg.Listen}, {"--metrics-listen", cfg.MetricsListen}, {"--domain", cfg.Domain}} {
-		if f.value == "" {
-			return usageErrorf("%s must not be empty", f.flag)
-		}
-	}
-	if cfg.GatePort <= 0 || cfg.GatePort > 65535 {
+	err := checkSet([]textFlag{{"--listen", cfg.Listen}, {"--metrics-listen", cfg.MetricsListen}, {"--domain", cfg.Domain}},
+		[]durationFlag{
+			{"--request-timeout", cfg.RequestTimeout}, {"--probe-interval", cfg.ProbeInterval}, {"--probe-timeout", cfg.ProbeTimeout},
+			{"--idle-timeout", cfg.IdleTimeout}, {"--shutdown-timeout", cfg.ShutdownTimeout},
+		})
+	switch {
+	case err != nil:
+		return err
+	case cfg.GatePort <= 0 || cfg.GatePort > 65535:
 		return usageErrorf("--gate-port %d: must be from 1 to 65535", cfg.GatePort)
-	}
-	if cfg.QueueDepth <= 0 {
+	case cfg.QueueDepth <= 0:
 		return usageErrorf("--queue-depth %d: must be positive", cfg.QueueDepth)
-	}
-	for _, d := range []struct {
-		flag  string
-		value time.Duration
-	}{
-		{"--request-timeout", cfg.RequestTimeout}, {"--probe-interval", cfg.ProbeInterval}, {"--probe-timeout", cfg.ProbeTimeout},
-		{"--idle-timeout", cfg.IdleTimeout}, {"--shutdown-timeout", cfg.ShutdownTimeout},
-	} {
-		if d.value <= 0 {
-			return usageErrorf("%s %s: must be positive", d.flag, d.value)
-		}
 	}
 	if err := cfg.Check(); err != nil {
 		return usageErrorf("%v", err)

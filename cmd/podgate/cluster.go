@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,15 +12,6 @@ import (
 )
 
 func init() { register(newClusterCmd) }
-
-// defaultClusterDir is where `podgate cluster` keeps a cluster's files.
-func defaultClusterDir() string {
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "podgate", "cluster")
-}
 
 func newClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -77,7 +66,7 @@ ended on its own, 2 usage error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Dir, "dir", defaultClusterDir(), "the cluster's directory: kubeconfig, pid file, the control plane's PKI, data and logs")
+	f.StringVar(&cfg.Dir, "dir", cluster.DefaultDir(), "the cluster's directory: kubeconfig, pid file, the control plane's PKI, data and logs")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the pods' range inside the cluster's network namespace; the node takes its first address")
 	f.StringVar(&cfg.Listen, "listen", cluster.DefaultListen, "host loopback address of the API server (port 0: a free one)")
 	f.StringVar(&cfg.NodeName, "name", cluster.DefaultNodeName, "the node's name")
@@ -110,7 +99,7 @@ With no cluster running it says so and exits 0.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", defaultClusterDir(), "the cluster's directory, as given to cluster up")
+	cmd.Flags().StringVar(&dir, "dir", cluster.DefaultDir(), "the cluster's directory, as given to cluster up")
 	cmd.Flags().DurationVar(&timeout, "timeout", cluster.DefaultDownTimeout, "how long the cluster may take to stop before what is left is killed")
 	return cmd
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/api"
@@ -39,15 +41,9 @@ error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := podctl.DeleteRequest{Args: args, Namespace: namespace, GracePeriod: grace,
 				GracePeriodSet: cmd.Flags().Changed("grace-period"), Now: now, Force: force}
-			if err := r.Check(); err != nil {
-				return ctlError(err)
-			}
-			c, err := apiclient.New(addr)
-			if err != nil {
-				return usageErrorf("--api: %v", err)
-			}
-			defer c.Close()
-			return ctlError(podctl.Delete(cmd.Context(), c, r, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			return onAPI(cmd, addr, r.Check, func(ctx context.Context, c *apiclient.Client) error {
+				return podctl.Delete(ctx, c, r, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/signal"
@@ -66,17 +67,25 @@ Exit status: 0 ok, 1 not found or podgate not reachable, 2 usage error.`,
 func runGet(cmd *cobra.Command, o getOptions, args []string) error {
 	r := podctl.GetRequest{Args: args, Namespace: o.namespace, AllNamespaces: o.allNamespaces,
 		LabelSelector: o.selector, FieldSelector: o.fieldSelector, Output: o.output, Watch: o.watch, NoHeaders: o.noHeaders}
-	if err := r.Check(); err != nil {
+	return onAPI(cmd, o.api, r.Check, func(ctx context.Context, c *apiclient.Client) error {
+		return podctl.Get(ctx, c, r, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	})
+}
+
+// onAPI runs f with a client of the control API at addr (--api), after
+// check, until SIGINT or SIGTERM; errors are podctl's (ctlError).
+func onAPI(cmd *cobra.Command, addr string, check func() error, f func(context.Context, *apiclient.Client) error) error {
+	if err := check(); err != nil {
 		return ctlError(err)
 	}
-	c, err := apiclient.New(o.api)
+	c, err := apiclient.New(addr)
 	if err != nil {
 		return usageErrorf("--api: %v", err)
 	}
 	defer c.Close()
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return ctlError(podctl.Get(ctx, c, r, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+	return ctlError(f(ctx, c))
 }
 
 // ctlError is a podctl error as the CLI's: exit 2 for a usage error, 1

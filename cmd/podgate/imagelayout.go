@@ -2,8 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/podgate/podgate/ociimage"
 	"github.com/podgate/podgate/runtime/images"
@@ -13,25 +12,28 @@ import (
 // subcommand that runs pods.
 const imageLayoutUsage = "OCI image layout DIR (scripts/image.sh writes one): a container without a command whose image (NAME:TAG or NAME@sha256:…) is there runs the image's entrypoint, extracted and digest-checked; other images as without it"
 
+// checkImageFlags refuses an --image that is not NAME=PATH as a usage
+// error (whether PATH runs is images.FromFlags's question, later).
+func checkImageFlags(flags []string) error {
+	for _, im := range flags {
+		if name, path, ok := strings.Cut(im, "="); !ok || name == "" || path == "" {
+			return usageErrorf("--image %q: want NAME=PATH, e.g. --image ghcr.io/acme/api=./bin/api", im)
+		}
+	}
+	return nil
+}
+
 // withImageLayout makes im run the images of the OCI image layout dir
-// (--image-layout); "" leaves im as it is. The directory is checked now,
-// so a wrong path fails before anything starts; the images in it are
-// checked as the pods that name them are.
+// (--image-layout); "" leaves im as it is. The directory is checked now
+// (ociimage.OpenLayout), so a wrong path fails before anything starts.
 func withImageLayout(im images.Map, dir string) (images.Map, error) {
 	if dir == "" {
 		return im, nil
 	}
-	abs, err := filepath.Abs(dir)
+	l, err := ociimage.OpenLayout(dir)
 	if err != nil {
 		return im, fmt.Errorf("--image-layout %s: %w", dir, err)
 	}
-	if _, err := os.Stat(filepath.Join(abs, "oci-layout")); err != nil {
-		return im, fmt.Errorf("--image-layout %s: not an OCI image layout (no oci-layout file): %w", dir, err)
-	}
-	cache, err := ociimage.DefaultCacheDir()
-	if err != nil {
-		return im, fmt.Errorf("--image-layout %s: %w", dir, err)
-	}
-	im.Store = ociimage.Layout{Dir: abs, CacheDir: cache}
+	im.Store = l
 	return im, nil
 }

@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/podspec/validation"
-
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -17,7 +18,7 @@ func init() { register(newInjectCmd) }
 
 func newInjectCmd() *cobra.Command {
 	var mf manifestFlags
-	var opts podspec.Options
+	var opts inject.Options
 	cmd := &cobra.Command{
 		Use:   "inject -f FILE|DIR|-...",
 		Short: "Print manifests with the gate injected, as podgate runs them",
@@ -48,8 +49,8 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 			if opts.GateImage == "" {
 				return usageErrorf("--gate-image must not be empty")
 			}
-			if err := checkLoopbackAddr("--api", opts.APIAddr, wire.APIAddr); err != nil {
-				return err
+			if _, err := loopback.Check(opts.APIAddr); err != nil {
+				return usageErrorf("--api %q: %v", opts.APIAddr, err)
 			}
 			inputs, err := mf.inputs(args, cmd.InOrStdin())
 			if err != nil {
@@ -65,17 +66,9 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 				}
 				return withCode(exitInvalid)
 			}
-			items := m.InOrder()
-			for i, it := range items {
-				w, ok := it.(*podspec.Workload)
-				if !ok {
-					continue
-				}
-				iw, err := podspec.Inject(w, opts)
-				if err != nil {
-					return invalidf("%s: %v", w.Source, err)
-				}
-				items[i] = iw
+			items, err := inject.Manifests(m, opts)
+			if err != nil {
+				return invalidf("%v", err)
 			}
 			// Render everything before printing, so a failure prints nothing.
 			var b bytes.Buffer

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -42,17 +40,9 @@ Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := podctl.LogsRequest{Args: args, Namespace: namespace, Container: container,
 				Follow: follow, Previous: previous, Tail: tail, Timestamps: timestamps}
-			if err := r.Check(); err != nil {
-				return ctlError(err)
-			}
-			c, err := apiclient.New(addr)
-			if err != nil {
-				return usageErrorf("--api: %v", err)
-			}
-			defer c.Close()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return ctlError(podctl.Logs(ctx, c, r, cmd.OutOrStdout()))
+			return onAPI(cmd, addr, r.Check, func(ctx context.Context, c *apiclient.Client) error {
+				return podctl.Logs(ctx, c, r, cmd.OutOrStdout())
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -2,10 +2,6 @@ package main
 
 import (
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -28,12 +24,10 @@ func (m *manifestFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVarP(&m.recursive, "recursive", "R", false, "read the directories given with -f recursively")
 }
 
-// manifestExts are the files kubectl reads from a directory.
-var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
-
 // inputs expands the flags (and extra arguments, which are more files) into
-// sources, in order. A path that does not exist or a directory without
-// manifests is invalid input; - given twice is a usage error.
+// sources, in order (podspec.PathInputs). A path that does not exist or a
+// directory without manifests is invalid input; - given twice is a usage
+// error.
 func (m *manifestFlags) inputs(args []string, stdin io.Reader) ([]podspec.Input, error) {
 	paths := append(append([]string{}, m.files...), args...)
 	if len(paths) == 0 {
@@ -42,74 +36,21 @@ func (m *manifestFlags) inputs(args []string, stdin io.Reader) ([]podspec.Input,
 	var out []podspec.Input
 	stdinUsed := false
 	for _, p := range paths {
-		if p == "-" {
-			if stdinUsed {
-				return nil, usageErrorf("-f - is given twice: standard input can be read once")
+		if p != "-" {
+			in, err := podspec.PathInputs(p, m.recursive)
+			if err != nil {
+				return nil, invalidf("%v", err)
 			}
-			stdinUsed = true
-			out = append(out, podspec.Input{Name: stdinName, Open: func() (io.ReadCloser, error) {
-				return io.NopCloser(stdin), nil
-			}})
+			out = append(out, in...)
 			continue
 		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, invalidf("read manifest: %v", err)
+		if stdinUsed {
+			return nil, usageErrorf("-f - is given twice: standard input can be read once")
 		}
-		if !st.IsDir() {
-			out = append(out, podspec.FileInput(p))
-			continue
-		}
-		found, err := m.walk(p)
-		if err != nil {
-			return nil, invalidf("read manifests in %s: %v", p, err)
-		}
-		if len(found) == 0 {
-			hint := ""
-			if !m.recursive {
-				hint = " (subdirectories are read with -R)"
-			}
-			return nil, invalidf("%s: no .yaml, .yml or .json file in the directory%s", p, hint)
-		}
-		for _, f := range found {
-			out = append(out, podspec.FileInput(f))
-		}
+		stdinUsed = true
+		out = append(out, podspec.Input{Name: stdinName, Open: func() (io.ReadCloser, error) {
+			return io.NopCloser(stdin), nil
+		}})
 	}
 	return out, nil
-}
-
-// walk lists dir's manifest files in lexical order, descending into
-// subdirectories only with -R.
-func (m *manifestFlags) walk(dir string) ([]string, error) {
-	var found []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != dir && !m.recursive {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if manifestExts[strings.ToLower(filepath.Ext(path))] {
-			found = append(found, path)
-		}
-		return nil
-	})
-	return found, err
-}
-
-// inputNames are the sources' names, in order (problems sort by them).
-func inputNames(inputs []podspec.Input) []string {
-	names := make([]string, len(inputs))
-	for i, in := range inputs {
-		names[i] = in.Name
-	}
-	return names
-}
-
-// describeInputs names the sources for a message: "a.yaml, b.yaml".
-func describeInputs(inputs []podspec.Input) string {
-	return strings.Join(inputNames(inputs), ", ")
 }

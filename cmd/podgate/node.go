@@ -112,10 +112,5 @@ func (o *nodeOptions) check() error {
 	if net.ParseIP(o.nodeIP) == nil {
 		return usageErrorf("--node-ip %q: not an IP address", o.nodeIP)
 	}
-	for _, im := range o.images {
-		if name, path, ok := strings.Cut(im, "="); !ok || name == "" || path == "" {
-			return usageErrorf("--image %q: want NAME=PATH, e.g. --image ghcr.io/acme/api=./bin/api", im)
-		}
-	}
-	return nil
+	return checkImageFlags(o.images)
 }

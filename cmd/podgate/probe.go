@@ -1,18 +1,11 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
@@ -50,34 +43,16 @@ Exit status: 0 success or warning, 1 failure or invalid probe, 2 usage error,
 			if file == "" {
 				return usageErrorf("-f is required (a probe file, or - for standard input)")
 			}
-			if net.ParseIP(host) == nil {
-				return usageErrorf("--host %q is not an IP address", host)
-			}
 			if output != "text" && output != "json" {
 				return usageErrorf("-o %q: must be text or json", output)
 			}
-			target := probe.Target{PodIP: host}
-			for _, spec := range ports {
-				p, err := parseNamedPort(spec)
-				if err != nil {
-					return usageErrorf("--port %q: %v", spec, err)
-				}
-				target.Ports = append(target.Ports, p)
+			target, err := probe.ParseTarget(host, ports, env)
+			if err != nil {
+				return usageErrorf("%v", err)
 			}
-			for _, spec := range env {
-				name, value, ok := strings.Cut(spec, "=")
-				if !ok || name == "" {
-					return usageErrorf("--env %q: want NAME=VALUE", spec)
-				}
-				target.Env = append(target.Env, corev1.EnvVar{Name: name, Value: value})
-			}
-			data, err := readInput(cmd.InOrStdin(), file)
+			p, err := prober.ReadSnippet(cmd.InOrStdin(), file)
 			if err != nil {
 				return invalidf("%v", err)
-			}
-			p, err := prober.ParseSnippet(data)
-			if err != nil {
-				return invalidf("%s: invalid probe:\n%v", displayName(file), err)
 			}
 
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -103,38 +78,4 @@ Exit status: 0 success or warning, 1 failure or invalid probe, 2 usage error,
 	f.StringArrayVar(&env, "env", nil, "a container env var NAME=VALUE for $(VAR) expansion in exec probes (repeatable)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
-}
-
-func parseNamedPort(spec string) (corev1.ContainerPort, error) {
-	name, num, ok := strings.Cut(spec, "=")
-	if !ok || name == "" {
-		return corev1.ContainerPort{}, errors.New("want NAME=NUMBER")
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 1 || n > 65535 {
-		return corev1.ContainerPort{}, fmt.Errorf("port number %q must be between 1 and 65535", num)
-	}
-	return corev1.ContainerPort{Name: name, ContainerPort: int32(n)}, nil
-}
-
-func readInput(stdin io.Reader, file string) ([]byte, error) {
-	if file == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, fmt.Errorf("reading standard input: %w", err)
-		}
-		return data, nil
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading probe: %w", err)
-	}
-	return data, nil
-}
-
-func displayName(file string) string {
-	if file == "-" {
-		return "<stdin>"
-	}
-	return file
 }

@@ -2,23 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-
-	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 )
@@ -35,7 +28,6 @@ type runOptions struct {
 	noGate    bool
 	listen    string
 	domain    string
-	ports     []frontdoor.ServicePort
 	// imageLayout is an OCI image layout whose images containers run.
 	imageLayout string
 	// metricsListen, when set, serves the front door's metrics.
@@ -84,7 +76,8 @@ cannot run locally or a failed start (an address in use), 2 usage error
   podgate run -f app.yaml --image registry.example.com/api=./bin/api --replicas 2`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.checkFlags(cmd.Flags().Changed("replicas"), servicePorts); err != nil {
+			cfg, err := o.config(cmd.Flags().Changed("replicas"), servicePorts)
+			if err != nil {
 				return err
 			}
 			inputs, err := o.manifests.inputs(args, cmd.InOrStdin())
@@ -95,7 +88,7 @@ cannot run locally or a failed start (an address in use), 2 usage error
 			if parent == nil {
 				parent = context.Background()
 			}
-			return runPods(parent, o, inputs, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runPods(parent, o, cfg, inputs, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -116,76 +109,37 @@ cannot run locally or a failed start (an address in use), 2 usage error
 	return cmd
 }
 
-// checkFlags refuses malformed flag values as usage errors (exit 2),
-// before any file is read: a value that is wrong as written is a usage
-// error whatever the manifests say. What depends on the world (an image
-// path that does not exist, an address in use) is checked later, as
-// invalid input (exit 1).
-func (o *runOptions) checkFlags(replicasSet bool, servicePorts []string) error {
-	if !replicasSet {
-		o.replicas = -1
-	} else if o.replicas < 0 {
-		return usageErrorf("--replicas %d: must not be negative", o.replicas)
+// config turns the flags into localrun's Config and refuses malformed
+// values as usage errors (exit 2), before any file is read: a value that
+// is wrong as written is a usage error whatever the manifests say. What
+// depends on the world (an image path that does not exist, an address in
+// use) is checked later, as invalid input (exit 1).
+func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.Config, error) {
+	cfg := localrun.Config{
+		PodCIDR: o.podCIDR, APIAddr: o.apiAddr, NodeName: o.nodeName, NoGate: o.noGate, Listen: o.listen, Domain: o.domain,
+		ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout, MetricsListen: o.metricsListen,
 	}
-	if errs := apivalidation.IsDNS1123Subdomain(o.domain); len(errs) > 0 {
-		return usageErrorf("--domain %q: %s", o.domain, strings.Join(errs, "; "))
+	if replicasSet {
+		r := o.replicas
+		cfg.Replicas = &r
 	}
-	if o.nodeName != "" {
-		if errs := apivalidation.IsDNS1123Subdomain(o.nodeName); len(errs) > 0 {
-			return usageErrorf("--node-name %q: %s", o.nodeName, strings.Join(errs, "; "))
+	if err := cfg.Check(); err != nil {
+		return cfg, usageErrorf("%v", err)
+	}
+	if err := checkImageFlags(o.images); err != nil {
+		return cfg, err
+	}
+	for _, raw := range servicePorts {
+		p, err := frontdoor.ParseServicePort(raw)
+		if err != nil {
+			return cfg, usageErrorf("%v", err)
 		}
+		cfg.ServicePorts = append(cfg.ServicePorts, p)
 	}
-	if o.probeInterval <= 0 || o.probeTimeout <= 0 {
-		return usageErrorf("--gate-probe-interval and --gate-probe-timeout must be positive (got %s and %s)", o.probeInterval, o.probeTimeout)
-	}
-	if err := runtime.CheckPodCIDR(o.podCIDR); err != nil {
-		return usageErrorf("%v", err)
-	}
-	if err := checkLoopbackAddr("--api", o.apiAddr, api.DefaultAddr); err != nil {
-		return err
-	}
-	if err := checkLoopbackAddr("--listen", o.listen, frontdoor.DefaultListen); err != nil {
-		return err
-	}
-	if o.metricsListen != "" {
-		if err := checkLoopbackAddr("--metrics-listen", o.metricsListen, "127.0.0.1:9090"); err != nil {
-			return err
-		}
-	}
-	for _, im := range o.images {
-		if name, path, ok := strings.Cut(im, "="); !ok || name == "" || path == "" {
-			return usageErrorf("--image %q: want NAME=PATH, e.g. --image ghcr.io/acme/api=./bin/api", im)
-		}
-	}
-	ports, err := parseServicePorts(servicePorts)
-	if err != nil {
-		return err
-	}
-	o.ports = ports
-	return nil
+	return cfg, nil
 }
 
-// checkLoopbackAddr checks a HOST:PORT flag of a server that has no
-// authentication, so listens on loopback only; the port is a number, 0
-// picking a free one.
-func checkLoopbackAddr(flag, addr, example string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return usageErrorf("%s %q: want HOST:PORT on loopback, e.g. %s (port 0 picks a free one)", flag, addr, example)
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return usageErrorf("%s %q: listens on loopback only (127.0.0.0/8 or ::1, e.g. %s): it has no authentication", flag, addr, example)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return usageErrorf("%s %q: port %q must be a number from 0 (any free port) to 65535", flag, addr, port)
-	}
-	return nil
-}
-
-func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, stderr io.Writer) error {
+func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []podspec.Input, stdout, stderr io.Writer) error {
 	im, err := images.FromFlags(o.images)
 	if err != nil {
 		return invalidf("%v", err)
@@ -193,64 +147,13 @@ func runPods(ctx context.Context, o runOptions, inputs []podspec.Input, stdout, 
 	if im, err = withImageLayout(im, o.imageLayout); err != nil {
 		return invalidf("%v", err)
 	}
-	m, problems, err := validation.LoadInputs(inputs...)
+	workloads, err := localrun.LoadWorkloads(inputs, stderr)
 	if err != nil {
 		return invalidf("%v", err)
 	}
-	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p.Error())
-		}
-		return invalidf("%d problem(s) in the manifests; nothing was started (see podgate validate)", len(problems))
-	}
-	if len(m.Workloads) == 0 {
-		return invalidf("no Pod, Deployment or Knative Service in %s", describeInputs(inputs))
-	}
-	for _, s := range m.Skipped {
-		fmt.Fprintf(stderr, "note: %s: %s %s/%s: skipped, podgate runs Pods, Deployments and Knative Services\n",
-			s.Source, s.APIVersion, s.Kind, s.Name)
-	}
-	cfg := localrun.Config{
-		Workloads: m.Workloads, PodCIDR: o.podCIDR, APIAddr: o.apiAddr, Images: im,
-		NodeName: o.nodeName, NoGate: o.noGate, Listen: o.listen, Domain: o.domain,
-		ServicePorts: o.ports, ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout,
-		MetricsListen: o.metricsListen, Stdout: stdout, Stderr: stderr,
-	}
-	if o.replicas >= 0 {
-		r := o.replicas
-		cfg.Replicas = &r
-	}
+	cfg.Workloads, cfg.Images, cfg.Stdout, cfg.Stderr = workloads, im, stdout, stderr
 	if err := localrun.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
 	}
 	return nil
-}
-
-// parseServicePorts checks the flags' syntax; which workload each names is
-// checked once the manifests are loaded.
-func parseServicePorts(flags []string) ([]frontdoor.ServicePort, error) {
-	var out []frontdoor.ServicePort
-	for _, raw := range flags {
-		ref, portStr, ok := strings.Cut(raw, "=")
-		if !ok || ref == "" || portStr == "" {
-			return nil, usageErrorf("--service-port %q: want [NAMESPACE/]NAME=PORT, e.g. --service-port hello=8081", raw)
-		}
-		p := frontdoor.ServicePort{Raw: raw, Name: ref}
-		if ns, name, ok := strings.Cut(ref, "/"); ok {
-			p.Namespace, p.Name = ns, name
-			if errs := apivalidation.IsDNS1123Label(ns); len(errs) > 0 {
-				return nil, usageErrorf("--service-port %q: namespace %q: %s", raw, ns, strings.Join(errs, "; "))
-			}
-		}
-		if errs := apivalidation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
-			return nil, usageErrorf("--service-port %q: name %q: %s", raw, p.Name, strings.Join(errs, "; "))
-		}
-		port, err := strconv.Atoi(portStr)
-		if err != nil || port < 0 || port > 65535 {
-			return nil, usageErrorf("--service-port %q: port %q: must be a number from 0 (any free port) to 65535", raw, portStr)
-		}
-		p.Port = port
-		out = append(out, p)
-	}
-	return out, nil
 }

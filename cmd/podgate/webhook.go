@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
+	"log/slog"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/internal/kubeconfig"
 	"github.com/podgate/podgate/webhook"
 )
 
@@ -48,29 +45,11 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 2 usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := gateLogger(cmd.ErrOrStderr(), logFormat)
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			if err := checkWebhookFlags(cfg); err != nil {
-				return err
-			}
-			rest, source, err := kubeconfig.Load(kubeconf)
-			if err != nil {
-				return invalidf("%v", err)
-			}
-			logger.Info("cluster", "api", rest.Host, "from", string(source))
-			cfg.Rest, cfg.Logger = rest, logger
-			parent := cmd.Context()
-			if parent == nil {
-				parent = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			if err := webhook.Run(ctx, cfg); err != nil {
-				return invalidf("%v", err)
-			}
-			return nil
+			return onCluster(cmd, kubeconf, logFormat, func() error { return checkWebhookFlags(cfg) },
+				func(ctx context.Context, rc *rest.Config, logger *slog.Logger) error {
+					cfg.Rest, cfg.Logger = rc, logger
+					return webhook.Run(ctx, cfg)
+				})
 		},
 	}
 	f := cmd.Flags()
@@ -94,24 +73,13 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 // checkWebhookFlags reports, as usage errors, the flag values that are
 // wrong as written.
 func checkWebhookFlags(cfg webhook.Config) error {
-	// Empty means the default to webhook.Config; on the command line it
-	// is a mistake.
-	for _, f := range []struct{ flag, value string }{
+	err := checkSet([]textFlag{
 		{"--listen", cfg.Listen}, {"--namespace", cfg.Namespace}, {"--service", cfg.Service}, {"--secret", cfg.Secret},
 		{"--mutating-configuration", cfg.MutatingConfiguration}, {"--validating-configuration", cfg.ValidatingConfiguration},
 		{"--gate-image", cfg.GateImage},
-	} {
-		if f.value == "" {
-			return usageErrorf("%s must not be empty", f.flag)
-		}
-	}
-	for _, d := range []struct {
-		flag  string
-		value time.Duration
-	}{{"--ca-lifetime", cfg.CALifetime}, {"--cert-lifetime", cfg.CertLifetime}, {"--sync-period", cfg.SyncPeriod}} {
-		if d.value <= 0 {
-			return usageErrorf("%s %s: must be positive", d.flag, d.value)
-		}
+	}, []durationFlag{{"--ca-lifetime", cfg.CALifetime}, {"--cert-lifetime", cfg.CertLifetime}, {"--sync-period", cfg.SyncPeriod}})
+	if err != nil {
+		return err
 	}
 	if err := cfg.Check(); err != nil {
 		return usageErrorf("%v", err)

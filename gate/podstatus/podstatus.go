@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/gate/readiness"
+	"github.com/podgate/podgate/internal/informers"
 	"github.com/podgate/podgate/internal/kubeconfig"
 )
 
@@ -78,7 +79,7 @@ func (s *Source) Close() {}
 // Watch reports the pod's containers: once the informer has synced (an
 // empty slice while the pod does not exist), then on every change, until
 // ctx ends.
-func (s *Source) Watch(ctx context.Context, update func([]gate.ContainerStatus)) error {
+func (s *Source) Watch(ctx context.Context, update func([]readiness.ContainerStatus)) error {
 	return s.WatchPod(ctx, func(ps gate.PodStatus) { update(ps.Containers) })
 }
 
@@ -92,40 +93,24 @@ func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) erro
 	inf := coreinformers.NewFilteredPodInformer(s.client, s.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.pod).String()
 	})
-	var running sync.WaitGroup
-	defer running.Wait() // after stop, below
-	// Handlers only ring the bell; reports are made here, one at a time,
-	// from the informer's current state.
-	changed := make(chan struct{}, 1)
-	ring := func(any) {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: ring, UpdateFunc: func(_, o any) { ring(o) }, DeleteFunc: ring,
-	})
+	// The informer's handler only rings; reports are made here, one at a
+	// time, from its current state.
+	infs, err := informers.Start(ctx, inf)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("watch pod %s/%s: %w", s.namespace, s.pod, err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	running.Go(func() { inf.Run(runCtx.Done()) })
-	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		return ctx.Err()
-	}
+	defer infs.Stop()
 	seen := false
 	report := func() {
-		select {
-		case <-changed: // this report covers it
-		default:
-		}
+		infs.Take() // this report covers it
 		obj, exists, _ := inf.GetStore().GetByKey(s.namespace + "/" + s.pod)
 		if !exists {
 			// A pod that is not there (yet) has no statuses and is not
 			// being deleted; one that was there and is gone is deleted.
-			update(gate.PodStatus{Containers: []gate.ContainerStatus{}, Terminating: seen})
+			update(gate.PodStatus{Containers: []readiness.ContainerStatus{}, Terminating: seen})
 			return
 		}
 		seen = true
@@ -136,7 +121,7 @@ func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) erro
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-changed:
+		case <-infs.Changed():
 			report()
 		}
 	}
@@ -150,11 +135,11 @@ func PodStatusOf(p *corev1.Pod) gate.PodStatus {
 
 // Statuses turns a pod's container statuses (regular containers and
 // native sidecars) into the gate's.
-func Statuses(p *corev1.Pod) []gate.ContainerStatus {
-	out := make([]gate.ContainerStatus, 0, len(p.Status.ContainerStatuses)+len(p.Status.InitContainerStatuses))
+func Statuses(p *corev1.Pod) []readiness.ContainerStatus {
+	out := make([]readiness.ContainerStatus, 0, len(p.Status.ContainerStatuses)+len(p.Status.InitContainerStatuses))
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
-			out = append(out, gate.ContainerStatus{
+			out = append(out, readiness.ContainerStatus{
 				Name:         cs.Name,
 				Ready:        cs.Ready,
 				Running:      cs.State.Running != nil,

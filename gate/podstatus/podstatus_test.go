@@ -21,6 +21,7 @@ import (
 
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/gate/readiness"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/testapp"
@@ -79,17 +80,17 @@ func running(name string, ready bool, restarts int32) corev1.ContainerStatus {
 // recorder collects what a Source reports.
 type recorder struct {
 	mu   sync.Mutex
-	last []gate.ContainerStatus
+	last []readiness.ContainerStatus
 	n    int
 }
 
-func (r *recorder) update(s []gate.ContainerStatus) {
+func (r *recorder) update(s []readiness.ContainerStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.last, r.n = s, r.n+1
 }
 
-func (r *recorder) get() ([]gate.ContainerStatus, int) {
+func (r *recorder) get() ([]readiness.ContainerStatus, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last, r.n
@@ -124,7 +125,7 @@ func TestSourceReportsThePodsContainers(t *testing.T) {
 	}
 	eventually(t, "the change is reported", func() bool { s, _ := rec.get(); return len(s) == 2 })
 	s, _ := rec.get()
-	want := []gate.ContainerStatus{
+	want := []readiness.ContainerStatus{
 		{Name: "sidecar", Ready: true, Running: true, ContainerID: "podgate://sidecar-0"},
 		{Name: "web", RestartCount: 1, Message: "waiting: CrashLoopBackOff: back-off 10s"},
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/inject"
 )
 
 // podWith is a Pod whose single container "app" (image, port 8080) gets
@@ -145,7 +146,7 @@ func TestInjectedWorkloadStillValidates(t *testing.T) {
 		if errs := Validate(w); len(errs) > 0 {
 			t.Fatalf("original invalid: %v", errs)
 		}
-		iw, err := podspec.Inject(w, podspec.Options{})
+		iw, err := inject.Gate(w, inject.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package podspec
+package inject
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -15,7 +16,7 @@ const loopback = "127.0.0.1"
 
 // rewriter moves and routes probes into the gate's configuration.
 type rewriter struct {
-	w    *Workload
+	w    *podspec.Workload
 	opts Options
 	cfg  *gateenv.Config
 	// fastest is the shortest readiness period seen, 0 for an aggressive
@@ -28,7 +29,7 @@ type rewriter struct {
 // SERVING_READINESS_PROBE, extended to sidecars.
 func (r *rewriter) containersInOrder() []*corev1.Container {
 	spec := r.w.PodSpec()
-	s := r.w.servingIndex()
+	s := r.w.ServingIndex()
 	out := []*corev1.Container{&spec.Containers[s]}
 	for i := range spec.Containers {
 		if i != s {
@@ -196,4 +197,14 @@ func (r *rewriter) host(h string) string {
 		return h
 	}
 	return loopback
+}
+
+// resolveNamedPort finds a container port by name.
+func resolveNamedPort(c *corev1.Container, name string) (int32, bool) {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort, true
+		}
+	}
+	return 0, false
 }

@@ -1,4 +1,10 @@
-package podspec
+// Package inject puts the gate into a workload's pod, as `podgate inject`,
+// `podgate run` and the admission webhook do: the gate container (a native
+// sidecar, or a regular container for older clusters) configured through
+// its environment (package gateenv), the readiness probes moved into it,
+// the liveness and startup probes routed through it, the drain hooks, and
+// the readiness gate on the condition it writes.
+package inject
 
 import (
 	"errors"
@@ -9,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/wire"
 )
@@ -37,7 +44,7 @@ type Options struct {
 	GateAsContainer bool
 }
 
-// Inject returns a copy of the workload whose pod carries the gate:
+// Gate returns a copy of the workload whose pod carries the gate:
 //
 //   - the gate is a native sidecar, the first init container (restartPolicy
 //     Always): the kubelet starts the other containers once its startup
@@ -69,9 +76,10 @@ type Options struct {
 // after it, so only their readiness moves. They never wait for the drain:
 // it is over by the time they stop.
 //
-// The workload should have passed Validate. Injecting an injected
-// workload returns an unchanged copy.
-func Inject(w *Workload, opts Options) (*Workload, error) {
+// The workload should have passed validation (package
+// podspec/validation). Injecting an injected workload returns an unchanged
+// copy.
+func Gate(w *podspec.Workload, opts Options) (*podspec.Workload, error) {
 	out := w.DeepCopy()
 	if out.IsInjected() {
 		return out, nil
@@ -80,7 +88,7 @@ func Inject(w *Workload, opts Options) (*Workload, error) {
 	if out.Container(wire.GateContainerName) != nil {
 		return nil, fmt.Errorf("inject %s: a container is already named %q, the gate's name", out.ID(), wire.GateContainerName)
 	}
-	serving := out.servingIndex()
+	serving := out.ServingIndex()
 	if serving < 0 {
 		return nil, fmt.Errorf("inject %s: no serving container", out.ID())
 	}
@@ -138,11 +146,31 @@ func Inject(w *Workload, opts Options) (*Workload, error) {
 	return out, nil
 }
 
+// Manifests is what the files of m hold, in their order (m.InOrder), with
+// the gate injected into every workload and the other objects as they
+// are: what `podgate inject` prints. The first workload that cannot be
+// injected is the error, named by its source.
+func Manifests(m *podspec.Manifests, opts Options) ([]any, error) {
+	items := m.InOrder()
+	for i, it := range items {
+		w, ok := it.(*podspec.Workload)
+		if !ok {
+			continue
+		}
+		iw, err := Gate(w, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Source, err)
+		}
+		items[i] = iw
+	}
+	return items, nil
+}
+
 // defaultContainerAnnotation makes kubectl logs/exec pick a container
 // when none is named; with the gate first it would pick the gate.
 const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
-func setDefaultContainer(w *Workload) {
+func setDefaultContainer(w *podspec.Workload) {
 	if _, ok := w.Template.Annotations[defaultContainerAnnotation]; ok {
 		return
 	}
@@ -157,7 +185,7 @@ func isNativeSidecar(c *corev1.Container) bool {
 }
 
 // baseConfig is the gate's configuration before the probes are added.
-func baseConfig(w *Workload, opts Options) gateenv.Config {
+func baseConfig(w *podspec.Workload, opts Options) gateenv.Config {
 	cfg := gateenv.Defaults()
 	cfg.UserPort = int(w.ServingPort)
 	cfg.Namespace = w.Namespace
@@ -217,7 +245,7 @@ func addDrainHook(c *corev1.Container) {
 
 // setServingEnv gives the serving container $PORT and, in a Knative
 // Service, every container Knative's K_* variables (its runtime contract).
-func setServingEnv(w *Workload, serving *corev1.Container) {
+func setServingEnv(w *podspec.Workload, serving *corev1.Container) {
 	setEnv(serving, "PORT", fmt.Sprint(w.ServingPort))
 	if k := w.Knative; k != nil {
 		for i := range w.PodSpec().Containers {

@@ -1,4 +1,4 @@
-package podspec
+package inject
 
 import (
 	"slices"
@@ -6,10 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/wire"
 )
 
-func gateTypes(w *Workload) []corev1.PodConditionType {
+func gateTypes(w *podspec.Workload) []corev1.PodConditionType {
 	var out []corev1.PodConditionType
 	for _, g := range w.PodSpec().ReadinessGates {
 		out = append(out, g.ConditionType)
@@ -47,7 +48,7 @@ func TestInjectAddsTheGatesReadinessGateOnce(t *testing.T) {
 				if got := gateTypes(w); !slices.Equal(got, tc.want) {
 					t.Errorf("%+v: readiness gates %v, want %v", opts, got, tc.want)
 				}
-				again, err := Inject(w, opts)
+				again, err := Gate(w, opts)
 				if err != nil {
 					t.Fatal(err)
 				}

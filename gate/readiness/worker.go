@@ -1,4 +1,4 @@
-package gate
+package readiness
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const (
 // the closest it knows to the container's), then on a fixed-rate grid of
 // periodSeconds; a slow attempt drops the ticks it overran. Fast mode
 // probes back to back with a short backoff.
-func (a *Aggregator) work(ctx context.Context, c *container) {
+func (a *Aggregator) work(ctx context.Context, c *state) {
 	if d := c.timing.InitialDelay; d > 0 {
 		if !a.sleep(ctx, d, nil) {
 			return
@@ -40,7 +40,7 @@ func (a *Aggregator) work(ctx context.Context, c *container) {
 		a.mu.Lock()
 		fast := c.fast()
 		a.mu.Unlock()
-		if fast || c.probe != nil {
+		if fast || c.Probe != nil {
 			out := a.attempt(ctx, c, fast)
 			if ctx.Err() != nil {
 				return
@@ -61,7 +61,7 @@ func (a *Aggregator) work(ctx context.Context, c *container) {
 			}
 			wait, backoff = min(backoff, limit), min(backoff*2, limit)
 			anchor = now
-		case c.probe == nil:
+		case c.Probe == nil:
 			wait, backoff = -1, fastMinInterval // nothing to do until kicked
 		default:
 			backoff = fastMinInterval
@@ -100,22 +100,22 @@ func (a *Aggregator) sleep(ctx context.Context, d time.Duration, kick <-chan str
 // only a container that failed HTTP/1.1 and passed h2c counts as
 // speaking h2c only. When both fail, the HTTP/1.1 outcome (the
 // kubelet's) is the result.
-func (a *Aggregator) attempt(ctx context.Context, c *container, fast bool) probe.Outcome {
+func (a *Aggregator) attempt(ctx context.Context, c *state, fast bool) probe.Outcome {
 	http1 := func() probe.Outcome {
 		if fast {
 			return a.attemptFast(ctx, c)
 		}
-		return a.opts.Runner.Run(ctx, c.probe, a.opts.Target)
+		return a.opts.Runner.Run(ctx, c.Probe, a.opts.Target)
 	}
-	p := c.probe
+	p := c.Probe
 	if fast {
 		p = c.fastProbe
 	}
-	if a.h2c == nil || !isPlainHTTP(p) {
+	if !a.opts.HTTP2AutoDetection || !isPlainHTTP(p) {
 		return http1()
 	}
 	h2c := func() probe.Outcome {
-		return a.h2c.attempt(ctx, p.HTTPGet, a.opts.Target.PodIP, c.timing.Timeout)
+		return a.opts.Runner.AttemptH2C(ctx, p, a.opts.Target, c.timing.Timeout)
 	}
 	first, second := h2c, http1
 	if !c.h2cFirst {
@@ -140,7 +140,7 @@ func (a *Aggregator) attempt(ctx context.Context, c *container, fast bool) probe
 
 // attemptFast makes one attempt, without the retries of a kubelet tick
 // (the next attempt comes in milliseconds anyway).
-func (a *Aggregator) attemptFast(ctx context.Context, c *container) probe.Outcome {
+func (a *Aggregator) attemptFast(ctx context.Context, c *state) probe.Outcome {
 	p := c.fastProbe
 	timeout := c.timing.Timeout
 	if timeout <= 0 {
@@ -184,10 +184,10 @@ func (a *Aggregator) dial(ctx context.Context, addr string, timeout time.Duratio
 // aggressive probe that is not ready yet count toward the thresholds; the
 // extra attempts of a container marked down do not (they only clear the
 // mark), or a 10 s probe would fail its threshold in milliseconds.
-func (a *Aggregator) record(c *container, out probe.Outcome, fast bool) {
+func (a *Aggregator) record(c *state, out probe.Outcome, fast bool) {
 	a.mu.Lock()
 	now := a.clock.Now()
-	counted := c.probe != nil && (!fast || (c.aggressive && !c.verdict))
+	counted := c.Probe != nil && (!fast || (c.aggressive && !c.verdict))
 	c.attempts++
 	c.last, c.lastAt = out, now
 	switch {
@@ -195,7 +195,7 @@ func (a *Aggregator) record(c *container, out probe.Outcome, fast bool) {
 		// Dropped, as the kubelet drops it: nothing changes.
 	case out.Result.Passed():
 		if c.suspect != "" {
-			a.log.Info("container passes its probe again", "container", c.name, "after", now.Sub(c.fastSince).String())
+			a.log.Info("container passes its probe again", "container", c.Name, "after", now.Sub(c.fastSince).String())
 			c.suspect = ""
 			if c == a.serving {
 				close(a.back)
@@ -211,7 +211,7 @@ func (a *Aggregator) record(c *container, out probe.Outcome, fast bool) {
 		}
 		if counted && c.counter.Observe(true, c.timing.SuccessThreshold, c.timing.FailureThreshold) == prober.Success && !c.verdict {
 			c.verdict = true
-			a.log.Info("container ready", "container", c.name, "attempts", c.attempts)
+			a.log.Info("container ready", "container", c.Name, "attempts", c.attempts)
 		}
 	default:
 		if c.liveHold != "" {
@@ -221,12 +221,12 @@ func (a *Aggregator) record(c *container, out probe.Outcome, fast bool) {
 			c.verdict = false
 			c.fastSince = now
 			failures, _ := c.counter.Streak()
-			a.log.Info("container not ready", "container", c.name, "failures", failures, "message", out.Message)
+			a.log.Info("container not ready", "container", c.Name, "failures", failures, "message", out.Message)
 		}
 	}
 	a.recomputeLocked()
 	a.mu.Unlock()
 	if a.opts.OnAttempt != nil {
-		a.opts.OnAttempt(c.name, out)
+		a.opts.OnAttempt(c.Name, out)
 	}
 }

@@ -1,4 +1,4 @@
-package podspec
+package inject
 
 import (
 	"strings"
@@ -9,18 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
 	"github.com/podgate/podgate/wire"
 )
 
 // injected loads, validates and injects one workload, and decodes the
 // gate's configuration from the injected pod.
-func injected(t *testing.T, manifest string, opts Options) (*Workload, gateenv.Config) {
+func injected(t *testing.T, manifest string, opts Options) (*podspec.Workload, gateenv.Config) {
 	t.Helper()
 	w := one(t, manifest)
-	if errs := Validate(w); len(errs) > 0 {
+	if errs := validation.Validate(w); len(errs) > 0 {
 		t.Fatalf("invalid: %v", errs)
 	}
-	iw, err := Inject(w, opts)
+	iw, err := Gate(w, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,11 +335,11 @@ func TestInjectLocalMode(t *testing.T) {
 
 func TestInjectIsIdempotent(t *testing.T) {
 	w := one(t, svcWith("livenessProbe: {tcpSocket: {}}", "readinessProbe: {exec: {command: [x]}}"))
-	once, err := Inject(w, Options{})
+	once, err := Gate(w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	twice, err := Inject(once, Options{Local: true, GateImage: "other"})
+	twice, err := Gate(once, Options{Local: true, GateImage: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,5 +362,44 @@ func TestDrainQuietPeriod(t *testing.T) {
 		if got := drainQuietPeriod(&g); got != tt.want {
 			t.Errorf("grace %ds: quiet period %v, want %v", tt.grace, got, tt.want)
 		}
+	}
+}
+
+func TestInjectRefusesAUserContainerNamedPodgate(t *testing.T) {
+	w := one(t, strings.Replace(podWith(""), "name: app", "name: podgate", 1))
+	if _, err := Gate(w, Options{}); err == nil || !strings.Contains(err.Error(), "podgate") {
+		t.Fatalf("injecting a pod with a user container named podgate: err %v, want a name clash", err)
+	}
+}
+
+func TestManifestsInjectsTheWorkloadsAndKeepsTheRestInPlace(t *testing.T) {
+	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
+	m, err := podspec.Load(strings.NewReader(configMap+"---\n"+podWith("")+"---\n"+configMap), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := Manifests(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 3 {
+		t.Fatalf("%d items, want 3", len(items))
+	}
+	for i, it := range items {
+		w, isWorkload := it.(*podspec.Workload)
+		if isWorkload != (i == 1) {
+			t.Fatalf("item %d is %T: want the pod in the middle, in its place", i, it)
+		}
+		if isWorkload && !w.IsInjected() {
+			t.Error("the pod did not get the gate")
+		}
+	}
+
+	clash, err := podspec.Load(strings.NewReader(strings.Replace(podWith(""), "name: app", "name: podgate", 1)), "clash.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Manifests(clash, Options{}); err == nil || !strings.HasPrefix(err.Error(), "clash.yaml: doc 1: ") {
+		t.Errorf("Manifests of a pod that cannot be injected: %v, want the error named by its source", err)
 	}
 }

@@ -1,4 +1,4 @@
-package gate
+package readiness
 
 import (
 	"fmt"
@@ -14,18 +14,19 @@ import (
 // Knative's user container.
 const DefaultServingContainer = "user-container"
 
-// containerSpec is one container the gate answers for.
-type containerSpec struct {
-	name string
-	// probe is the readiness probe the gate runs itself; nil for none.
-	probe *corev1.Probe
-	// delegated: the container's readiness probe stays with the node agent
+// Container is one container the gate answers for.
+type Container struct {
+	Name string
+	// Probe is the readiness probe the gate runs itself; nil for none.
+	Probe *corev1.Probe
+	// Delegated: the container's readiness probe stays with the node agent
 	// or kubelet (exec), so the status source decides.
-	delegated bool
-	serving   bool
+	Delegated bool
+	// Serving: the container the gate's traffic goes to (exactly one).
+	Serving bool
 }
 
-// containerSpecs lists the containers of cfg, serving container first,
+// Containers lists the containers of cfg, serving container first,
 // then in the order of SERVING_READINESS_PROBE, PODGATE_CONTAINERS and
 // PODGATE_DELEGATED_READINESS. The serving container is the first of
 // PODGATE_CONTAINERS (the injector lists it first: in a Pod it may have no
@@ -33,7 +34,7 @@ type containerSpec struct {
 // Without PODGATE_READINESS_CONTAINERS (plain Knative), probe 0 belongs to
 // the serving container and the others are named container-1,
 // container-2, … in their order.
-func containerSpecs(cfg gateenv.Config) ([]containerSpec, error) {
+func Containers(cfg gateenv.Config) ([]Container, error) {
 	serving := DefaultServingContainer
 	switch {
 	case len(cfg.Containers) > 0:
@@ -41,14 +42,14 @@ func containerSpecs(cfg gateenv.Config) ([]containerSpec, error) {
 	case len(cfg.ReadinessContainers) > 0:
 		serving = cfg.ReadinessContainers[0]
 	}
-	var specs []containerSpec
+	var specs []Container
 	index := map[string]int{}
-	add := func(name string) *containerSpec {
+	add := func(name string) *Container {
 		if i, ok := index[name]; ok {
 			return &specs[i]
 		}
 		index[name] = len(specs)
-		specs = append(specs, containerSpec{name: name, serving: name == serving})
+		specs = append(specs, Container{Name: name, Serving: name == serving})
 		return &specs[len(specs)-1]
 	}
 	add(serving)
@@ -61,16 +62,16 @@ func containerSpecs(cfg gateenv.Config) ([]containerSpec, error) {
 			name = fmt.Sprintf("container-%d", i)
 		}
 		s := add(name)
-		if s.probe != nil {
+		if s.Probe != nil {
 			return nil, fmt.Errorf("%s: container %q has two readiness probes", gateenv.EnvReadinessContainers, name)
 		}
-		s.probe = p
+		s.Probe = p
 	}
 	for _, name := range cfg.Containers {
 		add(name)
 	}
 	for _, name := range cfg.DelegatedReadiness {
-		add(name).delegated = true
+		add(name).Delegated = true
 	}
 	routed := make([]string, 0, len(cfg.RoutedProbes))
 	for name := range cfg.RoutedProbes {

@@ -1,24 +1,21 @@
-package main
+package frontdoor
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/podgate/podgate/frontdoor"
 )
 
-func TestParseServicePorts(t *testing.T) {
+func TestParseServicePort(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		flag    string
-		want    frontdoor.ServicePort
+		want    ServicePort
 		wantErr string
 	}{
-		{name: "a name and a port", flag: "hello=8081", want: frontdoor.ServicePort{Name: "hello", Port: 8081}},
-		{name: "a namespace narrows the name", flag: "shop/web=0", want: frontdoor.ServicePort{Namespace: "shop", Name: "web"}},
+		{name: "a name and a port", flag: "hello=8081", want: ServicePort{Name: "hello", Port: 8081}},
+		{name: "a namespace narrows the name", flag: "shop/web=0", want: ServicePort{Namespace: "shop", Name: "web"}},
 		{name: "no equals sign", flag: "hello", wantErr: "want [NAMESPACE/]NAME=PORT"},
 		{name: "no name", flag: "=8081", wantErr: "want [NAMESPACE/]NAME=PORT"},
 		{name: "a port that is no number", flag: "hello=http", wantErr: `port "http"`},
@@ -27,40 +24,36 @@ func TestParseServicePorts(t *testing.T) {
 		{name: "an invalid namespace", flag: "Shop/web=80", wantErr: `namespace "Shop"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseServicePorts([]string{tc.flag})
+			got, err := ParseServicePort(tc.flag)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("parse %q: error %v, want one containing %q", tc.flag, err, tc.wantErr)
 				}
-				if exitCodeOf(err) != exitUsage {
-					t.Errorf("parse %q: exit code %d, want %d (usage)", tc.flag, exitCodeOf(err), exitUsage)
-				}
 				return
 			}
-			if err != nil || len(got) != 1 {
-				t.Fatalf("parse %q: %v %v", tc.flag, got, err)
+			if err != nil {
+				t.Fatalf("parse %q: %v", tc.flag, err)
 			}
 			tc.want.Raw = tc.flag
-			if got[0] != tc.want {
-				t.Errorf("parse %q = %+v, want %+v", tc.flag, got[0], tc.want)
+			if got != tc.want {
+				t.Errorf("parse %q = %+v, want %+v", tc.flag, got, tc.want)
 			}
 		})
 	}
 }
 
-func FuzzParseServicePorts(f *testing.F) {
+func FuzzParseServicePort(f *testing.F) {
 	for _, s := range []string{"hello=8081", "shop/web=0", "a/b/c=1", "x=65536", "=", "/=1", "a=+1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, flag string) {
-		got, err := parseServicePorts([]string{flag})
+		p, err := ParseServicePort(flag)
 		if err != nil {
-			if exitCodeOf(err) != exitUsage {
-				t.Fatalf("parse %q: error %v with exit code %d, want a usage error", flag, err, exitCodeOf(err))
+			if !strings.HasPrefix(err.Error(), "--service-port ") {
+				t.Fatalf("parse %q: error %v does not name the flag", flag, err)
 			}
 			return
 		}
-		p := got[0]
 		if p.Port < 0 || p.Port > 65535 {
 			t.Fatalf("parse %q: port %d out of range", flag, p.Port)
 		}
@@ -71,13 +64,4 @@ func FuzzParseServicePorts(f *testing.F) {
 			t.Fatalf("parse %q: invalid namespace %q accepted", flag, p.Namespace)
 		}
 	})
-}
-
-// exitCodeOf is the exit code an error from a subcommand leads to.
-func exitCodeOf(err error) int {
-	var e *exitError
-	if errors.As(err, &e) {
-		return e.code
-	}
-	return exitInvalid
 }

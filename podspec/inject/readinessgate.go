@@ -1,4 +1,4 @@
-package podspec
+package inject
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package gate
+package readiness
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"github.com/podgate/podgate/prober"
 )
 
-// container is the Aggregator's view of one container.
-type container struct {
-	containerSpec
+// state is the Aggregator's view of one container.
+type state struct {
+	Container
 	// timing is the readiness probe's, with the defaults applied;
 	// aggressive is Knative's periodSeconds: 0 mode.
 	timing     prober.Config
@@ -53,9 +53,9 @@ type container struct {
 }
 
 // ready says whether the container counts as ready, and if not, why.
-func (c *container) ready(haveSource bool) (bool, string) {
+func (c *state) ready(haveSource bool) (bool, string) {
 	switch {
-	case c.probe != nil && !c.verdict:
+	case c.Probe != nil && !c.verdict:
 		if c.attempts == 0 {
 			return false, "readiness probe not run yet"
 		}
@@ -67,7 +67,7 @@ func (c *container) ready(haveSource bool) (bool, string) {
 	case c.startupErr != "":
 		return false, c.startupErr
 	}
-	if c.delegated {
+	if c.Delegated {
 		switch {
 		case !haveSource:
 			return false, "readiness is delegated to the node agent, but the gate has no status source"
@@ -92,7 +92,7 @@ func statusWords(s *ContainerStatus) string {
 	return "container status"
 }
 
-func (c *container) lastMessage() string {
+func (c *state) lastMessage() string {
 	switch {
 	case c.attempts == 0:
 		return "not run yet"
@@ -106,13 +106,15 @@ func (c *container) lastMessage() string {
 
 // fast reports whether the worker probes as fast as it can: an aggressive
 // probe that is not ready yet, or a container marked down at once.
-func (c *container) fast() bool {
-	return c.suspect != "" || (c.aggressive && c.probe != nil && !c.verdict)
+func (c *state) fast() bool {
+	return c.suspect != "" || (c.aggressive && c.Probe != nil && !c.verdict)
 }
 
-// aggregatorOptions configure an Aggregator.
-type aggregatorOptions struct {
-	Clock  clock.Clock
+// Options configure an Aggregator. None is required.
+type Options struct {
+	// Clock times the probe schedule; nil is the real clock.
+	Clock clock.Clock
+	// Runner runs the probes; nil is probe.NewRunner().
 	Runner *probe.Runner
 	// Target is where probes without a host go (the pod IP locally,
 	// 127.0.0.1 on Kubernetes), and every gRPC probe.
@@ -126,38 +128,52 @@ type aggregatorOptions struct {
 	// HaveStatusSource says whether statuses will come; without one,
 	// delegated containers never count as ready.
 	HaveStatusSource bool
-	Logger           *slog.Logger
-	// OnChange is called (with the Aggregator's lock held: it must not call
-	// back) whenever a container's readiness or the aggregate changes.
-	OnChange func(container string, ready bool, reason string, all bool)
+	// Logger gets the changes of readiness (never the attempts); nil
+	// discards them.
+	Logger *slog.Logger
+	// OnContainerChange is called when a container's readiness changes
+	// (and once for each container as New builds the Aggregator), with why
+	// it is not ready. It runs with the Aggregator's lock held: it must not
+	// call back into the Aggregator.
+	OnContainerChange func(container string, ready bool, reason string)
+	// OnChange is called when the aggregate changes (and once from New),
+	// with every container not ready and why, joined by "; ". The
+	// Aggregator's lock is held, as for OnContainerChange.
+	OnChange func(ready bool, reasons string)
 	// OnAttempt is called after every probe attempt (lock not held).
 	OnAttempt func(container string, out probe.Outcome)
 }
 
-// Aggregator keeps the readiness of every container of the pod current.
+// Aggregator keeps the readiness of every container of the pod current:
+// the gate's own probes of them, the liveness and startup results the
+// gate routes, and what the status source says. Build it with New and
+// run its probes with Start.
 type Aggregator struct {
-	opts    aggregatorOptions
+	opts    Options
 	clock   clock.Clock
 	log     *slog.Logger
-	serving *container
-	h2c     *h2cProber // nil without HTTP/2 auto-detection
+	serving *state
 	// servingH2C: the serving container's readiness probe, on its
 	// traffic port, last passed over h2c only, so it speaks h2c there.
 	servingH2C atomic.Bool
 
 	mu         sync.Mutex
-	containers []*container
-	byName     map[string]*container
+	containers []*state
+	byName     map[string]*state
 	// back is closed (and replaced) when the serving container passes a
 	// probe after being marked down: held requests retry at once.
 	back chan struct{}
 
 	ready          atomic.Bool
-	readyState     map[string]bool // last reported per container, for OnChange
+	readyState     map[string]bool // last reported per container, for OnContainerChange
 	aggregateKnown bool
 }
 
-func newAggregator(specs []containerSpec, opts aggregatorOptions) *Aggregator {
+// New builds the Aggregator of containers (Containers lists them from
+// the gate's configuration; exactly one is the serving container) and
+// reports its first verdicts through opts' callbacks. No probe runs until
+// Start.
+func New(containers []Container, opts Options) *Aggregator {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -171,23 +187,20 @@ func newAggregator(specs []containerSpec, opts aggregatorOptions) *Aggregator {
 		opts:       opts,
 		clock:      opts.Clock,
 		log:        opts.Logger,
-		byName:     map[string]*container{},
+		byName:     map[string]*state{},
 		back:       make(chan struct{}),
 		readyState: map[string]bool{},
 	}
-	if opts.HTTP2AutoDetection {
-		a.h2c = newH2CProber(opts.Runner.UserAgent())
-	}
-	for _, s := range specs {
-		c := &container{containerSpec: s, kick: make(chan struct{}, 1), verdict: s.probe == nil}
-		if p := s.probe; s.serving && isPlainHTTP(p) && p.HTTPGet.Port.IntValue() == opts.UserPort &&
+	for _, s := range containers {
+		c := &state{Container: s, kick: make(chan struct{}, 1), verdict: s.Probe == nil}
+		if p := s.Probe; s.Serving && isPlainHTTP(p) && p.HTTPGet.Port.IntValue() == opts.UserPort &&
 			(p.HTTPGet.Host == "" || p.HTTPGet.Host == opts.Target.PodIP) {
 			c.probesUserPort = true
 		}
-		c.fastProbe = s.probe
-		if s.probe != nil {
-			c.timing, c.aggressive = prober.Timing(s.probe, true)
-		} else if s.serving && opts.UserPort > 0 {
+		c.fastProbe = s.Probe
+		if s.Probe != nil {
+			c.timing, c.aggressive = prober.Timing(s.Probe, true)
+		} else if s.Serving && opts.UserPort > 0 {
 			c.fastProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(opts.UserPort)},
 			}}
@@ -195,11 +208,11 @@ func newAggregator(specs []containerSpec, opts aggregatorOptions) *Aggregator {
 		if c.aggressive {
 			c.fastSince = a.clock.Now()
 		}
-		if s.serving {
+		if s.Serving {
 			a.serving = c
 		}
 		a.containers = append(a.containers, c)
-		a.byName[s.name] = c
+		a.byName[s.Name] = c
 	}
 	a.mu.Lock()
 	a.recomputeLocked()
@@ -211,16 +224,16 @@ func newAggregator(specs []containerSpec, opts aggregatorOptions) *Aggregator {
 func (a *Aggregator) Ready() bool { return a.ready.Load() }
 
 // Serving is the name of the serving container.
-func (a *Aggregator) Serving() string { return a.serving.name }
+func (a *Aggregator) Serving() string { return a.serving.Name }
 
 // ServingSpeaksH2C reports whether the serving container's traffic port
 // was found to answer h2c and not HTTP/1.1 (HTTP/2 auto-detection), so the
 // proxy sends it HTTP/1.1 requests as h2c too.
 func (a *Aggregator) ServingSpeaksH2C() bool { return a.servingH2C.Load() }
 
-// start runs one probe worker per container that has something to probe,
+// Start runs one probe worker per container that has something to probe,
 // until ctx ends; wait blocks until they all returned.
-func (a *Aggregator) start(ctx context.Context) (wait func()) {
+func (a *Aggregator) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	for _, c := range a.containers {
 		if c.fastProbe == nil {
@@ -345,7 +358,7 @@ func (a *Aggregator) SetStatuses(statuses []ContainerStatus) {
 		}
 	}
 	for _, c := range a.containers {
-		if !seen[c.name] {
+		if !seen[c.Name] {
 			c.status = nil
 		}
 	}
@@ -361,19 +374,19 @@ func (a *Aggregator) recomputeLocked() {
 		ok, reason := c.ready(a.opts.HaveStatusSource)
 		all = all && ok
 		if !ok {
-			why = append(why, c.name+": "+reason)
+			why = append(why, c.Name+": "+reason)
 		}
-		if prev, known := a.readyState[c.name]; !known || prev != ok {
-			a.readyState[c.name] = ok
-			if a.opts.OnChange != nil {
-				a.opts.OnChange(c.name, ok, reason, false)
+		if prev, known := a.readyState[c.Name]; !known || prev != ok {
+			a.readyState[c.Name] = ok
+			if a.opts.OnContainerChange != nil {
+				a.opts.OnContainerChange(c.Name, ok, reason)
 			}
 		}
 	}
 	if prev := a.ready.Swap(all); prev != all || !a.aggregateKnown {
 		a.aggregateKnown = true
 		if a.opts.OnChange != nil {
-			a.opts.OnChange("", all, strings.Join(why, "; "), true)
+			a.opts.OnChange(all, strings.Join(why, "; "))
 		}
 	}
 }
@@ -401,11 +414,11 @@ func (a *Aggregator) Report() []ContainerReport {
 	for _, c := range a.containers {
 		ok, reason := c.ready(a.opts.HaveStatusSource)
 		r := ContainerReport{
-			Name: c.name, Ready: ok, Reason: reason, Delegated: c.delegated, Serving: c.serving,
+			Name: c.Name, Ready: ok, Reason: reason, Delegated: c.Delegated, Serving: c.Serving,
 			Attempts: c.attempts, LastAt: c.lastAt,
 		}
-		if c.probe != nil {
-			r.Probe = describeProbe(c.probe, c.timing, c.aggressive)
+		if c.Probe != nil {
+			r.Probe = describeProbe(c.Probe, c.timing, c.aggressive)
 		}
 		if c.attempts > 0 {
 			r.LastResult, r.LastMessage = c.last.Result.String(), c.last.Message
