@@ -21,7 +21,7 @@ func TestLoadWorkloadsRefusesProblemsAndNotesWhatItSkips(t *testing.T) {
 		wantOut   string
 		wantErr   string
 	}{
-		{"a pod, and a ConfigMap noted as skipped", []podspec.Input{input("a.yaml", pod + "---\n" + configMap)}, []string{"web"},
+		{"a pod, and a ConfigMap noted as skipped", []podspec.Input{input("a.yaml", pod+"---\n"+configMap)}, []string{"web"},
 			"note: a.yaml: doc 2: v1 ConfigMap/settings: skipped", ""},
 		{"a problem is written and nothing loads", []podspec.Input{input("b.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n")}, nil,
 			"b.yaml: doc 1: Pod/x: spec.containers: Required value", "1 problem(s) in the manifests; nothing was started"},
