@@ -16,6 +16,7 @@ import (
 
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/runtime/images"
 )
 
 // Defaults of Config.
@@ -128,10 +129,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if errs := validation.IsDNS1123Subdomain(cfg.NodeName); len(errs) > 0 {
 		return cfg, fmt.Errorf("--name %q: %s", cfg.NodeName, strings.Join(errs, "; "))
 	}
-	for _, im := range cfg.Images {
-		if name, path, ok := strings.Cut(im, "="); !ok || name == "" || path == "" {
-			return cfg, fmt.Errorf("--image %q: want NAME=PATH", im)
-		}
+	if err := images.CheckFlags(cfg.Images); err != nil {
+		return cfg, err
 	}
 	if cfg.Executable == "" {
 		if cfg.Executable, err = os.Executable(); err != nil {

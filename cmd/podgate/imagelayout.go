@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/podgate/podgate/ociimage"
 	"github.com/podgate/podgate/runtime/images"
@@ -15,10 +14,8 @@ const imageLayoutUsage = "OCI image layout DIR (scripts/image.sh writes one): a 
 // checkImageFlags refuses an --image that is not NAME=PATH as a usage
 // error (whether PATH runs is images.FromFlags's question, later).
 func checkImageFlags(flags []string) error {
-	for _, im := range flags {
-		if name, path, ok := strings.Cut(im, "="); !ok || name == "" || path == "" {
-			return usageErrorf("--image %q: want NAME=PATH, e.g. --image ghcr.io/acme/api=./bin/api", im)
-		}
+	if err := images.CheckFlags(flags); err != nil {
+		return usageErrorf("%v", err)
 	}
 	return nil
 }

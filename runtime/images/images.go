@@ -64,6 +64,18 @@ func Default() (Map, error) {
 	}, nil
 }
 
+// CheckFlags checks that every --image flag is written NAME=PATH (whether
+// PATH runs is FromFlags's question, later), so commands can refuse a
+// misspelt flag as a usage error before anything starts.
+func CheckFlags(flags []string) error {
+	for _, f := range flags {
+		if name, path, ok := strings.Cut(f, "="); !ok || name == "" || path == "" {
+			return fmt.Errorf("--image %q: want NAME=PATH, e.g. --image ghcr.io/acme/api=./bin/api", f)
+		}
+	}
+	return nil
+}
+
 // FromFlags is Default plus --image NAME=PATH mappings (their syntax
 // checked with the other flags): PATH, made absolute, must be an
 // executable file.
