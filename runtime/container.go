@@ -11,6 +11,7 @@ import (
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/runtime/backoff"
 	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/kill"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
 )
@@ -41,7 +42,7 @@ type container struct {
 	stderr    *logbuf.LineWriter
 	startedAt time.Time
 	running   bool
-	kill      *killing // set while a kill is under way
+	kill      *kill.Kill // set while a kill is under way
 	ready     bool
 	started   bool
 

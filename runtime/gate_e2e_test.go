@@ -123,6 +123,22 @@ func (h *harness) outputLine(pod, container, substr string) int {
 	return -1
 }
 
+// loggedAt is the time= stamp the process wrote on output line i. Each
+// process stamps its own lines (slog, milliseconds, one clock); the line
+// order of the merged output is only the order two pipes were relayed in,
+// which a loaded machine may swap.
+func (h *harness) loggedAt(i int) time.Time {
+	h.t.Helper()
+	line := strings.Split(h.out.String(), "\n")[i]
+	_, rest, ok := strings.Cut(line, "time=")
+	stamp, _, _ := strings.Cut(rest, " ")
+	at, err := time.Parse(time.RFC3339Nano, stamp)
+	if !ok || err != nil {
+		h.t.Fatalf("output line %q has no time= stamp: %v", line, err)
+	}
+	return at
+}
+
 func (h *harness) waitOutputLine(pod, container, substr string) int {
 	h.t.Helper()
 	deadline := time.Now().Add(waitLimit)
@@ -415,11 +431,11 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 	if err != nil || code != 200 || !strings.Contains(body, "drain") {
 		t.Fatalf("request during the drain: %d %q %v; want 200 from the app", code, body, err)
 	}
-	drained := h.waitOutputLine("drain", wire.GateContainerName, "drained: no request for the quiet period")
-	term := h.waitOutputLine("drain", "app", "termination requested")
+	drained := h.loggedAt(h.waitOutputLine("drain", wire.GateContainerName, "drained: no request for the quiet period"))
+	term := h.loggedAt(h.waitOutputLine("drain", "app", "termination requested"))
 	sigterm := time.Now()
-	if term < drained {
-		t.Errorf("the app's SIGTERM (output line %d) came before the gate's drain (line %d)", term, drained)
+	if term.Before(drained) {
+		t.Errorf("the app's SIGTERM (logged at %s) came before the gate's drain (%s)", term.Format(time.StampMilli), drained.Format(time.StampMilli))
 	}
 	if quiet := 3 * time.Second; sigterm.Sub(lastRequest) < quiet {
 		t.Errorf("the app got SIGTERM %s after the last request, within the %s quiet period", sigterm.Sub(lastRequest), quiet)

@@ -21,7 +21,7 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 	now := metav1.NewTime(p.a.clock.Now())
 	p.a.owners.Remove(c.proc.Pid)
 	c.logs.End()
-	probeKill := c.kill != nil && c.kill.probe
+	probeKill := c.kill != nil && c.kill.Probe
 	c.running, c.proc, c.kill, c.ready, c.started = false, nil, nil, false, false
 	p.mgr.ContainerStopped(c.name, id)
 	reason := "Completed"

@@ -2,28 +2,13 @@ package runtime
 
 import (
 	"context"
-	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/runtime/hooks"
-	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/runtime/kill"
 )
-
-// minGrace is the kubelet's minimumGracePeriodInSeconds: whatever the
-// preStop hook used up, a container gets this long after SIGTERM.
-const minGrace = 2 * time.Second
-
-// killing is a kill under way.
-type killing struct {
-	probe     bool // a liveness or startup failure asked for it
-	force     chan struct{}
-	forceOnce sync.Once
-}
-
-func (k *killing) forceNow() { k.forceOnce.Do(func() { close(k.force) }) }
 
 // beginTermination starts the pod's graceful termination (deletion or
 // agent shutdown). grace nil means the pod's terminationGracePeriodSeconds;
@@ -130,7 +115,7 @@ func (p *pod) forceAll() {
 		if c.kill == nil {
 			p.startKillNow(c)
 		} else {
-			c.kill.forceNow()
+			c.kill.Force()
 		}
 	}
 }
@@ -138,13 +123,13 @@ func (p *pod) forceAll() {
 // startKill records Killing and stops c on a goroutine of its own: preStop
 // (which eats into grace), SIGTERM to the container's main process, then
 // SIGKILL to its whole group once the grace period is over (at least
-// minGrace after SIGTERM). The exit reaches the worker as evExited.
+// kill.MinGrace after SIGTERM). The exit reaches the worker as evExited.
 func (p *pod) startKill(c *container, grace time.Duration, message string, probeKill bool) {
 	if p.forced {
 		p.startKillNow(c)
 		return
 	}
-	k := &killing{probe: probeKill, force: make(chan struct{})}
+	k := kill.New(probeKill)
 	c.kill = k
 	p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
 	pr := c.proc
@@ -155,13 +140,19 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 	p.tasks.Add(1)
 	go func() {
 		defer p.tasks.Done()
-		p.killProcess(k, pr, c, hook, grace)
+		var preStop func(context.Context)
+		if hook != nil {
+			preStop = func(ctx context.Context) { p.runPreStop(ctx, c, hook) }
+		}
+		k.Run(p.a.clock, pr, grace, preStop, func(err error) {
+			p.a.log.Warn("SIGTERM", "pod", p.namespace+"/"+p.name, "container", c.name, "err", err)
+		})
 	}()
 }
 
 func (p *pod) startKillNow(c *container) {
-	k := &killing{force: make(chan struct{})}
-	k.forceNow()
+	k := kill.New(false)
+	k.Force()
 	c.kill = k
 	p.record(c, corev1.EventTypeNormal, ReasonKilling, "Stopping container "+c.name)
 	c.proc.Kill()
@@ -174,47 +165,5 @@ func (p *pod) runPreStop(ctx context.Context, c *container, h *corev1.LifecycleH
 	err := hooks.Run(ctx, h, c.probeTarget(p.ip.String()), p.a.clock)
 	if err != nil && ctx.Err() == nil {
 		p.record(c, corev1.EventTypeWarning, ReasonFailedPreStopHook, "PreStopHook failed: "+err.Error())
-	}
-}
-
-// killProcess runs on its own goroutine; c's fields it reads (spec, env,
-// dir) never change.
-func (p *pod) killProcess(k *killing, pr *proc.Process, c *container, hook *corev1.LifecycleHandler, grace time.Duration) {
-	clk := p.a.clock
-	start := clk.Now()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	watchDone := make(chan struct{})
-	defer close(watchDone)
-	go func() {
-		// The hook has no business once the process is gone or the kill
-		// is forced.
-		select {
-		case <-pr.Done():
-		case <-k.force:
-		case <-watchDone:
-		}
-		cancel()
-	}()
-	if hook != nil && grace > 0 {
-		t := clk.AfterFunc(grace, cancel)
-		p.runPreStop(ctx, c, hook)
-		t.Stop()
-	}
-	remaining := grace - clk.Since(start)
-	if remaining < minGrace {
-		remaining = minGrace
-	}
-	if err := pr.Signal(syscall.SIGTERM); err != nil {
-		p.a.log.Warn("SIGTERM", "pod", p.namespace+"/"+p.name, "container", c.name, "err", err)
-	}
-	t := clk.NewTimer(remaining)
-	defer t.Stop()
-	select {
-	case <-pr.Done():
-	case <-t.C():
-		pr.Kill()
-	case <-k.force:
-		pr.Kill()
 	}
 }

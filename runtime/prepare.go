@@ -4,16 +4,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/expansion"
 	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/runtime/containerconfig"
 	"github.com/podgate/podgate/runtime/env"
 )
 
 // EnvPodIP is the pod's address, set in every container before
 // its own env, which may refer to it or replace it (docs/running.md,
 // "What a pod gets"). $PORT is the control plane's, in the pod spec.
-const EnvPodIP = "POD_IP"
+const EnvPodIP = containerconfig.EnvPodIP
 
 // prepareContainers resolves every container of the pod: the environment
 // (downward API included), the command line with $(VAR) expanded, the
@@ -37,31 +36,20 @@ func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, in
 }
 
 func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, extra []env.Var, init bool, enter func(func() error) error) *container {
-	c := &container{
+	r := containerconfig.Resolver{Base: a.base, Images: a.opts.Images, WorkDir: a.workDir}
+	cfg := r.Resolve(spec, path, info, extra, enter)
+	return &container{
 		name:    spec.Name,
 		spec:    spec,
 		path:    path,
 		init:    init,
 		sidecar: init && spec.RestartPolicy != nil && *spec.RestartPolicy == corev1.ContainerRestartPolicyAlways,
+		env:     cfg.Env,
+		argv:    cfg.Argv,
+		dir:     cfg.Dir,
+		exec:    cfg.Exec,
+		setup:   cfg.Errs,
 	}
-	injected := append([]env.Var{{Name: "HOSTNAME", Value: info.Name}, {Name: EnvPodIP, Value: info.PodIP}}, extra...)
-	vars, errs := env.Resolve(a.base, injected, spec, info, path)
-	c.env = vars
-	c.setup = append(c.setup, errs...)
-	argv, ferr := a.opts.Images.Argv(spec.Image, spec.Command, spec.Args, path)
-	if ferr != nil {
-		c.setup = append(c.setup, ferr)
-	}
-	for i := range argv {
-		argv[i] = expansion.Expand(argv[i], vars.Get)
-	}
-	c.argv = argv
-	c.dir = spec.WorkingDir
-	if c.dir == "" {
-		c.dir = a.workDir
-	}
-	c.exec = a.opts.Images.Executor(probe.HostExecutor{Dir: c.dir, Env: vars.Strings(), Enter: enter})
-	return c
 }
 
 // checkWorkload resolves the workload's containers for a stand-in pod, to

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/runtime/kill"
 )
 
 // The pod's grace period is far longer than any wait here: only the
@@ -37,7 +39,7 @@ func TestProbeTerminationGracePeriodOverridesThePods(t *testing.T) {
 				t.Fatalf("lastState = %+v, want killed by SIGKILL (137) after the probe's grace period", last)
 			}
 			// SIGKILL came after the kubelet's 2 s floor, not the probe's 1 s.
-			if ran := last.FinishedAt.Sub(last.StartedAt.Time); ran < minGrace {
+			if ran := last.FinishedAt.Sub(last.StartedAt.Time); ran < kill.MinGrace {
 				t.Errorf("container ran %s, want at least the 2s minimum grace period after SIGTERM", ran)
 			}
 		})

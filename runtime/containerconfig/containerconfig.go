@@ -1,0 +1,60 @@
+// Package containerconfig resolves what a container runs with, as the
+// kubelet does before it creates one: the environment (injected variables,
+// envFrom, env, the downward API), the command line from the image and the
+// spec with $(VAR) expanded, the working directory, and the executor of its
+// exec probes and hooks. A problem does not stop the resolution: it is kept
+// so the container fails to start with CreateContainerConfigError.
+package containerconfig
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/expansion"
+	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/images"
+)
+
+// EnvPodIP is the pod's address, set in every container before its own
+// env, which may refer to it or replace it.
+const EnvPodIP = "POD_IP"
+
+// Config is one container's resolved configuration.
+type Config struct {
+	Env  *env.List
+	Argv []string
+	Dir  string
+	Exec probe.Executor // runs its exec probes and hooks
+	// Errs is why the container cannot be started, if anything.
+	Errs field.ErrorList
+}
+
+// Resolver holds what every container of a node shares.
+type Resolver struct {
+	Base    []env.Var  // the node's base environment (PATH, HOME, …)
+	Images  images.Map // image → program
+	WorkDir string     // the directory of a container without workingDir
+}
+
+// Resolve resolves spec, found at path. extra comes after HOSTNAME and
+// POD_IP; enter starts the exec probes and hooks inside the pod's network
+// (nil: as any process).
+func (r Resolver) Resolve(spec *corev1.Container, path *field.Path, info env.PodInfo, extra []env.Var, enter func(func() error) error) Config {
+	injected := append([]env.Var{{Name: "HOSTNAME", Value: info.Name}, {Name: EnvPodIP, Value: info.PodIP}}, extra...)
+	vars, errs := env.Resolve(r.Base, injected, spec, info, path)
+	cfg := Config{Env: vars, Errs: errs, Dir: spec.WorkingDir}
+	argv, ferr := r.Images.Argv(spec.Image, spec.Command, spec.Args, path)
+	if ferr != nil {
+		cfg.Errs = append(cfg.Errs, ferr)
+	}
+	for i := range argv {
+		argv[i] = expansion.Expand(argv[i], vars.Get)
+	}
+	cfg.Argv = argv
+	if cfg.Dir == "" {
+		cfg.Dir = r.WorkDir
+	}
+	cfg.Exec = r.Images.Executor(probe.HostExecutor{Dir: cfg.Dir, Env: vars.Strings(), Enter: enter})
+	return cfg
+}

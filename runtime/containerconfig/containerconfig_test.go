@@ -1,0 +1,59 @@
+package containerconfig
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/runtime/env"
+)
+
+func TestResolveAsTheKubeletBeforeCreate(t *testing.T) {
+	t.Parallel()
+	r := Resolver{Base: []env.Var{{Name: "PATH", Value: "/usr/bin:/bin"}}, WorkDir: "/node/work"}
+	info := env.PodInfo{Name: "web-1", Namespace: "ns", PodIP: "10.0.0.7"}
+	for _, tc := range []struct {
+		name     string
+		spec     corev1.Container
+		extra    []env.Var
+		wantArgv []string
+		wantDir  string
+		wantErrs int
+	}{
+		{name: "HOSTNAME and POD_IP are expanded in the command line",
+			spec:     corev1.Container{Name: "c", Command: []string{"/bin/echo"}, Args: []string{"$(HOSTNAME)", "$(POD_IP)"}},
+			wantArgv: []string{"/bin/echo", "web-1", "10.0.0.7"}, wantDir: "/node/work"},
+		{name: "the container's env replaces POD_IP",
+			spec:     corev1.Container{Name: "c", Command: []string{"/bin/echo", "$(POD_IP)"}, Env: []corev1.EnvVar{{Name: "POD_IP", Value: "mine"}}},
+			wantArgv: []string{"/bin/echo", "mine"}, wantDir: "/node/work"},
+		{name: "the node's extras come after the injected ones",
+			spec:     corev1.Container{Name: "c", Command: []string{"/bin/echo", "$(EXTRA)"}},
+			extra:    []env.Var{{Name: "EXTRA", Value: "x"}},
+			wantArgv: []string{"/bin/echo", "x"}, wantDir: "/node/work"},
+		{name: "workingDir wins over the node's directory",
+			spec:     corev1.Container{Name: "c", Command: []string{"/bin/true"}, WorkingDir: "/tmp"},
+			wantArgv: []string{"/bin/true"}, wantDir: "/tmp"},
+		{name: "an unresolvable entrypoint is kept as an error, not fatal",
+			spec:    corev1.Container{Name: "c", Image: "no-such-image"},
+			wantDir: "/node/work", wantErrs: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := r.Resolve(&tc.spec, field.NewPath("spec", "containers").Index(0), info, tc.extra, nil)
+			if len(cfg.Errs) != tc.wantErrs {
+				t.Fatalf("errors %v, want %d", cfg.Errs, tc.wantErrs)
+			}
+			if tc.wantErrs == 0 && !slices.Equal(cfg.Argv, tc.wantArgv) {
+				t.Errorf("argv %q, want %q", cfg.Argv, tc.wantArgv)
+			}
+			if cfg.Dir != tc.wantDir {
+				t.Errorf("dir %q, want %q", cfg.Dir, tc.wantDir)
+			}
+			if cfg.Exec == nil || cfg.Env == nil {
+				t.Errorf("no executor or environment: %+v", cfg)
+			}
+		})
+	}
+}
