@@ -70,6 +70,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = timeline.WriteLivePage(w, title, "events")
 	case "/events":
 		h.serveEvents(w, r)
+	case "/favicon.ico":
+		// Browsers ask; the page has no icon, and a 404 is a console error.
+		w.WriteHeader(http.StatusNoContent)
 	default:
 		http.NotFound(w, r)
 	}
