@@ -1,9 +1,11 @@
-// Package timeline turns a recording (package recording) into views of
-// one time axis: a text table of what happened with the endpoints after
-// each step and the requests summarised per interval, and a picture
-// (SVG, or a self-contained HTML page around it) with a swimlane per
-// container, endpoint and gate verdict, the requests per pod and the
-// scenario's marks. It is pure: facts in, bytes out to a writer.
+// Package timeline lays a recording (package recording) out on one time
+// axis: who is in it (pods, their containers, endpoints), what each held
+// over time (container states, the pod's readiness, the gate's verdict,
+// endpoint conditions), every probe attempt, every request with the pod
+// that served it, every kill with the stretch in which its pod should
+// have got no request, and the scenario's marks. Package
+// timeline/render draws it as a table or a picture. It is pure: facts
+// in, a Model out.
 package timeline
 
 import (
@@ -628,8 +630,9 @@ var niceSteps = []time.Duration{
 	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour,
 }
 
-// step is the smallest nice step that cuts span into at most n pieces.
-func step(span time.Duration, n int) time.Duration {
+// Step is the smallest nice step (10 ms, 20 ms, 50 ms, … 1 h) that cuts
+// span into at most n pieces: axis ticks and request intervals.
+func Step(span time.Duration, n int) time.Duration {
 	for _, s := range niceSteps {
 		if span <= s*time.Duration(n) {
 			return s
@@ -638,11 +641,43 @@ func step(span time.Duration, n int) time.Duration {
 	return span / time.Duration(n)
 }
 
-// interval is the request interval of a view over from–to: the option,
+// Interval is the request interval of a view over from–to: the option,
 // else one that cuts the range into at most n.
-func interval(o Options, from, to time.Time, n int) time.Duration {
+func Interval(o Options, from, to time.Time, n int) time.Duration {
 	if o.Interval > 0 {
 		return o.Interval
 	}
-	return step(to.Sub(from), n)
+	return Step(to.Sub(from), n)
+}
+
+// Sorted are the facts in time order.
+func (m *Model) Sorted() []recording.Fact { return m.sorted }
+
+// Pod is the pod of key NAMESPACE/NAME, or nil.
+func (m *Model) Pod(key string) *Pod { return m.pods[key] }
+
+// Requests are every request, by the time it was sent.
+func (m *Model) Requests() []Request {
+	var all []Request
+	for _, p := range m.Pods {
+		all = append(all, p.Requests...)
+	}
+	all = append(all, m.Unrouted...)
+	slices.SortStableFunc(all, func(a, b Request) int { return a.Sent.Compare(b.Sent) })
+	return all
+}
+
+// Rel is t relative to the recording's start: +MM:SS.mmm (+H:MM:SS.mmm
+// past an hour).
+func (m *Model) Rel(t time.Time) string {
+	d, sign := t.Sub(m.Start), "+"
+	if d < 0 {
+		d, sign = -d, "-"
+	}
+	ms := d.Milliseconds()
+	h, mi, s, frac := ms/3600000, ms/60000%60, ms/1000%60, ms%1000
+	if h > 0 {
+		return fmt.Sprintf("%s%d:%02d:%02d.%03d", sign, h, mi, s, frac)
+	}
+	return fmt.Sprintf("%s%02d:%02d.%03d", sign, mi, s, frac)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/timeline/internal/scenario"
 )
 
 func TestRequestClassIsWhatTheClientMet(t *testing.T) {
@@ -37,7 +38,7 @@ func TestRequestClassIsWhatTheClientMet(t *testing.T) {
 }
 
 func TestEndpointStateReadsConditionsAsKubernetes(t *testing.T) {
-	tr, fa := bp(true), bp(false)
+	tr, fa := scenario.Bool(true), scenario.Bool(false)
 	tests := []struct {
 		name string
 		e    recording.Endpoint
@@ -85,17 +86,17 @@ func TestOptionsRefuseRangesThatAreNot(t *testing.T) {
 func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
 	tests := []struct {
 		name     string
-		scenario *scenario
+		scenario *scenario.Scenario
 		from, to time.Time
 	}{
 		// The gate took the pod out at the first liveness failure.
-		{"gated: from not ready, before the kill", livenessRestart(), at(10.02), at(22.02)},
+		{"gated: from not ready, before the kill", scenario.LivenessRestart(), scenario.At(10.02), scenario.At(22.02)},
 		// Without it the pod was Ready when killed.
-		{"ungated: from the kill", kubernetesRestart(), at(20), at(25.01)},
+		{"ungated: from the kill", scenario.KubernetesRestart(), scenario.At(20), scenario.At(25.01)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, facts := tt.scenario.roundTrip(t, "")
+			h, facts := tt.scenario.RoundTrip(t, "")
 			m, err := Build(h, facts, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -104,24 +105,24 @@ func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
 			if len(kills) != 1 {
 				t.Fatalf("kills %+v, want the one", kills)
 			}
-			if k := kills[0]; !k.At.Equal(at(20)) || !k.From.Equal(tt.from) || !k.To.Equal(tt.to) || k.Container != "app" {
-				t.Errorf("kill %+v, want at +20s of app, window %s–%s", k, m.rel(tt.from), m.rel(tt.to))
+			if k := kills[0]; !k.At.Equal(scenario.At(20)) || !k.From.Equal(tt.from) || !k.To.Equal(tt.to) || k.Container != "app" {
+				t.Errorf("kill %+v, want at +20s of app, window %s–%s", k, m.Rel(tt.from), m.Rel(tt.to))
 			}
 		})
 	}
 }
 
 func TestKillsComeFromRestartFlagsWithoutEvents(t *testing.T) {
-	s := &scenario{}
-	s.startPod(0, "web-a", "10.244.0.2", false)
-	s.probe(5, "web-a", "app", "liveness", "failure", liveness500, true)
-	s.state(6, "web-a", "app", "running", "", false, 1, "web-a-app-1")
-	h, facts := s.roundTrip(t, "")
+	s := &scenario.Scenario{}
+	s.StartPod(0, "web-a", "10.244.0.2", false)
+	s.Probe(5, "web-a", "app", "liveness", "failure", scenario.Liveness500, true)
+	s.State(6, "web-a", "app", "running", "", false, 1, "web-a-app-1")
+	h, facts := s.RoundTrip(t, "")
 	m, err := Build(h, facts, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := m.Pods[0].Kills; len(k) != 1 || !k[0].At.Equal(at(5)) {
+	if k := m.Pods[0].Kills; len(k) != 1 || !k[0].At.Equal(scenario.At(5)) {
 		t.Errorf("kills %+v, want one at +5s from the probe's restart", k)
 	}
 	var states []string
@@ -134,7 +135,7 @@ func TestKillsComeFromRestartFlagsWithoutEvents(t *testing.T) {
 }
 
 func TestParseReadsUpToACutLastLine(t *testing.T) {
-	h, facts := livenessRestart().roundTrip(t, "")
+	h, facts := scenario.LivenessRestart().RoundTrip(t, "")
 	var buf bytes.Buffer
 	w, err := recording.NewWriter(&buf, h, 0)
 	if err != nil {

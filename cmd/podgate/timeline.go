@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/timeline/render"
 )
 
 func init() { register(newTimelineCmd) }
@@ -38,8 +39,8 @@ not writable, 2 usage error. See docs/timeline.md.`,
   podgate timeline run.jsonl --format svg --from 10s --to 40s --interval 500ms`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(timeline.Formats, format) {
-				return usageErrorf("--format %q: want one of %s", format, strings.Join(timeline.Formats, ", "))
+			if !slices.Contains(render.Formats, format) {
+				return usageErrorf("--format %q: want one of %s", format, strings.Join(render.Formats, ", "))
 			}
 			if err := o.Check(); err != nil {
 				return usageErrorf("%v", err)
@@ -75,7 +76,7 @@ func renderTimeline(file, format, out string, o timeline.Options, stdin io.Reade
 		fmt.Fprintf(stderr, "podgate timeline: %s: %s\n", file, warning)
 	}
 	var buf bytes.Buffer
-	if err := timeline.Render(&buf, format, h, facts, o); err != nil {
+	if err := render.Recording(&buf, format, h, facts, o); err != nil {
 		return invalidf("%s: %v", file, err)
 	}
 	if out == "-" {

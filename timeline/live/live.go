@@ -18,6 +18,7 @@ import (
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/timeline/render"
 )
 
 // Timing of the updates a watcher gets.
@@ -67,7 +68,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if h.header.Source != "" {
 			title += " — " + h.header.Source
 		}
-		_ = timeline.WriteLivePage(w, title, "events")
+		_ = render.LivePage(w, title, "events")
 	case "/events":
 		h.serveEvents(w, r)
 	case "/favicon.ico":
@@ -143,13 +144,13 @@ func (h *Handler) send(w http.ResponseWriter, facts []recording.Fact) error {
 		return err
 	}
 	var svg, panel strings.Builder
-	if err := timeline.WriteSVG(&svg, m, o); err != nil {
+	if err := render.SVG(&svg, m, o); err != nil {
 		return err
 	}
-	if err := timeline.WritePanel(&panel, m); err != nil {
+	if err := render.Panel(&panel, m); err != nil {
 		return err
 	}
-	data, err := json.Marshal(frame{SVG: svg.String(), Panel: panel.String(), Meta: timeline.Meta(m, o), Facts: len(facts)})
+	data, err := json.Marshal(frame{SVG: svg.String(), Panel: panel.String(), Meta: render.Meta(m, o), Facts: len(facts)})
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
-package timeline
+package render
 
 import (
 	_ "embed"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/podgate/podgate/timeline"
 )
 
 //go:embed assets/page.css
@@ -13,31 +15,31 @@ var pageCSS string
 //go:embed assets/page.js
 var pageJS string
 
-// WriteHTML writes one self-contained page: the picture (inline SVG),
+// HTML writes one self-contained page: the picture (inline SVG),
 // the state of every pod and container at the end of the range, and the
 // script that zooms by time range; no external asset. It prints on white.
-func WriteHTML(w io.Writer, m *Model, o Options) error {
+func HTML(w io.Writer, m *timeline.Model, o timeline.Options) error {
 	var svg, panel strings.Builder
-	if err := WriteSVG(&svg, m, o); err != nil {
+	if err := SVG(&svg, m, o); err != nil {
 		return err
 	}
-	if err := WritePanel(&panel, m); err != nil {
+	if err := Panel(&panel, m); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, page(Title(m), Meta(m, o), svg.String(), panel.String(), ""))
 	return err
 }
 
-// WriteLivePage writes the page of a live view: the same page with an
+// LivePage writes the page of a live view: the same page with an
 // empty picture that the script fills from the Server-Sent Events at
 // eventsURL.
-func WriteLivePage(w io.Writer, title, eventsURL string) error {
+func LivePage(w io.Writer, title, eventsURL string) error {
 	_, err := io.WriteString(w, page(title, "waiting for the first facts…", "", "", eventsURL))
 	return err
 }
 
 // Title is the page's title for m.
-func Title(m *Model) string {
+func Title(m *timeline.Model) string {
 	t := "podgate timeline"
 	if m.Header.Source != "" {
 		t += " — " + m.Header.Source
@@ -49,12 +51,12 @@ func Title(m *Model) string {
 }
 
 // Meta is the line under the title: when, how long, how much is shown.
-func Meta(m *Model, o Options) string {
+func Meta(m *timeline.Model, o timeline.Options) string {
 	from, to := m.Range(o)
 	s := fmt.Sprintf("started %s · %s · %d facts · showing %s to %s",
-		m.Start.Format("2006-01-02 15:04:05 MST"), m.End.Sub(m.Start).Round(1e6), m.Facts, m.rel(from), m.rel(to))
+		m.Start.Format("2006-01-02 15:04:05 MST"), m.End.Sub(m.Start).Round(1e6), m.Facts, m.Rel(from), m.Rel(to))
 	if m.Truncated != nil {
-		s += " · TRUNCATED at " + m.rel(m.Truncated.At) + ": " + m.Truncated.Name
+		s += " · TRUNCATED at " + m.Rel(m.Truncated.At) + ": " + m.Truncated.Name
 	}
 	return s
 }
@@ -84,10 +86,10 @@ func page(title, meta, svg, panel, live string) string {
 	return b.String()
 }
 
-// WritePanel writes a table of every pod and container as the last facts
+// Panel writes a table of every pod and container as the last facts
 // left them: the pod's Ready and the gate's verdict, each container's
 // state and restarts, and each probe's last attempt.
-func WritePanel(w io.Writer, m *Model) error {
+func Panel(w io.Writer, m *timeline.Model) error {
 	var b strings.Builder
 	b.WriteString(`<table class="panel"><thead><tr><th>container</th><th>state</th><th>restarts</th>`)
 	for _, k := range probeKinds {
@@ -105,7 +107,7 @@ func WritePanel(w io.Writer, m *Model) error {
 	return err
 }
 
-func podLine(m *Model, p *Pod) string {
+func podLine(m *timeline.Model, p *timeline.Pod) string {
 	parts := []string{"pod " + p.Name}
 	if n := len(p.Ready); n > 0 {
 		parts = append(parts, p.Ready[n-1].State)
@@ -132,7 +134,7 @@ func podLine(m *Model, p *Pod) string {
 	return strings.Join(parts, " · ")
 }
 
-func containerRow(b *strings.Builder, p *Pod, c *Container) {
+func containerRow(b *strings.Builder, p *timeline.Pod, c *timeline.Container) {
 	state, detail, restarts := "-", "-", "-"
 	if n := len(c.Spans); n > 0 {
 		state, detail = c.Spans[n-1].State, c.Spans[n-1].Detail
@@ -140,7 +142,7 @@ func containerRow(b *strings.Builder, p *Pod, c *Container) {
 	if c.Last != nil {
 		restarts = fmt.Sprint(c.Last.RestartCount)
 		if detail == "" {
-			detail = StateDetail(*c.Last)
+			detail = timeline.StateDetail(*c.Last)
 		}
 	}
 	name := c.Name

@@ -3,32 +3,9 @@ package timeline
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/podgate/podgate/recording"
 )
-
-// Formats are the views Render writes.
-var Formats = []string{"text", "html", "svg"}
-
-// Render writes the view named format ("text", "html" or "svg") of a
-// recording.
-func Render(w io.Writer, format string, h recording.Header, facts []recording.Fact, o Options) error {
-	m, err := Build(h, facts, o)
-	if err != nil {
-		return err
-	}
-	switch format {
-	case "text":
-		return WriteText(w, m, o)
-	case "html":
-		return WriteHTML(w, m, o)
-	case "svg":
-		return WriteSVG(w, m, o)
-	}
-	return fmt.Errorf("format %q: want one of %s", format, strings.Join(Formats, ", "))
-}
 
 // Parse reads a recording from its bytes. A recording whose last line
 // was cut short (podgate killed in the middle of writing it) is read up

@@ -1,4 +1,4 @@
-package timeline
+package render
 
 import (
 	_ "embed"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/podgate/podgate/timeline"
 )
 
 // The picture's geometry, in SVG user units.
@@ -34,14 +36,14 @@ var probeKinds = []string{"startup", "readiness", "liveness"}
 //go:embed assets/svg.css
 var svgCSS string
 
-// WriteSVG writes the picture as a standalone SVG document: a lane per
+// SVG writes the picture as a standalone SVG document: a lane per
 // container (state spans, probe ticks by result), the pod's readiness
 // and the gate's verdict, the requests per pod as a histogram coloured by
 // class over the pod's unready stretches, a lane per endpoint, the marks
 // as vertical lines, a time axis and a legend. Every element placed in
 // time carries data-t0 (and data-t1) in milliseconds from the
 // recording's start, so a script can zoom without the server.
-func WriteSVG(w io.Writer, m *Model, o Options) error {
+func SVG(w io.Writer, m *timeline.Model, o timeline.Options) error {
 	from, to := m.Range(o)
 	s := &svgWriter{m: m, from: from, to: to, y: marksTop}
 	s.body(o)
@@ -50,7 +52,7 @@ func WriteSVG(w io.Writer, m *Model, o Options) error {
 }
 
 type svgWriter struct {
-	m        *Model
+	m        *timeline.Model
 	from, to time.Time
 	y        int
 	peakN    int
@@ -75,7 +77,7 @@ func esc(v string) string { return html.EscapeString(v) }
 
 func (s *svgWriter) printf(format string, args ...any) { fmt.Fprintf(&s.b, format, args...) }
 
-func (s *svgWriter) body(o Options) {
+func (s *svgWriter) body(o timeline.Options) {
 	for _, p := range s.m.Pods {
 		s.pod(p, o)
 	}
@@ -84,7 +86,7 @@ func (s *svgWriter) body(o Options) {
 		s.title("endpoints")
 		for _, e := range s.m.Endpoints {
 			label := e.Service + " " + e.Address
-			if p := s.m.pods[e.Pod]; p != nil {
+			if p := s.m.Pod(e.Pod); p != nil {
 				label += " (" + p.Name + ")"
 			}
 			s.printf(`<g class="lane" data-lane="endpoint" data-service="%s" data-address="%s">`, esc(e.Service), esc(e.Address))
@@ -106,7 +108,7 @@ func (s *svgWriter) title(text string) {
 	s.y += groupHead
 }
 
-func (s *svgWriter) pod(p *Pod, o Options) {
+func (s *svgWriter) pod(p *timeline.Pod, o timeline.Options) {
 	s.printf(`<g class="group" data-group="pod" data-pod="%s">`, esc(p.Key))
 	title := "pod " + p.Name
 	if p.Address != "" {
@@ -126,10 +128,10 @@ func (s *svgWriter) pod(p *Pod, o Options) {
 	}
 	// Shaded under the requests: where none should be. Not ready, and
 	// from a kill until ready again.
-	var unready []Span
+	var unready []timeline.Span
 	for _, sp := range p.Ready {
 		if sp.State != "ready" {
-			unready = append(unready, Span{From: sp.From, To: sp.To, State: "unready", Detail: "not ready"})
+			unready = append(unready, timeline.Span{From: sp.From, To: sp.To, State: "unready", Detail: "not ready"})
 		}
 	}
 	for _, k := range p.Kills {
@@ -137,13 +139,13 @@ func (s *svgWriter) pod(p *Pod, o Options) {
 		if to.IsZero() {
 			to = s.m.End
 		}
-		unready = append(unready, Span{From: k.At, To: to, State: "dying", Detail: k.Container + " killed, pod not ready again"})
+		unready = append(unready, timeline.Span{From: k.At, To: to, State: "dying", Detail: k.Container + " killed, pod not ready again"})
 	}
 	s.requestLane(p.Key, "requests", p.Requests, unready, o)
 	s.printf("</g>")
 }
 
-func (s *svgWriter) container(p *Pod, c *Container) {
+func (s *svgWriter) container(p *timeline.Pod, c *timeline.Container) {
 	var kinds []string
 	for _, k := range probeKinds {
 		if _, ok := c.LastProbe[k]; ok {
@@ -164,7 +166,7 @@ func (s *svgWriter) container(p *Pod, c *Container) {
 		if t.Restart {
 			class += " restart"
 		}
-		tip := fmt.Sprintf("%s %s %s", s.m.rel(t.At), t.Probe, t.Result)
+		tip := fmt.Sprintf("%s %s %s", s.m.Rel(t.At), t.Probe, t.Result)
 		if t.Message != "" {
 			tip += ": " + t.Message
 		}
@@ -186,7 +188,7 @@ func indexOf(list []string, v string) int {
 
 // spanLane draws a lane's label, background and spans, and leaves room
 // below the bar for a row of ticks per probe kind.
-func (s *svgWriter) spanLane(label string, spans []Span, tickRows []string) {
+func (s *svgWriter) spanLane(label string, spans []timeline.Span, tickRows []string) {
 	h := barH + len(tickRows)*tickRowH
 	s.printf(`<text class="lane-label" x="%d" y="%d">%s</text>`, plotX0-8, s.y+barH-3, esc(label))
 	for i, k := range tickRows {
@@ -196,7 +198,7 @@ func (s *svgWriter) spanLane(label string, spans []Span, tickRows []string) {
 	s.printf(`<g clip-path="url(#plot)">`)
 	for _, sp := range spans {
 		x0, x1 := s.x(sp.From), s.x(sp.To)
-		tip := fmt.Sprintf("%s %s → %s", sp.State, s.m.rel(sp.From), s.m.rel(sp.To))
+		tip := fmt.Sprintf("%s %s → %s", sp.State, s.m.Rel(sp.From), s.m.Rel(sp.To))
 		if sp.Open {
 			tip += " (still)"
 		}
@@ -213,8 +215,8 @@ func (s *svgWriter) spanLane(label string, spans []Span, tickRows []string) {
 // requestLane draws one histogram: a bar per interval, stacked by class,
 // over the stretches in which the pod was not ready (where no bar should
 // be).
-func (s *svgWriter) requestLane(pod, label string, reqs []Request, unready []Span, o Options) {
-	iv := interval(o, s.from, s.to, svgBins)
+func (s *svgWriter) requestLane(pod, label string, reqs []timeline.Request, unready []timeline.Span, o timeline.Options) {
+	iv := timeline.Interval(o, s.from, s.to, svgBins)
 	bins := binRequests(reqs, s.from, iv)
 	peak := s.peak(iv)
 	s.printf(`<g class="lane" data-lane="requests" data-pod="%s" data-interval-ms="%d">`, esc(pod), iv.Milliseconds())
@@ -225,7 +227,7 @@ func (s *svgWriter) requestLane(pod, label string, reqs []Request, unready []Spa
 	for _, sp := range unready {
 		x0, x1 := s.x(sp.From), s.x(sp.To)
 		s.printf(`<rect class="%s" data-t0="%s" data-t1="%s" x="%s" y="%d" width="%s" height="%d"><title>%s %s → %s</title></rect>`,
-			sp.State, s.ms(sp.From), s.ms(sp.To), f1(x0), s.y, f1(max(x1-x0, 0.5)), reqLaneH, esc(sp.Detail), s.m.rel(sp.From), s.m.rel(sp.To))
+			sp.State, s.ms(sp.From), s.ms(sp.To), f1(x0), s.y, f1(max(x1-x0, 0.5)), reqLaneH, esc(sp.Detail), s.m.Rel(sp.From), s.m.Rel(sp.To))
 	}
 	for _, b := range bins {
 		base := float64(s.y + reqLaneH)
@@ -233,9 +235,9 @@ func (s *svgWriter) requestLane(pod, label string, reqs []Request, unready []Spa
 		x0, x1 := s.x(b.at), s.x(t1)
 		if b.held > 0 {
 			s.printf(`<rect class="bin-held" data-count="%d" data-t0="%s" data-t1="%s" x="%s" y="%d" width="%s" height="2"><title>%s–%s: %d held for a ready pod first</title></rect>`,
-				b.held, s.ms(b.at), s.ms(t1), f1(x0), s.y, f1(max(x1-x0-0.3, 0.5)), s.m.rel(b.at), s.m.rel(t1), b.held)
+				b.held, s.ms(b.at), s.ms(t1), f1(x0), s.y, f1(max(x1-x0-0.3, 0.5)), s.m.Rel(b.at), s.m.Rel(t1), b.held)
 		}
-		for _, class := range Classes {
+		for _, class := range timeline.Classes {
 			n := b.counts[class]
 			if n == 0 {
 				continue
@@ -243,7 +245,7 @@ func (s *svgWriter) requestLane(pod, label string, reqs []Request, unready []Spa
 			h := float64(n) / float64(peak) * (reqLaneH - 2)
 			base -= h
 			s.printf(`<rect class="bin c-%s" data-class="%s" data-count="%d" data-t0="%s" data-t1="%s" x="%s" y="%s" width="%s" height="%s"><title>%s–%s: %d %s</title></rect>`,
-				class, class, n, s.ms(b.at), s.ms(t1), f1(x0), f1(base), f1(max(x1-x0-0.3, 0.5)), f1(h), s.m.rel(b.at), s.m.rel(t1), n, class)
+				class, class, n, s.ms(b.at), s.ms(t1), f1(x0), f1(base), f1(max(x1-x0-0.3, 0.5)), f1(h), s.m.Rel(b.at), s.m.Rel(t1), n, class)
 		}
 	}
 	s.printf("</g></g>")
@@ -259,7 +261,7 @@ type bin struct {
 
 // binRequests counts reqs (sorted by Sent) per interval of width iv on a
 // grid through from.
-func binRequests(reqs []Request, from time.Time, iv time.Duration) []bin {
+func binRequests(reqs []timeline.Request, from time.Time, iv time.Duration) []bin {
 	var bins []bin
 	for _, r := range reqs {
 		k := r.Sent.Sub(from) / iv
@@ -271,7 +273,7 @@ func binRequests(reqs []Request, from time.Time, iv time.Duration) []bin {
 			bins = append(bins, bin{at: at, counts: map[string]int{}})
 		}
 		bins[len(bins)-1].counts[r.Class()]++
-		if r.Held > 0 && r.Class() != ClassHeld {
+		if r.Held > 0 && r.Class() != timeline.ClassHeld {
 			bins[len(bins)-1].held++
 		}
 	}
@@ -284,7 +286,7 @@ func (s *svgWriter) peak(iv time.Duration) int {
 		return s.peakN
 	}
 	s.peakN = 1
-	lanes := [][]Request{s.m.Unrouted}
+	lanes := [][]timeline.Request{s.m.Unrouted}
 	for _, p := range s.m.Pods {
 		lanes = append(lanes, p.Requests)
 	}
@@ -313,12 +315,12 @@ func (s *svgWriter) marksAndAxis() string {
 			anchor = "end" // the label reads leftwards at the right edge
 		}
 		fmt.Fprintf(&b, `<g class="mark" data-name="%s"><line class="mark-line" data-t0="%s" x1="%s" x2="%s" y1="%d" y2="%d"/><text class="mark-label" data-t0="%s" x="%s" y="%d" text-anchor="%s">%s</text><title>%s %s</title></g>`,
-			esc(mk.Name), s.ms(mk.At), x, x, marksTop-14+14*(i%2), bottom, s.ms(mk.At), x, marksTop-18+14*(i%2), anchor, esc(mk.Name), s.m.rel(mk.At), esc(mk.Name))
+			esc(mk.Name), s.ms(mk.At), x, x, marksTop-14+14*(i%2), bottom, s.ms(mk.At), x, marksTop-18+14*(i%2), anchor, esc(mk.Name), s.m.Rel(mk.At), esc(mk.Name))
 	}
 	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<g class="axis" data-from="%s" data-to="%s" data-y="%d"><line class="axis-line" x1="%d" x2="%d" y1="%d" y2="%d"/>`,
 		s.ms(s.from), s.ms(s.to), bottom, plotX0, plotX1, bottom, bottom)
-	st := step(s.to.Sub(s.from), axisMaxTks)
+	st := timeline.Step(s.to.Sub(s.from), axisMaxTks)
 	first := s.m.Start.Add((s.from.Sub(s.m.Start) + st - 1) / st * st)
 	for t := first; !t.After(s.to); t = t.Add(st) {
 		x := f1(s.x(t))
@@ -358,7 +360,7 @@ func legend(y int) string {
 		item("key r-"+r, "probe "+r)
 	}
 	x += 8
-	for _, c := range Classes {
+	for _, c := range timeline.Classes {
 		item("bin c-"+c, c)
 	}
 	x += 8

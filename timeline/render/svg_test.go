@@ -1,4 +1,4 @@
-package timeline
+package render
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/timeline/internal/scenario"
 )
 
 // node is an element of the picture, parsed with encoding/xml: the SVG
@@ -73,15 +76,15 @@ func parseSVG(t *testing.T, data []byte) node {
 	return root
 }
 
-func renderSVG(t *testing.T, s *scenario, o Options) (*Model, node) {
+func renderSVG(t *testing.T, s *scenario.Scenario, o timeline.Options) (*timeline.Model, node) {
 	t.Helper()
-	h, facts := s.roundTrip(t, "")
-	m, err := Build(h, facts, o)
+	h, facts := s.RoundTrip(t, "")
+	m, err := timeline.Build(h, facts, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := WriteSVG(&out, m, o); err != nil {
+	if err := SVG(&out, m, o); err != nil {
 		t.Fatal(err)
 	}
 	return m, parseSVG(t, out.Bytes())
@@ -90,17 +93,17 @@ func renderSVG(t *testing.T, s *scenario, o Options) (*Model, node) {
 func TestPictureHasALanePerContainerEndpointGateAndPod(t *testing.T) {
 	tests := []struct {
 		name                                                string
-		scenario                                            *scenario
+		scenario                                            *scenario.Scenario
 		containers, pods, gates, requests, endpoints, marks int
 	}{
-		{"the gated liveness restart", livenessRestart(), 2, 2, 2, 2, 2, 3},
-		{"the restart without a gate", kubernetesRestart(), 2, 2, 0, 2, 2, 0},
+		{"the gated liveness restart", scenario.LivenessRestart(), 2, 2, 2, 2, 2, 3},
+		{"the restart without a gate", scenario.KubernetesRestart(), 2, 2, 0, 2, 2, 0},
 		// A lane for the requests no pod served.
-		{"held and refused requests", heldAndTruncated(), 1, 1, 1, 2, 1, 0},
+		{"held and refused requests", scenario.HeldAndTruncated(), 1, 1, 1, 2, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, svg := renderSVG(t, tt.scenario, Options{})
+			_, svg := renderSVG(t, tt.scenario, timeline.Options{})
 			for kind, want := range map[string]int{"container": tt.containers, "pod": tt.pods, "gate": tt.gates, "requests": tt.requests, "endpoint": tt.endpoints} {
 				if got := len(svg.all(lanesOf(kind))); got != want {
 					t.Errorf("%d %s lanes, want %d", got, kind, want)
@@ -123,7 +126,7 @@ func spanStates(lane node) []string {
 }
 
 func TestPictureLanesMatchTheRecording(t *testing.T) {
-	m, svg := renderSVG(t, livenessRestart(), Options{})
+	m, svg := renderSVG(t, scenario.LivenessRestart(), timeline.Options{})
 	var webA node
 	for _, l := range svg.all(lanesOf("container")) {
 		if l.attr("data-pod") == "default/web-a" && l.attr("data-container") == "app" {
@@ -164,7 +167,7 @@ func TestPictureLanesMatchTheRecording(t *testing.T) {
 				}
 				sum += n
 			}
-			p := m.pods[lane.attr("data-pod")]
+			p := m.Pod(lane.attr("data-pod"))
 			if p == nil || sum != len(p.Requests) {
 				t.Errorf("lane %q: bars count %d requests, want the pod's", lane.attr("data-pod"), sum)
 			}
@@ -218,7 +221,7 @@ func TestPictureLanesMatchTheRecording(t *testing.T) {
 }
 
 func TestPictureRangeIsTheAsked(t *testing.T) {
-	_, svg := renderSVG(t, livenessRestart(), Options{From: 9 * time.Second, To: 23 * time.Second})
+	_, svg := renderSVG(t, scenario.LivenessRestart(), timeline.Options{From: 9 * time.Second, To: 23 * time.Second})
 	if svg.attr("data-from") != "9000" || svg.attr("data-to") != "23000" || svg.attr("data-end") != "30000" {
 		t.Errorf("range data-from=%s data-to=%s data-end=%s, want 9000, 23000, 30000",
 			svg.attr("data-from"), svg.attr("data-to"), svg.attr("data-end"))
@@ -262,9 +265,9 @@ func htmlAttr(n *html.Node, name string) (string, bool) {
 }
 
 func TestPageIsSelfContained(t *testing.T) {
-	h, facts := livenessRestart().roundTrip(t, "examples/liveness.yaml")
+	h, facts := scenario.LivenessRestart().RoundTrip(t, "examples/liveness.yaml")
 	var out bytes.Buffer
-	if err := Render(&out, "html", h, facts, Options{}); err != nil {
+	if err := Recording(&out, "html", h, facts, timeline.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := html.Parse(bytes.NewReader(out.Bytes()))

@@ -1,4 +1,4 @@
-package timeline
+package render
 
 import (
 	"bytes"
@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/timeline/internal/scenario"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the output")
@@ -36,30 +37,16 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// heldAndTruncated is a run whose first requests wait for a pod, one of
-// them until it gives up, one refused at shutdown, cut by its size bound.
-func heldAndTruncated() *scenario {
-	s := &scenario{}
-	s.request(2.5, "web-a", 200, "", 2*time.Second, false)
-	s.request(3.0, "", 503, "", 3*time.Second, true)
-	s.startPod(2, "web-a", "10.244.0.2", true)
-	s.request(3.5, "web-a", 200, "", 0, false)
-	s.request(4, "", 503, "front door shutting down", 0, false)
-	s.add(4.5, recording.Fact{Kind: recording.KindTruncated, Truncated: &recording.Truncated{
-		Limit: 4096, Message: "recording reached its size limit of 4096 bytes; later facts were dropped"}})
-	return s
-}
-
 func TestTextIsSeed004sTable(t *testing.T) {
 	tests := []struct {
 		name     string
-		scenario *scenario
-		opts     Options
+		scenario *scenario.Scenario
+		opts     timeline.Options
 		// want are lines the table must have besides matching its golden
 		// file: the behaviour the golden file pins, said plainly.
 		want []string
 	}{
-		{"liveness-restart", livenessRestart(), Options{}, []string{
+		{"liveness-restart", scenario.LivenessRestart(), timeline.Options{}, []string{
 			"app: liveness failed 3× in 10s (HTTP probe failed with statuscode: 500) → restart",
 			"Killing: Container app failed liveness probe, will be restarted",
 			"requests sent to web-a while not ready or being killed (from +00:10.020 until ready again at +00:22.020): 0",
@@ -67,15 +54,15 @@ func TestTextIsSeed004sTable(t *testing.T) {
 			"web: 10.244.0.2 not-ready, 10.244.0.3 ready",
 			"requests sent to a pod while it was not ready or being killed: 0\n",
 		}},
-		{"kubernetes-restart", kubernetesRestart(), Options{}, []string{
+		{"kubernetes-restart", scenario.KubernetesRestart(), timeline.Options{}, []string{
 			"requests sent to web-a while not ready or being killed (from +00:20.000 until ready again at +00:25.010): 1 (502 error×1)",
 			"requests sent to a pod while it was not ready or being killed: 1: web-a 1 (502 error×1)",
 		}},
-		{"liveness-restart-zoomed", livenessRestart(), Options{From: 9 * time.Second, To: 23 * time.Second, Interval: 2 * time.Second}, []string{
+		{"liveness-restart-zoomed", scenario.LivenessRestart(), timeline.Options{From: 9 * time.Second, To: 23 * time.Second, Interval: 2 * time.Second}, []string{
 			"showing +00:09.000 to +00:23.000",
 			"in 2s: web-b served 4",
 		}},
-		{"held-and-truncated", heldAndTruncated(), Options{}, []string{
+		{"held-and-truncated", scenario.HeldAndTruncated(), timeline.Options{}, []string{
 			"TRUNCATED at +00:04.500: recording reached its size limit",
 			"held 2 (released 1, timed out 1)",
 			"no pod: failed 1 (503 error×1)",
@@ -83,9 +70,9 @@ func TestTextIsSeed004sTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, facts := tt.scenario.roundTrip(t, tt.name)
+			h, facts := tt.scenario.RoundTrip(t, tt.name)
 			var out bytes.Buffer
-			if err := Render(&out, "text", h, facts, tt.opts); err != nil {
+			if err := Recording(&out, "text", h, facts, tt.opts); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tt.name+".txt", out.Bytes())
@@ -99,9 +86,9 @@ func TestTextIsSeed004sTable(t *testing.T) {
 }
 
 func TestTextLeavesOutWhatTheProbeLinesSay(t *testing.T) {
-	h, facts := kubernetesRestart().roundTrip(t, "")
+	h, facts := scenario.KubernetesRestart().RoundTrip(t, "")
 	var out bytes.Buffer
-	if err := Render(&out, "text", h, facts, Options{}); err != nil {
+	if err := Recording(&out, "text", h, facts, timeline.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "Unhealthy") {

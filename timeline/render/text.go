@@ -1,4 +1,4 @@
-package timeline
+package render
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/timeline"
 )
 
 // textIntervals is how many request summaries the text aims at when no
@@ -25,12 +26,12 @@ type row struct {
 	run       *probeRun // a probe failure run, worded when complete
 }
 
-// WriteText writes the table seed notes build by hand: time (relative and
+// Text writes the table seed notes build by hand: time (relative and
 // wall clock), kind, pod, what happened, and the endpoints after it;
 // probe failures collapsed per container and probe; a line per interval
 // summarising the requests per pod; after each kill, how many requests
 // were sent to that pod while it was not ready or being killed.
-func WriteText(w io.Writer, m *Model, o Options) error {
+func Text(w io.Writer, m *timeline.Model, o timeline.Options) error {
 	from, to := m.Range(o)
 	rows := factRows(m)
 	rows = append(rows, killRows(m)...)
@@ -46,7 +47,7 @@ func WriteText(w io.Writer, m *Model, o Options) error {
 		if r.at.Before(from) || r.at.After(to) {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.rel(r.at), r.at.Format("15:04:05.000"), r.kind, orDash(r.pod), r.what, r.endpoints)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Rel(r.at), r.at.Format("15:04:05.000"), r.kind, orDash(r.pod), r.what, r.endpoints)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -57,7 +58,7 @@ func WriteText(w io.Writer, m *Model, o Options) error {
 	return err
 }
 
-func writeTextHeader(b *strings.Builder, m *Model, from, to time.Time) {
+func writeTextHeader(b *strings.Builder, m *timeline.Model, from, to time.Time) {
 	title := "podgate timeline"
 	if m.Header.Source != "" {
 		title += " — " + m.Header.Source
@@ -67,9 +68,9 @@ func writeTextHeader(b *strings.Builder, m *Model, from, to time.Time) {
 	}
 	fmt.Fprintln(b, title)
 	fmt.Fprintf(b, "recording started %s, %s long, %d facts; showing %s to %s\n",
-		m.Start.Format("2006-01-02 15:04:05.000 MST"), m.End.Sub(m.Start), m.Facts, m.rel(from), m.rel(to))
+		m.Start.Format("2006-01-02 15:04:05.000 MST"), m.End.Sub(m.Start), m.Facts, m.Rel(from), m.Rel(to))
 	if m.Truncated != nil {
-		fmt.Fprintf(b, "TRUNCATED at %s: %s\n", m.rel(m.Truncated.At), m.Truncated.Name)
+		fmt.Fprintf(b, "TRUNCATED at %s: %s\n", m.Rel(m.Truncated.At), m.Truncated.Name)
 	}
 	for _, p := range m.Pods {
 		names := make([]string, 0, len(p.Containers))
@@ -79,21 +80,6 @@ func writeTextHeader(b *strings.Builder, m *Model, from, to time.Time) {
 		fmt.Fprintf(b, "pod %s %s: %s\n", p.Name, orDash(p.Address), orDash(strings.Join(names, ", ")))
 	}
 	b.WriteString("\n")
-}
-
-// rel is t relative to the recording's start: +MM:SS.mmm (+H:MM:SS.mmm
-// past an hour).
-func (m *Model) rel(t time.Time) string {
-	d, sign := t.Sub(m.Start), "+"
-	if d < 0 {
-		d, sign = -d, "-"
-	}
-	ms := d.Milliseconds()
-	h, mi, s, frac := ms/3600000, ms/60000%60, ms/1000%60, ms%1000
-	if h > 0 {
-		return fmt.Sprintf("%s%d:%02d:%02d.%03d", sign, h, mi, s, frac)
-	}
-	return fmt.Sprintf("%s%02d:%02d.%03d", sign, mi, s, frac)
 }
 
 // probeRun is consecutive failed attempts of one probe of one container.
@@ -126,10 +112,10 @@ func (r *probeRun) words() string {
 
 // factRows is a row per fact worth a line; long because it is one switch
 // over the kinds, each a few lines.
-func factRows(m *Model) []row {
+func factRows(m *timeline.Model) []row {
 	var rows []row
 	probed := map[string]bool{}
-	for _, f := range m.sorted {
+	for _, f := range m.Sorted() {
 		if f.Kind == recording.KindProbe {
 			probed[f.Namespace+"/"+f.Pod] = true
 		}
@@ -138,14 +124,14 @@ func factRows(m *Model) []row {
 	runs := map[string]*probeRun{}
 	lastOK := map[string]bool{}
 	add := func(f recording.Fact, kind, what string) {
-		rows = append(rows, row{at: f.Time, kind: kind, pod: m.podName(f), what: what})
+		rows = append(rows, row{at: f.Time, kind: kind, pod: podName(m, f), what: what})
 	}
-	for _, f := range m.sorted {
+	for _, f := range m.Sorted() {
 		who := f.Namespace + "/" + f.Pod + "/" + f.Container
 		switch f.Kind {
 		case recording.KindProbe:
 			if r := probeRow(f, who, runs, lastOK); r != nil {
-				r.pod = m.podName(f)
+				r.pod = podName(m, f)
 				rows = append(rows, *r)
 			}
 		case recording.KindContainer:
@@ -166,7 +152,7 @@ func factRows(m *Model) []row {
 			add(f, "condition", what)
 		case recording.KindEndpoint:
 			e := f.Endpoint
-			what := e.Service + " " + e.Address + ": " + EndpointState(*e)
+			what := e.Service + " " + e.Address + ": " + timeline.EndpointState(*e)
 			if e.Removed {
 				what = e.Service + " " + e.Address + ": removed"
 			}
@@ -261,17 +247,17 @@ func stateChange(prev, st recording.State, seen bool) string {
 
 // killRows is a row per kill answering the question a field note could
 // not: did requests reach the dying container?
-func killRows(m *Model) []row {
+func killRows(m *timeline.Model) []row {
 	var rows []row
 	for _, p := range m.Pods {
 		for _, k := range p.Kills {
 			sent, inFlight := killRequests(p, k)
-			until := "until ready again at " + m.rel(k.To)
+			until := "until ready again at " + m.Rel(k.To)
 			if k.To.IsZero() {
 				until = "on, never ready again"
 			}
 			what := fmt.Sprintf("requests sent to %s while not ready or being killed (from %s %s): %d",
-				p.Name, m.rel(k.From), until, len(sent))
+				p.Name, m.Rel(k.From), until, len(sent))
 			if len(sent) > 0 {
 				what += " (" + codes(sent) + ")"
 			}
@@ -286,7 +272,7 @@ func killRows(m *Model) []row {
 
 // killRequests are the requests sent to p in k's window, and those sent
 // before it that were still in flight at the kill.
-func killRequests(p *Pod, k Kill) (sent, inFlight []Request) {
+func killRequests(p *timeline.Pod, k timeline.Kill) (sent, inFlight []timeline.Request) {
 	for _, r := range p.Requests {
 		switch {
 		case !r.Sent.Before(k.From) && (k.To.IsZero() || r.Sent.Before(k.To)):
@@ -299,9 +285,9 @@ func killRequests(p *Pod, k Kill) (sent, inFlight []Request) {
 }
 
 // intervalRows summarise the requests per interval, by pod.
-func intervalRows(m *Model, o Options, from, to time.Time) []row {
-	iv := interval(o, from, to, textIntervals)
-	all := m.allRequests()
+func intervalRows(m *timeline.Model, o timeline.Options, from, to time.Time) []row {
+	iv := timeline.Interval(o, from, to, textIntervals)
+	all := m.Requests()
 	var rows []row
 	i := 0
 	for len(all) > 0 && all[0].Sent.Before(from) {
@@ -314,28 +300,17 @@ func intervalRows(m *Model, o Options, from, to time.Time) []row {
 			j++
 		}
 		if j > i {
-			rows = append(rows, row{at: t, kind: "requests", what: fmt.Sprintf("in %s: %s", iv, m.summary(all[i:j]))})
+			rows = append(rows, row{at: t, kind: "requests", what: fmt.Sprintf("in %s: %s", iv, summary(m, all[i:j]))})
 		}
 		i = j
 	}
 	return rows
 }
 
-// allRequests are every request, by the time it was sent.
-func (m *Model) allRequests() []Request {
-	var all []Request
-	for _, p := range m.Pods {
-		all = append(all, p.Requests...)
-	}
-	all = append(all, m.Unrouted...)
-	slices.SortStableFunc(all, func(a, b Request) int { return a.Sent.Compare(b.Sent) })
-	return all
-}
-
 // summary words requests as served, failed and held, by pod.
-func (m *Model) summary(reqs []Request) string {
-	byPod := map[string][]Request{}
-	var held []Request
+func summary(m *timeline.Model, reqs []timeline.Request) string {
+	byPod := map[string][]timeline.Request{}
+	var held []timeline.Request
 	for _, r := range reqs {
 		byPod[r.Pod] = append(byPod[r.Pod], r)
 		if r.Held > 0 {
@@ -348,9 +323,9 @@ func (m *Model) summary(reqs []Request) string {
 			parts = append(parts, p.Name+" "+servedFailed(rs))
 		}
 	}
-	var refused []Request
+	var refused []timeline.Request
 	for _, r := range byPod[""] {
-		if r.Class() != ClassHeld {
+		if r.Class() != timeline.ClassHeld {
 			refused = append(refused, r)
 		}
 	}
@@ -363,8 +338,8 @@ func (m *Model) summary(reqs []Request) string {
 	return strings.Join(parts, "; ")
 }
 
-func servedFailed(rs []Request) string {
-	var served, failed []Request
+func servedFailed(rs []timeline.Request) string {
+	var served, failed []timeline.Request
 	for _, r := range rs {
 		if r.Failed() {
 			failed = append(failed, r)
@@ -382,7 +357,7 @@ func servedFailed(rs []Request) string {
 	return s
 }
 
-func heldWords(held []Request) string {
+func heldWords(held []timeline.Request) string {
 	timedOut := 0
 	for _, r := range held {
 		if r.TimedOut {
@@ -400,13 +375,13 @@ func heldWords(held []Request) string {
 }
 
 // codes counts requests by answer: "200×48, 502×2, error×1".
-func codes(rs []Request) string {
+func codes(rs []timeline.Request) string {
 	n := map[string]int{}
 	for _, r := range rs {
 		switch r.Class() {
-		case ClassHeld:
+		case timeline.ClassHeld:
 			n["timed out"]++
-		case ClassError:
+		case timeline.ClassError:
 			if r.Status > 0 {
 				n[fmt.Sprintf("%d error", r.Status)]++
 			} else {
@@ -426,9 +401,9 @@ func codes(rs []Request) string {
 
 // writeRequestTotals ends the table with the totals of the range and the
 // answer to "did requests reach a pod that was not ready?".
-func writeRequestTotals(b *strings.Builder, m *Model, from, to time.Time) {
-	var in []Request
-	for _, r := range m.allRequests() {
+func writeRequestTotals(b *strings.Builder, m *timeline.Model, from, to time.Time) {
+	var in []timeline.Request
+	for _, r := range m.Requests() {
 		if !r.Sent.Before(from) && !r.Sent.After(to) {
 			in = append(in, r)
 		}
@@ -437,11 +412,11 @@ func writeRequestTotals(b *strings.Builder, m *Model, from, to time.Time) {
 		b.WriteString("requests: none recorded\n")
 		return
 	}
-	fmt.Fprintf(b, "requests: %d: %s\n", len(in), m.summary(in))
+	fmt.Fprintf(b, "requests: %d: %s\n", len(in), summary(m, in))
 	var parts []string
 	total := 0
 	for _, p := range m.Pods {
-		var bad []Request
+		var bad []timeline.Request
 		for _, r := range in {
 			if r.Pod == p.Key && p.NotReadyAt(r.Sent) {
 				bad = append(bad, r)
@@ -461,10 +436,10 @@ func writeRequestTotals(b *strings.Builder, m *Model, from, to time.Time) {
 
 // fillEndpoints sets each row's endpoints column: every endpoint after
 // the facts up to the row's time.
-func fillEndpoints(m *Model, rows []row) {
+func fillEndpoints(m *timeline.Model, rows []row) {
 	state := map[string]map[string]string{} // service → address → state
 	var eps []recording.Fact
-	for _, f := range m.sorted {
+	for _, f := range m.Sorted() {
 		if f.Kind == recording.KindEndpoint {
 			eps = append(eps, f)
 		}
@@ -478,7 +453,7 @@ func fillEndpoints(m *Model, rows []row) {
 			if e.Removed {
 				delete(state[e.Service], e.Address)
 			} else {
-				state[e.Service][e.Address] = EndpointState(*e)
+				state[e.Service][e.Address] = timeline.EndpointState(*e)
 			}
 			eps = eps[1:]
 		}
@@ -505,8 +480,8 @@ func endpointsWords(state map[string]map[string]string) string {
 	return strings.Join(parts, "; ")
 }
 
-func (m *Model) podName(f recording.Fact) string {
-	if p := m.pods[f.Namespace+"/"+f.Pod]; p != nil {
+func podName(m *timeline.Model, f recording.Fact) string {
+	if p := m.Pod(f.Namespace + "/" + f.Pod); p != nil {
 		return p.Name
 	}
 	return f.Pod
@@ -517,4 +492,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// notReadyWord is a readiness in words.
+func notReadyWord(ready bool) string {
+	if ready {
+		return "ready"
+	}
+	return "not ready"
 }

@@ -1,4 +1,4 @@
-package timeline
+package render
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/podgate/podgate/internal/headless"
+	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/timeline/internal/scenario"
 )
 
 var docsScreenshot = flag.Bool("docs-screenshot", false, "also write the page's screenshot to docs/timeline.png")
@@ -40,7 +42,7 @@ const countJS = `(() => {
 })()`
 
 // wantCounts is what the page of m must show.
-func wantCounts(m *Model) pageCounts {
+func wantCounts(m *timeline.Model) pageCounts {
 	c := pageCounts{Pods: len(m.Pods), Requests: len(m.Pods), Endpoints: len(m.Endpoints), Marks: len(m.Marks)}
 	if len(m.Unrouted) > 0 {
 		c.Requests++
@@ -74,13 +76,13 @@ func servePage(t *testing.T, page []byte) string {
 }
 
 func TestPageInChromium(t *testing.T) {
-	h, facts := livenessRestart().roundTrip(t, "examples/liveness.yaml")
-	m, err := Build(h, facts, Options{})
+	h, facts := scenario.LivenessRestart().RoundTrip(t, "examples/liveness.yaml")
+	m, err := timeline.Build(h, facts, timeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var page bytes.Buffer
-	if err := WriteHTML(&page, m, Options{}); err != nil {
+	if err := HTML(&page, m, timeline.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	b := headless.Start(t, 1280, 800)
