@@ -89,6 +89,7 @@ type Pod struct {
 	Address string
 
 	readyCond, derived []Span
+	firstSeen          time.Time
 	// Kills from Killing events, and from probes' restart flags for a
 	// recording without events.
 	eventKills, restartKills []Kill
@@ -416,6 +417,11 @@ func (m *Model) finish(routes map[uint64]route) {
 		default:
 			p.Ready = p.derived
 		}
+		// A pod is born not ready: until its first verdict, if that is
+		// ready, it was not.
+		if len(p.Ready) > 0 && p.Ready[0].State == "ready" && p.Ready[0].From.After(p.firstSeen) {
+			p.Ready = append([]Span{{From: p.firstSeen, To: p.Ready[0].From, State: "not-ready", Detail: "not ready yet"}}, p.Ready...)
+		}
 		p.Ready = endSpans(p.Ready, m.End)
 		p.Gate = endSpans(p.Gate, m.End)
 		for _, c := range p.Containers {
@@ -475,7 +481,7 @@ func (m *Model) pod(f recording.Fact) *Pod {
 	key := f.Namespace + "/" + f.Pod
 	p := m.pods[key]
 	if p == nil {
-		p = &Pod{Key: key, Namespace: f.Namespace, Name: f.Pod}
+		p = &Pod{Key: key, Namespace: f.Namespace, Name: f.Pod, firstSeen: f.Time}
 		m.pods[key] = p
 		m.Pods = append(m.Pods, p)
 	}

@@ -76,7 +76,7 @@ func servePage(t *testing.T, page []byte) string {
 }
 
 func TestPageInChromium(t *testing.T) {
-	h, facts := scenario.LivenessRestart().RoundTrip(t, "examples/liveness.yaml")
+	h, facts := scenario.LivenessRestart().RoundTrip(t, "liveness restart scenario")
 	m, err := timeline.Build(h, facts, timeline.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestPageInChromium(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join("..", "docs", "timeline.png"), data, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join("..", "..", "docs", "timeline.png"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -176,9 +176,9 @@ func TestPictureLanesMatchTheRecording(t *testing.T) {
 	t.Run("where no request should go is shaded", func(t *testing.T) {
 		for _, lane := range svg.all(lanesOf("requests")) {
 			unready, dying := len(lane.all(withClass("unready"))), len(lane.all(withClass("dying")))
-			want := [2]int{0, 0}
+			want := [2]int{1, 0} // not ready before its first Ready
 			if lane.attr("data-pod") == "default/web-a" {
-				want = [2]int{1, 1} // not ready around the restart; the kill
+				want = [2]int{2, 1} // and around the restart; the kill
 			}
 			if [2]int{unready, dying} != want {
 				t.Errorf("lane %s: %d unready and %d dying stretches, want %v", lane.attr("data-pod"), unready, dying, want)
@@ -265,7 +265,7 @@ func htmlAttr(n *html.Node, name string) (string, bool) {
 }
 
 func TestPageIsSelfContained(t *testing.T) {
-	h, facts := scenario.LivenessRestart().RoundTrip(t, "examples/liveness.yaml")
+	h, facts := scenario.LivenessRestart().RoundTrip(t, "liveness restart scenario")
 	var out bytes.Buffer
 	if err := Recording(&out, "html", h, facts, timeline.Options{}); err != nil {
 		t.Fatal(err)
@@ -295,7 +295,7 @@ func TestPageIsSelfContained(t *testing.T) {
 	if len(rows) != 2 {
 		t.Errorf("panel has %d container rows, want 2", len(rows))
 	}
-	for _, want := range []string{"@media print", "<title>podgate timeline — podgate run: examples/liveness.yaml</title>"} {
+	for _, want := range []string{"@media print", "<title>podgate timeline — podgate run: liveness restart scenario</title>"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the page lacks %q", want)
 		}

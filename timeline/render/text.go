@@ -284,7 +284,8 @@ func killRequests(p *timeline.Pod, k timeline.Kill) (sent, inFlight []timeline.R
 	return sent, inFlight
 }
 
-// intervalRows summarise the requests per interval, by pod.
+// intervalRows summarise the requests per interval, by pod, each at the
+// end of its interval.
 func intervalRows(m *timeline.Model, o timeline.Options, from, to time.Time) []row {
 	iv := timeline.Interval(o, from, to, textIntervals)
 	all := m.Requests()
@@ -300,7 +301,12 @@ func intervalRows(m *timeline.Model, o timeline.Options, from, to time.Time) []r
 			j++
 		}
 		if j > i {
-			rows = append(rows, row{at: t, kind: "requests", what: fmt.Sprintf("in %s: %s", iv, summary(m, all[i:j]))})
+			// Said at the interval's end, after what happened in it.
+			at := end
+			if at.After(to) {
+				at = to
+			}
+			rows = append(rows, row{at: at, kind: "requests", what: fmt.Sprintf("in the last %s: %s", at.Sub(t), summary(m, all[i:j]))})
 		}
 		i = j
 	}

@@ -60,7 +60,7 @@ func TestTextIsSeed004sTable(t *testing.T) {
 		}},
 		{"liveness-restart-zoomed", scenario.LivenessRestart(), timeline.Options{From: 9 * time.Second, To: 23 * time.Second, Interval: 2 * time.Second}, []string{
 			"showing +00:09.000 to +00:23.000",
-			"in 2s: web-b served 4",
+			"in the last 2s: web-b served 4",
 		}},
 		{"held-and-truncated", scenario.HeldAndTruncated(), timeline.Options{}, []string{
 			"TRUNCATED at +00:04.500: recording reached its size limit",

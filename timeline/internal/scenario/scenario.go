@@ -234,7 +234,7 @@ func KubernetesRestart() *Scenario {
 // them until it gives up, one refused at shutdown, cut by its size bound.
 func HeldAndTruncated() *Scenario {
 	s := &Scenario{}
-	s.Request(2.5, "web-a", 200, "", 2*time.Second, false)
+	s.Request(3.1, "web-a", 200, "", 2*time.Second, false)
 	s.Request(3.0, "", 503, "", 3*time.Second, true)
 	s.StartPod(2, "web-a", "10.244.0.2", true)
 	s.Request(3.5, "web-a", 200, "", 0, false)
