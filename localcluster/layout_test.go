@@ -71,6 +71,10 @@ var allowedDeps = map[string][]string{
 	"cluster":                 {"runtime/kill", "runtime/containerconfig", "runtime/podlogs", "controlplane", "kubenode", "podnet", "podnet/nodenet", "internal/k8sbin", "internal/certs", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "runtime/podsetup", "runtime/podprobes", "runtime/podstatus", "runtime/preflight", "runtime/loopnet", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"ociimage":                {},
 	"recording":               {},
+	"timeline":                {"recording"},
+	"timeline/render":         {"timeline", "recording"},
+	"timeline/live":           {"timeline/render", "timeline", "recording", "internal/loopback"},
+	"internal/headless":       {},
 	"hack/image":              {"ociimage"},
 	"internal/kubeconfig":     {},
 	"internal/loopback":       {},
@@ -78,6 +82,9 @@ var allowedDeps = map[string][]string{
 	"internal/certs":          {},
 	"internal/buildinfo":      {},
 	"webhook":                 {"podspec", "podspec/validation", "podspec/inject", "internal/certs", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+
+	// Test support: the timeline tests' recordings.
+	"timeline/internal/scenario": {"recording"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list
