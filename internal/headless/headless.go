@@ -34,14 +34,61 @@ type Browser struct {
 }
 
 // execPath finds Chromium: the Debian package's `chromium`, or a
-// chromium-browser or google-chrome on PATH.
+// chromium-browser or google-chrome on PATH. Without one, it installs
+// Debian's package when it can (root, apt-get): the tests set up what
+// they need on a fresh machine, as the control plane's binaries are
+// built when missing, never skipped.
 func execPath() (string, error) {
+	if p, ok := lookChromium(); ok {
+		return p, nil
+	}
+	installOnce.Do(func() { installErr = install() })
+	if installErr != nil {
+		return "", installErr
+	}
+	if p, ok := lookChromium(); ok {
+		return p, nil
+	}
+	return "", errors.New("no Chromium on PATH after installing Debian's chromium package")
+}
+
+func lookChromium() (string, bool) {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
+			return p, true
 		}
 	}
-	return "", errors.New("no Chromium on PATH: install it (apt-get install -y --no-install-recommends chromium; .ci/run does)")
+	return "", false
+}
+
+var (
+	installOnce sync.Once
+	installErr  error
+)
+
+// install runs apt-get for Debian's chromium. Test packages run in
+// parallel, each its own process: apt-get waits for another's dpkg lock
+// instead of failing on it.
+func install() error {
+	const manual = "install it: apt-get install -y --no-install-recommends chromium"
+	if os.Geteuid() != 0 {
+		return errors.New("no Chromium on PATH and not root to install it; " + manual)
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		return errors.New("no Chromium on PATH and no apt-get to install it; " + manual)
+	}
+	wait := "DPkg::Lock::Timeout=900"
+	for _, args := range [][]string{
+		{"-o", wait, "update"},
+		{"-o", wait, "install", "-y", "--no-install-recommends", "chromium"},
+	} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("no Chromium on PATH, and apt-get %s failed: %w\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
 }
 
 // Start starts Chromium with a window of width×height CSS pixels, a
