@@ -34,10 +34,12 @@ type runOptions struct {
 	metricsListen string
 	// Health checks of the gates by the front door.
 	probeInterval, probeTimeout time.Duration
+	// record is --record FILE and --record-limit.
+	record recordFlags
 }
 
 func newRunCmd() *cobra.Command {
-	var o runOptions
+	o := runOptions{record: recordFlags{fileFlag: "--record"}}
 	var servicePorts []string
 	cmd := &cobra.Command{
 		Use:   "run -f FILE|DIR|-...",
@@ -67,6 +69,12 @@ are checked first. Ctrl-C (or SIGTERM) stops every pod gracefully —
 preStop, SIGTERM, SIGKILL at the grace period — a second Ctrl-C kills them
 at once. See docs/running.md.
 
+--record FILE writes what happened as one ordered stream of facts: every
+probe attempt, container state, event, pod condition, EndpointSlice
+endpoint, the gate's verdict, the front door's routing decisions and every
+request (docs/timeline.md). It is flushed every 200 ms and on the stop,
+Ctrl-C included, and bounded by --record-limit.
+
 Exit status: 0 after a clean stop, 1 invalid manifests, something that
 cannot run locally or a failed start (an address in use), 2 usage error
 (an unknown flag or a malformed flag value).`,
@@ -78,6 +86,9 @@ cannot run locally or a failed start (an address in use), 2 usage error
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := o.config(cmd.Flags().Changed("replicas"), servicePorts)
 			if err != nil {
+				return err
+			}
+			if err := o.record.check(cmd.Flags().Changed("record-limit")); err != nil {
 				return err
 			}
 			inputs, err := o.manifests.inputs(args, cmd.InOrStdin())
@@ -106,6 +117,8 @@ cannot run locally or a failed start (an address in use), 2 usage error
 	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve the front door's Prometheus metrics on http://ADDR/metrics (loopback only; port 0 picks a free one; default off)")
 	f.StringArrayVar(&servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
+	f.StringVar(&o.record.file, "record", "", "record the run into FILE: every probe attempt, container state, event, pod condition, endpoint, gate verdict, routing decision and request, as JSON lines (docs/timeline.md)")
+	o.record.bindLimit(f)
 	return cmd
 }
 
@@ -139,7 +152,7 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.C
 	return cfg, nil
 }
 
-func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []podspec.Input, stdout, stderr io.Writer) error {
+func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []podspec.Input, stdout, stderr io.Writer) (err error) {
 	im, err := images.FromFlags(o.images)
 	if err != nil {
 		return invalidf("%v", err)
@@ -152,6 +165,20 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 		return invalidf("%v", err)
 	}
 	cfg.Workloads, cfg.Images, cfg.Stdout, cfg.Stderr = workloads, im, stdout, stderr
+	if o.record.file != "" {
+		rec, openErr := o.record.open("podgate run", stderr)
+		if openErr != nil {
+			return openErr
+		}
+		cfg.Recorder = rec
+		// Run has stopped everything that records when it returns, after
+		// Ctrl-C too: the close flushes the last facts.
+		defer func() {
+			if cerr := rec.Close(); cerr != nil && err == nil {
+				err = invalidf("%v", cerr)
+			}
+		}()
+	}
 	if err := localrun.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
 	}
