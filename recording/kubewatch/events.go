@@ -68,7 +68,7 @@ func eventTime(e *corev1.Event, now time.Time) time.Time {
 func containerOf(fieldPath string) string {
 	for _, prefix := range []string{"spec.containers{", "spec.initContainers{", "spec.ephemeralContainers{"} {
 		if rest, ok := strings.CutPrefix(fieldPath, prefix); ok {
-			if name, ok := strings.CutSuffix(rest, "}"); ok {
+			if name, ok := strings.CutSuffix(rest, "}"); ok && !strings.ContainsAny(name, "{}") {
 				return name
 			}
 		}
