@@ -106,12 +106,15 @@ func (rr *requestRecord) done(code int) {
 	if rr == nil {
 		return
 	}
-	end := rr.t.cfg.Clock.Now()
+	latency := rr.t.cfg.Clock.Since(rr.start)
+	// The end as start + latency, so that the two agree on the wall clock
+	// too (the latency is measured on the monotonic one).
+	end := rr.start.Add(latency)
 	rr.t.cfg.Recorder.Record(recording.Fact{
 		Time: end, Kind: recording.KindRequest, Namespace: rr.t.namespace(), Pod: rr.pod,
 		Request: &recording.Request{
 			ID: rr.id, Target: rr.t.name, Method: rr.method, Path: rr.path,
-			Start: rr.start, Status: code, Latency: end.Sub(rr.start), Error: rr.err,
+			Start: rr.start, Status: code, Latency: latency, Error: rr.err,
 		},
 	})
 }

@@ -29,6 +29,10 @@ func init() { register(newRecordCmd) }
 // otherwise: hours of a busy run, far less than a disk.
 const defaultRecordLimit = "256Mi"
 
+// minRecordLimit is the smallest bound: room for the header, a few facts
+// and the truncated line.
+const minRecordLimit = 4 << 10
+
 // recordFlags are --record-limit and the file flag of `podgate run
 // --record` and `podgate record -o`.
 type recordFlags struct {
@@ -40,7 +44,7 @@ type recordFlags struct {
 
 func (r *recordFlags) bindLimit(f *pflag.FlagSet) {
 	f.StringVar(&r.limit, "record-limit", defaultRecordLimit,
-		"size bound of the recording in bytes (suffixes Ki, Mi, Gi, k, M, G; 0 for none); when it is hit the recording ends with a truncated line")
+		"size bound of the recording in bytes (suffixes Ki, Mi, Gi, k, M, G; at least 4Ki; 0 for none); when it is hit the recording ends with a truncated line")
 }
 
 // limitBytes is --record-limit in bytes, or a usage error.
@@ -50,8 +54,11 @@ func (r *recordFlags) limitBytes() (int64, error) {
 		return 0, usageErrorf("--record-limit %q: want a size in bytes such as 256Mi or 1000000: %v", r.limit, err)
 	}
 	n, ok := q.AsInt64()
-	if !ok || n < 0 {
+	switch {
+	case !ok || n < 0:
 		return 0, usageErrorf("--record-limit %q: want a whole number of bytes, 0 or more", r.limit)
+	case n > 0 && n < minRecordLimit:
+		return 0, usageErrorf("--record-limit %q: at least %d bytes (4Ki), or 0 for no bound", r.limit, minRecordLimit)
 	}
 	return n, nil
 }
