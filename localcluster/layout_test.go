@@ -68,6 +68,7 @@ var allowedDeps = map[string][]string{
 	"cluster":                 {"runtime/kill", "runtime/containerconfig", "runtime/podlogs", "controlplane", "kubenode", "podnet", "podnet/nodenet", "internal/k8sbin", "internal/certs", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "runtime/podsetup", "runtime/podprobes", "runtime/podstatus", "runtime/preflight", "runtime/loopnet", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"ociimage":                {},
 	"recording":               {},
+	"recording/kubewatch":     {"recording", "wire"},
 	"hack/image":              {"ociimage"},
 	"internal/kubeconfig":     {},
 	"internal/loopback":       {},
