@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
@@ -102,7 +103,12 @@ cannot run locally or a failed start (an address in use), 2 usage error
 			return runPods(parent, o, cfg, inputs, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f := cmd.Flags()
+	o.bind(cmd.Flags(), &servicePorts)
+	return cmd
+}
+
+// bind binds run's flags to o and servicePorts.
+func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 	o.manifests.bind(f)
 	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "loopback range pod IPs come from (inside 127.0.0.0/8)")
 	f.StringVar(&o.apiAddr, "api", api.DefaultAddr, "control API address (loopback only; port 0 picks a free one)")
@@ -116,10 +122,9 @@ cannot run locally or a failed start (an address in use), 2 usage error
 	f.DurationVar(&o.probeInterval, "gate-probe-interval", activator.DefaultProbeInterval, "how often the front door health-checks each pod's gate (Knative's activator: 200ms)")
 	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve the front door's Prometheus metrics on http://ADDR/metrics (loopback only; port 0 picks a free one; default off)")
-	f.StringArrayVar(&servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
+	f.StringArrayVar(servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
 	f.StringVar(&o.record.file, "record", "", "record the run into FILE: every probe attempt, container state, event, pod condition, endpoint, gate verdict, routing decision and request, as JSON lines (docs/timeline.md)")
 	o.record.bindLimit(f)
-	return cmd
 }
 
 // config turns the flags into localrun's Config and refuses malformed
