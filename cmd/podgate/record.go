@@ -206,7 +206,10 @@ func watchUntilDone(ctx context.Context, client kubernetes.Interface, namespace 
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	w, err := kubewatch.Start(syncCtx, kubewatch.Config{Client: client, Namespace: namespace, Sink: sink, ProbesFromEvents: true})
 	cancel()
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil // Ctrl-C before the first lists: a recording of nothing
+	case err != nil:
 		return err
 	}
 	where := "namespace " + namespace

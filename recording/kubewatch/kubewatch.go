@@ -80,8 +80,11 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	w := &Watcher{cfg: cfg, pods: map[string]*podSeen{}, events: map[string]int32{}, slices: map[string]*sliceSeen{}}
 	ns := cfg.Namespace
+	if err := canList(ctx, cfg.Client, ns); err != nil {
+		return nil, err
+	}
+	w := &Watcher{cfg: cfg, pods: map[string]*podSeen{}, events: map[string]int32{}, slices: map[string]*sliceSeen{}}
 	infs := []struct {
 		inf     cache.SharedIndexInformer
 		observe func(obj any, initial bool)
@@ -110,6 +113,30 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 		return nil, fmt.Errorf("kubewatch: listing pods, events and EndpointSlices: %w", ctx.Err())
 	}
 	return w, nil
+}
+
+// canList asks for one object of each kind, so that an API server that
+// cannot be reached, or an identity that may not list, is an error at once
+// naming what failed; the informers would retry it quietly.
+func canList(ctx context.Context, client kubernetes.Interface, ns string) error {
+	one := metav1.ListOptions{Limit: 1}
+	where := "namespace " + ns
+	if ns == "" {
+		where = "every namespace"
+	}
+	for _, l := range []struct {
+		what string
+		list func() error
+	}{
+		{"pods", func() error { _, err := client.CoreV1().Pods(ns).List(ctx, one); return err }},
+		{"events", func() error { _, err := client.CoreV1().Events(ns).List(ctx, one); return err }},
+		{"endpointslices", func() error { _, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, one); return err }},
+	} {
+		if err := l.list(); err != nil {
+			return fmt.Errorf("kubewatch: listing %s in %s: %w", l.what, where, err)
+		}
+	}
+	return nil
 }
 
 // handler calls observe for every add and update (with the new object)

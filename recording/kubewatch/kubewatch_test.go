@@ -14,8 +14,10 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/controlplane"
@@ -80,7 +82,7 @@ func dump(fs []recording.Fact) string {
 }
 
 // cluster is a real control plane and a podgate node, namespace rec.
-func cluster(t *testing.T) kubernetes.Interface {
+func cluster(t *testing.T) (kubernetes.Interface, *controlplane.ControlPlane) {
 	t.Helper()
 	cp, err := controlplane.Start(t.Context(), controlplane.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -123,7 +125,7 @@ func cluster(t *testing.T) kubernetes.Interface {
 	case <-time.After(patience):
 		t.Fatal("the node was not ready in time")
 	}
-	return cs
+	return cs, cp
 }
 
 // TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer runs a pod on a
@@ -134,8 +136,24 @@ func cluster(t *testing.T) kubernetes.Interface {
 // from before the watch is not a fact of the recording; a change made
 // just before Stop is.
 func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
-	cs := cluster(t)
+	cs, cp := cluster(t)
 	ctx := t.Context()
+	t.Run("an identity that may not list pods is refused at once", func(t *testing.T) {
+		// A node's credential: the Node authorizer lets it list only the
+		// pods bound to it.
+		kubeconfig, err := cp.NodeKubeconfig(nodeName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kubewatch.Start(ctx, kubewatch.Config{Client: kubernetes.NewForConfigOrDie(rc), Namespace: ns, Sink: recording.Discard})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "kubewatch: listing pods in namespace rec: ") {
+			t.Errorf("Start as a node: %v, want Forbidden naming the pods of namespace rec", err)
+		}
+	})
 	before := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "before", Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web"},
