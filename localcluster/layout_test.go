@@ -56,6 +56,9 @@ var allowedDeps = map[string][]string{
 	"gate":                    {"gate/proxy", "gate/drain", "gate/metrics", "gate/readiness", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"gate/podstatus":          {"gate", "gate/readiness", "internal/informers", "internal/kubeconfig", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"gate/gatemain":           {"gate", "gate/readiness", "internal/informers", "gate/podstatus", "internal/kubeconfig", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"gate/gatecli":            {"gate/gatemain", "internal/command", "gate", "gate/readiness", "internal/informers", "gate/podstatus", "internal/kubeconfig", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"cmd/podgate-gate":        {"gate/gatecli", "internal/buildinfo", "gate/gatemain", "internal/command", "gate", "gate/readiness", "internal/informers", "gate/podstatus", "internal/kubeconfig", "gate/proxy", "gate/drain", "gate/metrics", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"internal/command":        {},
 	"activator":               {"gateenv", "wire", "specdecode", "recording"},
 	"activator/kubebackends":  {"activator", "internal/informers", "gateenv", "wire", "specdecode", "recording"},
 	"activator/prommetrics":   {"activator", "gateenv", "wire", "specdecode", "recording"},
@@ -69,6 +72,10 @@ var allowedDeps = map[string][]string{
 	"ociimage":                {},
 	"recording":               {},
 	"recording/kubewatch":     {"recording", "wire"},
+	"timeline":                {"recording"},
+	"timeline/render":         {"timeline", "recording"},
+	"timeline/live":           {"timeline/render", "timeline", "recording", "internal/loopback"},
+	"internal/headless":       {},
 	"hack/image":              {"ociimage"},
 	"internal/kubeconfig":     {},
 	"internal/loopback":       {},
@@ -76,6 +83,9 @@ var allowedDeps = map[string][]string{
 	"internal/certs":          {},
 	"internal/buildinfo":      {},
 	"webhook":                 {"podspec", "podspec/validation", "podspec/inject", "internal/certs", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+
+	// Test support: the timeline tests' recordings.
+	"timeline/internal/scenario": {"recording"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list

@@ -57,11 +57,12 @@ type Config struct {
 	MetricsListen               string
 	// Stdout receives the containers' output, Stderr podgate's lines.
 	Stdout, Stderr io.Writer
-	// Recorder, when set, receives the run's facts (`podgate run
-	// --record`, the live view) from the moment the API serves until the
-	// pods have stopped: every probe attempt of the node agent, what the
-	// API says of the pods, their events and EndpointSlices, and the
-	// front door's routing decisions and requests. Run does not close it.
+	// Recorder, when set, takes the facts of the run (docs/timeline.md):
+	// a recording's writer, the live timeline's log, or both. It gets
+	// them from the moment the API serves until the pods have stopped:
+	// every probe attempt of the node agent, what the API says of the
+	// pods, their events and EndpointSlices, and the front door's routing
+	// decisions and requests. Run does not close it.
 	Recorder recording.Sink
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -11,10 +12,13 @@ import (
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/timeline/live"
 )
 
 func init() { register(newRunCmd) }
@@ -37,6 +41,8 @@ type runOptions struct {
 	probeInterval, probeTimeout time.Duration
 	// record is --record FILE and --record-limit.
 	record recordFlags
+	// ui, when set, serves the live timeline.
+	ui string
 }
 
 func newRunCmd() *cobra.Command {
@@ -122,10 +128,15 @@ func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 	f.DurationVar(&o.probeInterval, "gate-probe-interval", activator.DefaultProbeInterval, "how often the front door health-checks each pod's gate (Knative's activator: 200ms)")
 	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve the front door's Prometheus metrics on http://ADDR/metrics (loopback only; port 0 picks a free one; default off)")
+	f.StringVar(&o.ui, "ui", "", "serve the live timeline of probes, endpoints and requests on http://ADDR (loopback only; port 0 picks a free one; default off)")
 	f.StringArrayVar(servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
 	f.StringVar(&o.record.file, "record", "", "record the run into FILE: every probe attempt, container state, event, pod condition, endpoint, gate verdict, routing decision and request, as JSON lines (docs/timeline.md)")
 	o.record.bindLimit(f)
 }
+
+// uiFacts is how many facts the live timeline keeps: minutes of a busy
+// run (the requests are most of them), a few tens of MB at most.
+const uiFacts = 100_000
 
 // config turns the flags into localrun's Config and refuses malformed
 // values as usage errors (exit 2), before any file is read: a value that
@@ -146,6 +157,11 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.C
 	}
 	if err := checkImageFlags(o.images); err != nil {
 		return cfg, err
+	}
+	if o.ui != "" {
+		if _, err := loopback.Check(o.ui); err != nil {
+			return cfg, usageErrorf("--ui %q: %v (e.g. 127.0.0.1:9800; port 0 picks a free one)", o.ui, err)
+		}
 	}
 	for _, raw := range servicePorts {
 		p, err := frontdoor.ParseServicePort(raw)
@@ -183,6 +199,21 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 				err = invalidf("%v", cerr)
 			}
 		}()
+	}
+	if o.ui != "" {
+		// The live view reads the facts from memory, besides any recording.
+		facts := recording.NewLog(uiFacts)
+		ui, err := live.Listen(o.ui, facts, recording.Header{Source: "podgate run"})
+		if err != nil {
+			return invalidf("%v", err)
+		}
+		defer ui.Close()
+		var sink recording.Sink = facts
+		if cfg.Recorder != nil {
+			sink = recording.Tee(cfg.Recorder, facts)
+		}
+		cfg.Recorder = sink
+		fmt.Fprintf(stderr, "podgate: timeline on %s\n", ui.URL())
 	}
 	if err := localrun.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
