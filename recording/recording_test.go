@@ -101,6 +101,30 @@ func TestTheSizeBoundEndsWithATruncatedLine(t *testing.T) {
 	}
 }
 
+func TestOnTruncateIsCalledOnceWhenTheBoundIsHit(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Header{Source: "podgate run", Started: t0}, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	w.OnTruncate(func() { calls++ })
+	mark := Fact{Time: t0, Kind: KindMark, Mark: &Mark{Name: strings.Repeat("x", 100)}}
+	w.Record(mark)
+	if calls != 0 {
+		t.Fatalf("called %d times under the bound", calls)
+	}
+	for range 50 {
+		w.Record(mark)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("called %d times, want once", calls)
+	}
+}
+
 func TestABoundTooSmallForTheHeaderIsRefused(t *testing.T) {
 	if _, err := NewWriter(&bytes.Buffer{}, Header{}, 100); err == nil || !strings.Contains(err.Error(), "too small") {
 		t.Errorf("err = %v, want too small", err)

@@ -50,6 +50,7 @@ type Writer struct {
 	truncated bool
 	closed    bool
 	err       error
+	onTrunc   func()
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -122,9 +123,24 @@ func (rw *Writer) Record(f Fact) {
 		msg := fmt.Sprintf("recording reached its size limit of %d bytes; later facts were dropped", rw.limit)
 		t, _ := json.Marshal(Fact{Time: f.Time, Kind: KindTruncated, Truncated: &Truncated{Limit: rw.limit, Message: msg}})
 		rw.writeLine(t)
+		if rw.onTrunc != nil {
+			// Once, on the goroutine of the fact that crossed the bound;
+			// outside the lock would let a second fact race ahead of the
+			// message, and the callback only prints a line.
+			rw.onTrunc()
+		}
 		return
 	}
 	rw.writeLine(line)
+}
+
+// OnTruncate sets fn to be called once, when the size bound is hit (with
+// the writer's lock held: fn must not call the Writer). podgate prints
+// its message to stderr so.
+func (rw *Writer) OnTruncate(fn func()) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.onTrunc = fn
 }
 
 func (rw *Writer) writeLine(line []byte) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/env"
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
@@ -84,6 +85,11 @@ type Options struct {
 	// PodSetup, when set, gives each admitted pod extra environment and
 	// work to finish before its containers start (see PodExtras).
 	PodSetup PodSetupFunc
+	// OnProbe, when set, hears every probe Update of every pod, an
+	// Attempted one for each tick included (successes too), in order, on
+	// the pod's prober goroutine, before the pod acts on it: `podgate run
+	// --record`. It must not block.
+	OnProbe func(namespace, pod string, u prober.Update)
 }
 
 // Agent is the node agent. Create it with New: it runs every pod its
