@@ -256,3 +256,58 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestParseLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		wantErr string
+	}{
+		{"256Mi", 256 << 20, ""},
+		{"1000000", 1000000, ""},
+		{"0", 0, ""},
+		{"4Ki", 4096, ""},
+		{"1k", 0, "at least 4096 bytes"},
+		{"-1", 0, "0 or more"},
+		{"lots", 0, "want a size in bytes"},
+		{"1.5", 0, "whole number of bytes"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseLimit(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("ParseLimit(%q) = %d, %v; want an error with %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("ParseLimit(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCreateLeavesNoFileWhenTheBoundIsTooSmall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	if _, err := Create(path, Header{Source: "podgate run"}, 100); err == nil {
+		t.Fatal("a bound of 100 bytes is accepted")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the file is left behind: %v", err)
+	}
+	f, err := Create(path, Header{Source: "podgate run"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Record(sample()[0])
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, facts, err := Read(bytes.NewReader(data)); err != nil || len(facts) != 1 {
+		t.Errorf("read back %d facts, %v", len(facts), err)
+	}
+}

@@ -10,13 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podgate/podgate/internal/kubeconfig"
 	"github.com/podgate/podgate/recording"
@@ -28,10 +25,6 @@ func init() { register(newRecordCmd) }
 // defaultRecordLimit bounds a recording unless --record-limit says
 // otherwise: hours of a busy run, far less than a disk.
 const defaultRecordLimit = "256Mi"
-
-// minRecordLimit is the smallest bound: room for the header, a few facts
-// and the truncated line.
-const minRecordLimit = 4 << 10
 
 // recordFlags are --record-limit and the file flag of `podgate run
 // --record` and `podgate record -o`.
@@ -49,16 +42,9 @@ func (r *recordFlags) bindLimit(f *pflag.FlagSet) {
 
 // limitBytes is --record-limit in bytes, or a usage error.
 func (r *recordFlags) limitBytes() (int64, error) {
-	q, err := resource.ParseQuantity(r.limit)
+	n, err := recording.ParseLimit(r.limit)
 	if err != nil {
-		return 0, usageErrorf("--record-limit %q: want a size in bytes such as 256Mi or 1000000: %v", r.limit, err)
-	}
-	n, ok := q.AsInt64()
-	switch {
-	case !ok || n < 0:
-		return 0, usageErrorf("--record-limit %q: want a whole number of bytes, 0 or more", r.limit)
-	case n > 0 && n < minRecordLimit:
-		return 0, usageErrorf("--record-limit %q: at least %d bytes (4Ki), or 0 for no bound", r.limit, minRecordLimit)
+		return 0, usageErrorf("--record-limit %v", err)
 	}
 	return n, nil
 }
@@ -73,39 +59,22 @@ func (r *recordFlags) check(limitSet bool) error {
 	return err
 }
 
-// openedRecording is a recording being written to its file.
-type openedRecording struct {
-	*recording.Writer
-	file *os.File
-}
-
 // open creates the file and starts the recording with its header. A file
 // that cannot be created, or a bound too small for the header, is
 // invalid input. When the bound is hit podgate says so on stderr, once.
-func (r *recordFlags) open(source string, stderr io.Writer) (*openedRecording, error) {
+func (r *recordFlags) open(source string, stderr io.Writer) (*recording.File, error) {
 	limit, err := r.limitBytes()
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Create(r.file)
+	f, err := recording.Create(r.file, recording.Header{Source: source, Detail: commandLine()}, limit)
 	if err != nil {
 		return nil, invalidf("%s: %v", r.fileFlag, err)
 	}
-	w, err := recording.NewWriter(f, recording.Header{Source: source, Detail: commandLine()}, limit)
-	if err != nil {
-		_ = f.Close()
-		_ = os.Remove(r.file)
-		return nil, invalidf("--record-limit: %v", err)
-	}
-	w.OnTruncate(func() {
+	f.OnTruncate(func() {
 		fmt.Fprintf(stderr, "podgate: the recording %s reached --record-limit %s (%d bytes): later facts were dropped; raise --record-limit (0 for no bound)\n", r.file, r.limit, limit)
 	})
-	return &openedRecording{Writer: w, file: f}, nil
-}
-
-// Close flushes the recording and closes its file.
-func (o *openedRecording) Close() error {
-	return errors.Join(o.Writer.Close(), o.file.Close())
+	return f, nil
 }
 
 // commandLine is how podgate was started, for the header's Detail.
@@ -179,7 +148,7 @@ func recordCluster(parent context.Context, r recordFlags, kubeconf, namespace st
 	case all:
 		namespace = ""
 	case namespace == "":
-		namespace = kubeconfigNamespace(kubeconf)
+		namespace = kubeconfig.Namespace(kubeconf)
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -191,7 +160,7 @@ func recordCluster(parent context.Context, r recordFlags, kubeconf, namespace st
 	}
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	runErr := watchUntilDone(ctx, client, namespace, rec, stderr)
+	runErr := kubewatch.RecordUntilDone(ctx, kubewatch.Config{Client: client, Namespace: namespace, Sink: rec, ProbesFromEvents: true}, stderr)
 	if err := rec.Close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
@@ -199,38 +168,4 @@ func recordCluster(parent context.Context, r recordFlags, kubeconf, namespace st
 		return invalidf("%v", runErr)
 	}
 	return nil
-}
-
-// watchUntilDone records until ctx ends, then takes the watch's last look.
-func watchUntilDone(ctx context.Context, client kubernetes.Interface, namespace string, sink recording.Sink, stderr io.Writer) error {
-	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	w, err := kubewatch.Start(syncCtx, kubewatch.Config{Client: client, Namespace: namespace, Sink: sink, ProbesFromEvents: true})
-	cancel()
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil // Ctrl-C before the first lists: a recording of nothing
-	case err != nil:
-		return err
-	}
-	where := "namespace " + namespace
-	if namespace == "" {
-		where = "every namespace"
-	}
-	fmt.Fprintf(stderr, "podgate: recording %s until Ctrl-C\n", where)
-	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return w.Stop(stopCtx)
-}
-
-// kubeconfigNamespace is the namespace of the kubeconfig's current
-// context, as kubectl takes it, else default.
-func kubeconfigNamespace(path string) string {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).Namespace()
-	if err != nil || ns == "" {
-		return "default"
-	}
-	return ns
 }
