@@ -84,6 +84,10 @@ type Options struct {
 	// PodSetup, when set, gives each admitted pod extra environment and
 	// work to finish before its containers start (see PodExtras).
 	PodSetup PodSetupFunc
+	// Withdrawal, when set, holds every liveness and startup kill until
+	// the pod's endpoint is withdrawn (see EndpointWithdrawal); nil kills
+	// once the not-ready status is written.
+	Withdrawal EndpointWithdrawal
 }
 
 // Agent is the node agent. Create it with New: it runs every pod its

@@ -138,8 +138,14 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 		hook = lc.PreStop
 	}
 	p.tasks.Add(1)
+	withdrawal, namespace, name, ip := p.a.opts.Withdrawal, p.namespace, p.name, p.ip
 	go func() {
 		defer p.tasks.Done()
+		if probeKill && withdrawal != nil {
+			// The not-ready status is written (onProbe); the endpoint
+			// goes before the signal does.
+			awaitWithdrawal(withdrawal, k, pr, namespace, name, ip)
+		}
 		var preStop func(context.Context)
 		if hook != nil {
 			preStop = func(ctx context.Context) { p.runPreStop(ctx, c, hook) }
