@@ -196,7 +196,9 @@ func initialDelayPod(string) *corev1.Pod {
 // seconds on the wire; truncating both keeps a true difference of at
 // least the delay at least the delay.
 func checkInitialDelay(t *testing.T, e *Env) {
-	p := e.waitPod(t, "Ready", func(p *corev1.Pod) (bool, string) { return podReady(p), fmt.Sprintf("conditions %+v", p.Status.Conditions) })
+	p := e.waitPod(t, "Ready", func(p *corev1.Pod) (bool, string) {
+		return podReady(p), fmt.Sprintf("conditions %+v", p.Status.Conditions)
+	})
 	running := containerStatus(p).State.Running
 	if running == nil {
 		t.Fatalf("container not running: %+v", containerStatus(p).State)
