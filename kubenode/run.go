@@ -199,6 +199,10 @@ func (cfg Config) podCredentials(rc *rest.Config, core corev1client.CoreV1Interf
 		if u.Port() == "" {
 			server = net.JoinHostPort(u.Hostname(), "443")
 		}
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && ip.IsLoopback() && cfg.Network != nil {
+			cfg.Logger.Warn("pods in network namespaces of their own cannot reach the API server at the kubeconfig's loopback address: set the API server for pods (--api-server-for-pods)",
+				"server", server)
+		}
 	}
 	ca := rc.CAData
 	if len(ca) == 0 && rc.CAFile != "" {
