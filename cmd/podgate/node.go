@@ -40,6 +40,8 @@ type nodeOptions struct {
 	leaseSeconds                      int32
 }
 
+// newNodeCmd is `podgate node`; it is long because of its help text, the
+// node's user documentation beside its flags.
 func newNodeCmd() *cobra.Command {
 	var o nodeOptions
 	cmd := &cobra.Command{
