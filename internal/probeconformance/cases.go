@@ -361,6 +361,15 @@ func checkWithdrawnBeforeKill(t *testing.T, e *Env) {
 		t.Fatal(err)
 	}
 	defer evs.Stop()
+	podWatch, err := e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + e.Pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer podWatch.Stop()
+	notReady := first(podWatch, func(o any) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && !podReady(p)
+	})
 	unready := first(slices, func(o any) bool {
 		s, ok := o.(*discoveryv1.EndpointSlice)
 		if !ok {
@@ -394,8 +403,14 @@ func checkWithdrawnBeforeKill(t *testing.T, e *Env) {
 	// The watches' clocks are no proof (the node and the test see the
 	// same change within a millisecond or two of each other): logged.
 	termAt := e.sigterm(t)
-	t.Logf("resourceVersions: endpoint not ready %d, Killing %d; the test saw the endpoint go %s before the container got SIGTERM",
-		gone.rv, kill.rv, termAt.Sub(gone.at).Round(time.Microsecond))
+	var podGone seen
+	select {
+	case podGone = <-notReady:
+	case <-time.After(WaitLimit):
+		t.Fatal("the pod was not seen not Ready")
+	}
+	t.Logf("resourceVersions: pod not Ready %d, endpoint not ready %d, Killing %d; seen by the test: the pod not Ready, %s later the endpoint, %s later SIGTERM",
+		podGone.rv, gone.rv, kill.rv, gone.at.Sub(podGone.at).Round(time.Microsecond), termAt.Sub(gone.at).Round(time.Microsecond))
 	e.restarted(t, 1)
 }
 
