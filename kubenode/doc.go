@@ -50,11 +50,11 @@
 // addresses of --pod-cidr, which the API server refuses in
 // EndpointSlices (the node warns at start).
 //
-// With a pod network, a liveness or startup kill waits (Withdrawals, up
-// to Config.WithdrawTimeout) until no EndpointSlice lists the pod's
-// address as ready: the agent has written Ready=False first, and the
+// With a pod network, a liveness or startup kill waits (package
+// kubenode/withdrawal, up to Config.WithdrawTimeout) until no
+// EndpointSlice lists the pod's address as ready: the agent has written Ready=False first, and the
 // EndpointSlice controller follows that write a little later. Reading
 // EndpointSlices is beyond a kubelet's rights; ClusterRole
-// EndpointSliceRole, bound to group system:nodes, grants it, and without
+// withdrawal.Role, bound to group system:nodes, grants it, and without
 // it the node kills without waiting.
 package kubenode

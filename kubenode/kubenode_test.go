@@ -456,10 +456,6 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 		}
 	})
 
-	t.Run("a kill waits until the EndpointSlice no longer lists the pod ready", func(t *testing.T) {
-		testWithdrawals(t, cp)
-	})
-
 	t.Run("SIGKILL of a node leaves no container process", func(t *testing.T) {
 		helperKubeconfig, err := cp.NodeKubeconfig("node-2")
 		if err != nil {

@@ -95,9 +95,9 @@ type Config struct {
 	APIServerForPods string
 	// WithdrawTimeout bounds the wait of a liveness or startup kill for
 	// the pod's endpoint to turn not ready (default
-	// DefaultWithdrawTimeout). The wait needs a pod network (with
+	// withdrawal.DefaultTimeout). The wait needs a pod network (with
 	// loopback addresses no EndpointSlice lists a pod) and the right to
-	// read EndpointSlices (ClusterRole EndpointSliceRole); without it the
+	// read EndpointSlices (ClusterRole withdrawal.Role); without it the
 	// node kills once the not-ready status is written.
 	WithdrawTimeout time.Duration
 	// Signals, when set, is where Run takes its stop signals from (the

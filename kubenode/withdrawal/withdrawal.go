@@ -1,4 +1,11 @@
-package kubenode
+// Package withdrawal is the node's view of a cluster's EndpointSlices,
+// for holding a liveness or startup kill until the pod's endpoint is
+// withdrawn (runtime.EndpointWithdrawal): the node agent writes the pod's
+// Ready=False through pods/status before such a kill, and the
+// EndpointSlice controller follows that write a little later; a kubelet
+// kills first and the endpoint follows, so requests still reach the dying
+// container meanwhile. Package kubenode runs it.
+package withdrawal
 
 import (
 	"context"
@@ -14,32 +21,28 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
-// DefaultWithdrawTimeout bounds how long a liveness or startup kill waits
+// DefaultTimeout bounds how long a liveness or startup kill waits
 // for the pod's endpoint to turn not ready: the EndpointSlice controller
 // follows a status write within tens of milliseconds when it is well; a
 // kill is held up, never called off.
-const DefaultWithdrawTimeout = 2 * time.Second
+const DefaultTimeout = 2 * time.Second
 
-// EndpointSliceRole names the ClusterRole that lets nodes read
-// EndpointSlices, as docs/kubernetes.md gives it (and podgate's control
-// plane installs it: controlplane.NodeEndpointSlicesRole).
-const EndpointSliceRole = "podgate:node-endpointslices"
+// Role names the ClusterRole that lets nodes read EndpointSlices, as
+// docs/kubernetes.md gives it (and podgate's control plane installs it:
+// controlplane.NodeEndpointSlicesRole).
+const Role = "podgate:node-endpointslices"
 
 // readyAddrIndex indexes EndpointSlices by "NAMESPACE/ADDRESS" of every
 // endpoint that is ready.
 const readyAddrIndex = "readyAddress"
 
-// Withdrawals is the node's view of the cluster's EndpointSlices, as
-// runtime.EndpointWithdrawal: before a liveness or startup kill the agent
-// has written the pod's Ready=False through pods/status, and the kill
-// waits here until the EndpointSlice controller has taken the pod's
-// address out of service. A kubelet kills first and the endpoint follows
-// later, so requests still reach the dying container meanwhile.
-type Withdrawals struct {
+// Watch is the EndpointSlices of every namespace, as
+// runtime.EndpointWithdrawal: a kill waits in WaitWithdrawn until the
+// EndpointSlice controller has taken the pod's address out of service.
+type Watch struct {
 	inf     cache.SharedIndexInformer
 	timeout time.Duration
 	log     *slog.Logger
@@ -48,12 +51,12 @@ type Withdrawals struct {
 	changed chan struct{} // closed and replaced on every change
 }
 
-// NewWithdrawals watches the EndpointSlices of every namespace through
-// client (list and watch: ClusterRole EndpointSliceRole). Start runs the
-// watch.
-func NewWithdrawals(client discoveryclient.EndpointSlicesGetter, timeout time.Duration, log *slog.Logger) (*Withdrawals, error) {
+// New watches the EndpointSlices of every namespace through client (list
+// and watch: ClusterRole Role); a wait gives up after timeout (0:
+// DefaultTimeout). Start runs the watch.
+func New(client discoveryclient.EndpointSlicesGetter, timeout time.Duration, log *slog.Logger) (*Watch, error) {
 	if timeout <= 0 {
-		timeout = DefaultWithdrawTimeout
+		timeout = DefaultTimeout
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -67,7 +70,7 @@ func NewWithdrawals(client discoveryclient.EndpointSlicesGetter, timeout time.Du
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &discoveryv1.EndpointSlice{}, 0, cache.Indexers{readyAddrIndex: readyAddresses})
-	w := &Withdrawals{inf: inf, timeout: timeout, log: log, changed: make(chan struct{})}
+	w := &Watch{inf: inf, timeout: timeout, log: log, changed: make(chan struct{})}
 	ring := func(any) { w.ring() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ring, UpdateFunc: func(_, o any) { ring(o) }, DeleteFunc: ring}); err != nil {
 		return nil, fmt.Errorf("EndpointSlice informer: %w", err)
@@ -98,7 +101,7 @@ func readyAddresses(obj any) ([]string, error) {
 // Start runs the watch until ctx ends; done is closed once it has
 // stopped. It does not wait for the first list: until then a kill is not
 // held.
-func (w *Withdrawals) Start(ctx context.Context) (done <-chan struct{}) {
+func (w *Watch) Start(ctx context.Context) (done <-chan struct{}) {
 	d := make(chan struct{})
 	go func() {
 		defer close(d)
@@ -115,16 +118,16 @@ func (w *Withdrawals) Start(ctx context.Context) (done <-chan struct{}) {
 }
 
 // Synced reports whether the first list arrived.
-func (w *Withdrawals) Synced() bool { return w.inf.HasSynced() }
+func (w *Watch) Synced() bool { return w.inf.HasSynced() }
 
-func (w *Withdrawals) ring() {
+func (w *Watch) ring() {
 	w.mu.Lock()
 	close(w.changed)
 	w.changed = make(chan struct{})
 	w.mu.Unlock()
 }
 
-func (w *Withdrawals) next() <-chan struct{} {
+func (w *Watch) next() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.changed
@@ -132,7 +135,7 @@ func (w *Withdrawals) next() <-chan struct{} {
 
 // serving reports whether an EndpointSlice of namespace lists ip ready,
 // for pod name or for no pod in particular.
-func (w *Withdrawals) serving(namespace, name string, ip netip.Addr) bool {
+func (w *Watch) serving(namespace, name string, ip netip.Addr) bool {
 	objs, err := w.inf.GetIndexer().ByIndex(readyAddrIndex, namespace+"/"+ip.String())
 	if err != nil {
 		return false
@@ -160,7 +163,7 @@ func (w *Withdrawals) serving(namespace, name string, ip netip.Addr) bool {
 // namespace/name as ready, when ctx ends, or after the timeout (logged:
 // the kill goes ahead while the endpoint may still take traffic). It
 // does not wait before the first list has arrived.
-func (w *Withdrawals) WaitWithdrawn(ctx context.Context, namespace, name string, ip netip.Addr) {
+func (w *Watch) WaitWithdrawn(ctx context.Context, namespace, name string, ip netip.Addr) {
 	if !ip.IsValid() {
 		return
 	}
@@ -186,11 +189,11 @@ func (w *Withdrawals) WaitWithdrawn(ctx context.Context, namespace, name string,
 	}
 }
 
-// canReadEndpointSlices asks the API server whether the node may list
-// EndpointSlices: without the ClusterRole a watch would fail forever, and
-// the node kills without waiting.
-func canReadEndpointSlices(ctx context.Context, client discoveryclient.EndpointSlicesGetter) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+// CanRead asks the API server whether the client may list EndpointSlices:
+// without the ClusterRole a watch would fail forever, and the node kills
+// without waiting.
+func CanRead(ctx context.Context, client discoveryclient.EndpointSlicesGetter) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := client.EndpointSlices(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
 	switch {
@@ -201,37 +204,3 @@ func canReadEndpointSlices(ctx context.Context, client discoveryclient.EndpointS
 	}
 	return false, err
 }
-
-// startWithdrawals runs the EndpointSlice watch that holds liveness and
-// startup kills until the endpoint is withdrawn, and returns it with its
-// stop; nil on the loopback network (no EndpointSlice lists a loopback
-// address) or when the node may not read EndpointSlices (said once).
-func (cfg Config) startWithdrawals(ctx context.Context, rc *rest.Config) (*Withdrawals, func()) {
-	nothing := func() {}
-	if cfg.Network == nil {
-		return nil, nothing
-	}
-	client, err := discoveryclient.NewForConfig(rc)
-	if err == nil {
-		var ok bool
-		if ok, err = canReadEndpointSlices(ctx, client); err == nil && !ok {
-			cfg.Logger.Warn("this node may not read EndpointSlices: a liveness or startup kill will not wait for the pod's endpoint to be withdrawn; bind ClusterRole "+EndpointSliceRole+" to group system:nodes (docs/kubernetes.md)",
-				"node", cfg.NodeName)
-			return nil, nothing
-		}
-	}
-	var w *Withdrawals
-	if err == nil {
-		w, err = NewWithdrawals(client, cfg.WithdrawTimeout, cfg.Logger)
-	}
-	if err != nil {
-		cfg.Logger.Warn("EndpointSlices: a liveness or startup kill will not wait for the pod's endpoint to be withdrawn", "err", err)
-		return nil, nothing
-	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := w.Start(wctx)
-	return w, func() { cancel(); <-done }
-}
-
-// stopBoth stops a, then b.
-func stopBoth(a, b func()) func() { return func() { a(); b() } }

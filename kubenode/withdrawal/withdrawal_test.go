@@ -1,4 +1,4 @@
-package kubenode
+package withdrawal
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,12 +34,39 @@ func slice(svc, pod string, ready *bool, addrs ...string) *discoveryv1.EndpointS
 	return s
 }
 
-// testWithdrawals pins WaitWithdrawn against the real API server, read
-// with a node's credential (the control plane's ClusterRole lets it).
-func testWithdrawals(t *testing.T, cp *controlplane.ControlPlane) {
-	if EndpointSliceRole != controlplane.NodeEndpointSlicesRole {
-		t.Errorf("kubenode names the ClusterRole %q, the control plane installs %q", EndpointSliceRole, controlplane.NodeEndpointSlicesRole)
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %s", what, timeout, why)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestWaitWithdrawnOnARealAPIServer pins WaitWithdrawn against the real
+// API server, read with a node's credential (the control plane's
+// ClusterRole lets it).
+func TestWaitWithdrawnOnARealAPIServer(t *testing.T) {
+	if Role != controlplane.NodeEndpointSlicesRole {
+		t.Errorf("this package names the ClusterRole %q, the control plane installs %q", Role, controlplane.NodeEndpointSlicesRole)
+	}
+	cp, err := controlplane.Start(t.Context(), controlplane.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	admin := discoveryclient.NewForConfigOrDie(cp.AdminConfig()).EndpointSlices("default")
 	kc, err := cp.NodeKubeconfig("withdrawals")
 	if err != nil {
@@ -49,11 +77,11 @@ func testWithdrawals(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatal(err)
 	}
 	node := discoveryclient.NewForConfigOrDie(rc)
-	if ok, err := canReadEndpointSlices(t.Context(), node); !ok || err != nil {
+	if ok, err := CanRead(t.Context(), node); !ok || err != nil {
 		t.Fatalf("a node may read EndpointSlices: %v, %v; want true", ok, err)
 	}
 	const timeout = 20 * time.Second
-	w, err := NewWithdrawals(node, timeout, nil)
+	w, err := New(node, timeout, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +180,7 @@ func testWithdrawals(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 
 	t.Run("gives up at its timeout", func(t *testing.T) {
-		short, err := NewWithdrawals(node, 300*time.Millisecond, nil)
+		short, err := New(node, 300*time.Millisecond, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
