@@ -28,6 +28,7 @@ import (
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
@@ -56,6 +57,9 @@ type Config struct {
 	MetricsListen               string
 	// Stdout receives the containers' output, Stderr podgate's lines.
 	Stdout, Stderr io.Writer
+	// Recorder, when set, takes the facts of the run (docs/timeline.md):
+	// a recording's writer, the live timeline's log, or both.
+	Recorder recording.Sink
 }
 
 // Run checks everything, starts the API, the control plane, the front

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -10,10 +11,13 @@ import (
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/timeline/live"
 )
 
 func init() { register(newRunCmd) }
@@ -34,6 +38,8 @@ type runOptions struct {
 	metricsListen string
 	// Health checks of the gates by the front door.
 	probeInterval, probeTimeout time.Duration
+	// ui, when set, serves the live timeline.
+	ui string
 }
 
 func newRunCmd() *cobra.Command {
@@ -105,9 +111,14 @@ cannot run locally or a failed start (an address in use), 2 usage error
 	f.DurationVar(&o.probeInterval, "gate-probe-interval", activator.DefaultProbeInterval, "how often the front door health-checks each pod's gate (Knative's activator: 200ms)")
 	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve the front door's Prometheus metrics on http://ADDR/metrics (loopback only; port 0 picks a free one; default off)")
+	f.StringVar(&o.ui, "ui", "", "serve the live timeline of probes, endpoints and requests on http://ADDR (loopback only; port 0 picks a free one; default off)")
 	f.StringArrayVar(&servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
 	return cmd
 }
+
+// uiFacts is how many facts the live timeline keeps: minutes of a busy
+// run (the requests are most of them), a few tens of MB at most.
+const uiFacts = 100_000
 
 // config turns the flags into localrun's Config and refuses malformed
 // values as usage errors (exit 2), before any file is read: a value that
@@ -128,6 +139,11 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.C
 	}
 	if err := checkImageFlags(o.images); err != nil {
 		return cfg, err
+	}
+	if o.ui != "" {
+		if _, err := loopback.Check(o.ui); err != nil {
+			return cfg, usageErrorf("--ui %q: %v (e.g. 127.0.0.1:9800; port 0 picks a free one)", o.ui, err)
+		}
 	}
 	for _, raw := range servicePorts {
 		p, err := frontdoor.ParseServicePort(raw)
@@ -152,6 +168,21 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 		return invalidf("%v", err)
 	}
 	cfg.Workloads, cfg.Images, cfg.Stdout, cfg.Stderr = workloads, im, stdout, stderr
+	if o.ui != "" {
+		// The live view reads the facts from memory, besides any recording.
+		facts := recording.NewLog(uiFacts)
+		ui, err := live.Listen(o.ui, facts, recording.Header{Source: "podgate run"})
+		if err != nil {
+			return invalidf("%v", err)
+		}
+		defer ui.Close()
+		var sink recording.Sink = facts
+		if cfg.Recorder != nil {
+			sink = recording.Tee(cfg.Recorder, facts)
+		}
+		cfg.Recorder = sink
+		fmt.Fprintf(stderr, "podgate: timeline on %s\n", ui.URL())
+	}
 	if err := localrun.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
 	}
