@@ -67,8 +67,9 @@ var allowedDeps = map[string][]string{
 	"podctl":                  {"apiclient", "printers", "api/resources", "objstore", "wire"},
 	"internal/k8sbin":         {},
 	"controlplane":            {"internal/k8sbin", "internal/certs", "runtime/proc", "procgroup"},
-	"kubenode":                {"runtime/kill", "runtime/containerconfig", "runtime/podlogs", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "runtime/podsetup", "runtime/podprobes", "runtime/podstatus", "runtime/preflight", "runtime/loopnet", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
-	"cluster":                 {"runtime/kill", "runtime/containerconfig", "runtime/podlogs", "controlplane", "kubenode", "podnet", "podnet/nodenet", "internal/k8sbin", "internal/certs", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "runtime/podsetup", "runtime/podprobes", "runtime/podstatus", "runtime/preflight", "runtime/loopnet", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"kubenode/withdrawal":     {},
+	"kubenode":                {"kubenode/withdrawal", "runtime/kill", "runtime/containerconfig", "runtime/podlogs", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "runtime/podsetup", "runtime/podprobes", "runtime/podstatus", "runtime/preflight", "runtime/loopnet", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
+	"cluster":                 {"kubenode/withdrawal", "runtime/kill", "runtime/containerconfig", "runtime/podlogs", "controlplane", "kubenode", "podnet", "podnet/nodenet", "internal/k8sbin", "internal/certs", "runtime", "runtime/proc", "runtime/queue", "runtime/backoff", "runtime/events", "runtime/logbuf", "runtime/env", "runtime/hooks", "runtime/images", "runtime/podsetup", "runtime/podprobes", "runtime/podstatus", "runtime/preflight", "runtime/loopnet", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 	"ociimage":                {},
 	"recording":               {},
 	"recording/kubewatch":     {"recording", "wire"},
@@ -84,8 +85,10 @@ var allowedDeps = map[string][]string{
 	"internal/buildinfo":      {},
 	"webhook":                 {"podspec", "podspec/validation", "podspec/inject", "internal/certs", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 
-	// Test support: the timeline tests' recordings.
+	// Test support: the timeline tests' recordings; the probe behaviours
+	// table of both worlds.
 	"timeline/internal/scenario": {"recording"},
+	"internal/probeconformance":  {"runtime/images", "podspec", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 }
 
 // moduleDeps lists the module's packages pkg depends on, as `go list

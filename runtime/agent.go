@@ -90,6 +90,10 @@ type Options struct {
 	// the pod's prober goroutine, before the pod acts on it: `podgate run
 	// --record`. It must not block.
 	OnProbe func(namespace, pod string, u prober.Update)
+	// Withdrawal, when set, holds every liveness and startup kill until
+	// the pod's endpoint is withdrawn (see EndpointWithdrawal); nil kills
+	// once the not-ready status is written.
+	Withdrawal EndpointWithdrawal
 }
 
 // Agent is the node agent. Create it with New: it runs every pod its
