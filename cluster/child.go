@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/podgate/podgate/cluster/install"
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/kubenode"
 	"github.com/podgate/podgate/ociimage"
@@ -81,7 +82,8 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 	forwards := 1
 	if doorLn, ok := lns["door"]; ok {
 		forwards++
-		go func() { forwarded <- serveFrontDoor(fwdCtx, doorLn, cp.AdminConfig(), log) }()
+		// The admin's credential: the cluster process holds it anyway.
+		go func() { forwarded <- install.ServeFrontDoor(fwdCtx, doorLn, cp.AdminConfig(), log) }()
 	}
 	defer func() {
 		stopForward()

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podgate/podgate/cluster/install"
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/podnet"
 	"github.com/podgate/podgate/runtime/images"
@@ -88,7 +89,7 @@ type Config struct {
 	// activator's Service (default DefaultFrontDoor: a free port).
 	FrontDoor string
 	// InstallTimeout bounds the install, from the apply until the webhook
-	// and the activator are ready (default DefaultInstallTimeout).
+	// and the activator are ready (default install.DefaultTimeout).
 	InstallTimeout time.Duration
 	// Executable is the podgate binary started as the cluster process
 	// (default os.Executable()).
@@ -157,7 +158,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("--install-timeout %s: must not be negative", cfg.InstallTimeout)
 	}
 	if cfg.InstallTimeout == 0 {
-		cfg.InstallTimeout = DefaultInstallTimeout
+		cfg.InstallTimeout = install.DefaultTimeout
 	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = DefaultNodeName

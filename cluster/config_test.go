@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podgate/podgate/cluster/install"
 )
 
 func TestConfigRefusesWhatUpCannotRun(t *testing.T) {
@@ -39,7 +41,7 @@ func TestConfigRefusesWhatUpCannotRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		if cfg.PodCIDR != DefaultPodCIDR || cfg.Listen != DefaultListen || cfg.NodeName != DefaultNodeName || !strings.HasSuffix(cfg.Dir, "/d") ||
-			cfg.FrontDoor != DefaultFrontDoor || cfg.InstallTimeout != DefaultInstallTimeout || cfg.NoInstall {
+			cfg.FrontDoor != DefaultFrontDoor || cfg.InstallTimeout != install.DefaultTimeout || cfg.NoInstall {
 			t.Errorf("defaults: %+v", cfg)
 		}
 	})

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/podgate/podgate/cluster/install"
 	"github.com/podgate/podgate/deploy"
 	"github.com/podgate/podgate/internal/k8sbin"
 	"github.com/podgate/podgate/ociimage"
@@ -93,7 +94,7 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("the webhook and the activator run podgate's own binary, from the image the node finds in the cluster's layout", func(t *testing.T) {
-		_, digest, err := ociimage.Build(podgateBin, imageTag)
+		_, digest, err := ociimage.Build(podgateBin, install.ImageTag)
 		if err != nil {
 			t.Fatal(err)
 		}

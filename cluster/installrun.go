@@ -7,13 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/podgate/podgate/cluster/install"
 )
 
-// imageBuild is buildImage, run while the control plane starts.
+// imageBuild is install.BuildImage, run while the control plane starts.
 type imageBuild struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed once img and err are set
-	img    builtImage
+	img    install.Image
 	err    error
 }
 
@@ -22,7 +24,7 @@ func startImageBuild(ctx context.Context, cfg Config) *imageBuild {
 	b := &imageBuild{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
-		b.img, b.err = buildImage(ctx, cfg)
+		b.img, b.err = install.BuildImage(ctx, filepath.Join(cfg.Dir, imageDir), cfg.Executable)
 	}()
 	return b
 }
@@ -56,7 +58,8 @@ func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info,
 			done <- image.err
 			return
 		}
-		done <- install(ictx, cfg, info.Kubeconfig, info.Kubectl, image.img.Ref)
+		done <- install.Apply(ictx, install.Options{Dir: filepath.Join(cfg.Dir, installDir),
+			Kubeconfig: info.Kubeconfig, Kubectl: info.Kubectl, Image: image.img.Ref, Timeout: cfg.InstallTimeout})
 	}()
 	select {
 	case err = <-done:

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/cluster"
+	"github.com/podgate/podgate/cluster/install"
 )
 
 func init() { register(newClusterCmd) }
@@ -80,7 +81,7 @@ cluster that ended on its own, 2 usage error.`,
 	f.StringArrayVar(&cfg.Images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
 	f.BoolVar(&cfg.NoInstall, "no-install", false, "a bare cluster: no podgate image, webhook, activator or front door")
 	f.StringVar(&cfg.FrontDoor, "front-door", cluster.DefaultFrontDoor, "host loopback address of the front door, forwarded to the activator (port 0: a free one)")
-	f.DurationVar(&cfg.InstallTimeout, "install-timeout", cluster.DefaultInstallTimeout, "how long the webhook and the activator may take to be ready once applied")
+	f.DurationVar(&cfg.InstallTimeout, "install-timeout", install.DefaultTimeout, "how long the webhook and the activator may take to be ready once applied")
 	return cmd
 }
 

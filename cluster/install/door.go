@@ -1,4 +1,4 @@
-package cluster
+package install
 
 import (
 	"context"
@@ -36,10 +36,9 @@ type frontDoor struct {
 	next  atomic.Uint64
 }
 
-// serveFrontDoor runs the front door on ln until ctx ends, reading the
-// activator's EndpointSlices with rc (the admin's: the cluster process
-// holds it anyway).
-func serveFrontDoor(ctx context.Context, ln net.Listener, rc *rest.Config, log *slog.Logger) error {
+// ServeFrontDoor runs the front door on ln until ctx ends, reading the
+// activator's EndpointSlices with rc.
+func ServeFrontDoor(ctx context.Context, ln net.Listener, rc *rest.Config, log *slog.Logger) error {
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("front door: %w", err)

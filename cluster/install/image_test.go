@@ -1,4 +1,4 @@
-package cluster
+package install
 
 import (
 	"os"
@@ -23,24 +23,24 @@ func dynamicBinary(t *testing.T) string {
 }
 
 // The image of a podgate that is its own static binary is pinned by
-// TestClusterUpInstallsPodgate; these are the other two cases.
+// cluster's TestClusterUpInstallsPodgate; these are the other two cases.
 func TestTheImageOfADynamicallyLinkedPodgate(t *testing.T) {
 	dynamic := dynamicBinary(t)
 
 	t.Run("is built from the source tree with CGO_ENABLED=0", func(t *testing.T) {
 		dir := t.TempDir()
-		img, err := buildImage(t.Context(), Config{Dir: dir, Executable: dynamic})
+		img, err := BuildImage(t.Context(), dir, dynamic)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasPrefix(img.Ref, deploy.Image+"@sha256:") || !strings.Contains(img.Built, "a static podgate built from the source tree") {
 			t.Errorf("image %+v", img)
 		}
-		built := filepath.Join(dir, imageDir, "podgate")
+		built := filepath.Join(dir, StaticBinary)
 		if static, err := isStatic(built); err != nil || !static {
 			t.Errorf("%s: static %v, %v", built, static, err)
 		}
-		l, err := ociimage.OpenLayout(filepath.Join(dir, imageDir))
+		l, err := ociimage.OpenLayout(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestTheImageOfADynamicallyLinkedPodgate(t *testing.T) {
 
 	t.Run("outside the source tree is an error that says what to do", func(t *testing.T) {
 		t.Chdir(t.TempDir())
-		_, err := buildImage(t.Context(), Config{Dir: t.TempDir(), Executable: dynamic})
+		_, err := BuildImage(t.Context(), t.TempDir(), dynamic)
 		for _, want := range []string{dynamic + " is dynamically linked", "CGO_ENABLED=0", "--no-install"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("buildImage: %v; want an error containing %q", err, want)

@@ -1,4 +1,4 @@
-package cluster
+package install
 
 import (
 	"bufio"
@@ -22,49 +22,48 @@ import (
 // itself is no static binary.
 const modulePath = "github.com/podgate/podgate"
 
-// imageTag is the tag of podgate's image in the cluster's layout; the
+// ImageTag is the tag of podgate's image in the cluster's layout; the
 // manifests name the image by digest.
-const imageTag = deploy.Image + ":cluster"
+const ImageTag = deploy.Image + ":cluster"
 
-// builtImage is podgate's image in the cluster's OCI layout.
-type builtImage struct {
+// Image is podgate's image in the cluster's OCI layout.
+type Image struct {
 	// Ref is the image by digest, as the install's manifests name it.
 	Ref string
 	// Built says what the image holds and how long it took.
 	Built string
 }
 
-// buildImage puts a static podgate into an OCI image in DIR/image (the
-// layout the node runs images from): podgate's own binary when it is
-// static, as scripts/image.sh builds it; else one built from podgate's
-// source with CGO_ENABLED=0, when this is run from there (go run
-// ./cmd/podgate, say). An image holds nothing but the binary, so a
-// dynamically linked one could not run from it.
-func buildImage(ctx context.Context, cfg Config) (builtImage, error) {
+// BuildImage puts a static podgate into an OCI image in the layout dir
+// (the one the node runs images from): the podgate binary at executable
+// when it is static, as scripts/image.sh builds it; else one built from
+// podgate's source with CGO_ENABLED=0 (into dir), when this is run from
+// there (go run ./cmd/podgate, say). An image holds nothing but the
+// binary, so a dynamically linked one could not run from it.
+func BuildImage(ctx context.Context, dir, executable string) (Image, error) {
 	begin := time.Now()
-	dir := filepath.Join(cfg.Dir, imageDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return builtImage{}, fmt.Errorf("podgate's image: %w", err)
+		return Image{}, fmt.Errorf("podgate's image: %w", err)
 	}
-	bin, how := cfg.Executable, "podgate's own binary"
+	bin, how := executable, "podgate's own binary"
 	static, err := isStatic(bin)
 	if err != nil {
-		return builtImage{}, fmt.Errorf("podgate's image: %w", err)
+		return Image{}, fmt.Errorf("podgate's image: %w", err)
 	}
 	if !static {
 		if bin, err = buildStatic(ctx, dir); err != nil {
-			return builtImage{}, fmt.Errorf("podgate's image: %s is dynamically linked, and an image holds nothing but a static binary: %w", cfg.Executable, err)
+			return Image{}, fmt.Errorf("podgate's image: %s is dynamically linked, and an image holds nothing but a static binary: %w", executable, err)
 		}
 		how = "a static podgate built from the source tree"
 	}
-	img, digest, err := ociimage.Build(bin, imageTag)
+	img, digest, err := ociimage.Build(bin, ImageTag)
 	if err != nil {
-		return builtImage{}, err
+		return Image{}, err
 	}
-	if err := ociimage.WriteLayout(dir, imageTag, img); err != nil {
-		return builtImage{}, err
+	if err := ociimage.WriteLayout(dir, ImageTag, img); err != nil {
+		return Image{}, err
 	}
-	return builtImage{
+	return Image{
 		Ref:   deploy.Image + "@" + digest.String(),
 		Built: fmt.Sprintf("%s in %s", how, time.Since(begin).Round(10*time.Millisecond)),
 	}, nil
@@ -86,6 +85,10 @@ func isStatic(path string) (bool, error) {
 	return true, nil
 }
 
+// StaticBinary is where BuildImage puts a podgate it builds, in the
+// layout's directory.
+const StaticBinary = "podgate"
+
 // buildStatic builds podgate with CGO_ENABLED=0 into dir, from the
 // module of the working directory, which must be podgate's.
 func buildStatic(ctx context.Context, dir string) (string, error) {
@@ -98,7 +101,7 @@ func buildStatic(ctx context.Context, dir string) (string, error) {
 	if mod, err := moduleOf(filepath.Join(root, "go.mod")); err != nil || mod != modulePath {
 		return "", noSource
 	}
-	out := filepath.Join(dir, "podgate")
+	out := filepath.Join(dir, StaticBinary)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/podgate")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

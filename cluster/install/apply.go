@@ -1,4 +1,4 @@
-package cluster
+package install
 
 import (
 	"bytes"
@@ -20,12 +20,24 @@ import (
 	"github.com/podgate/podgate/deploy"
 )
 
-// DefaultInstallTimeout bounds the install: the apply, the pods of the
-// webhook and the activator started from podgate's image, both ready.
-const DefaultInstallTimeout = 3 * time.Minute
+// DefaultTimeout bounds the install: the apply, the pods of the webhook
+// and the activator started from podgate's image, both ready.
+const DefaultTimeout = 3 * time.Minute
 
-// installPoll is how often the install's wait asks the API server.
-const installPoll = 100 * time.Millisecond
+// poll is how often Apply's wait asks the API server.
+const poll = 100 * time.Millisecond
+
+// Options is an Apply.
+type Options struct {
+	// Dir receives deploy/base and the overlay (replaced if there).
+	Dir string
+	// Kubeconfig is the admin's, Kubectl the cluster's kubectl.
+	Kubeconfig, Kubectl string
+	// Image is podgate's image by digest (Image.Ref).
+	Image string
+	// Timeout bounds the wait for readiness (default DefaultTimeout).
+	Timeout time.Duration
+}
 
 // overlay is the kustomization cluster up applies: deploy/base (copied
 // beside it from the binary) with podgate's image by digest, one replica
@@ -94,27 +106,29 @@ func writeOverlay(dir, digest string) error {
 	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
-// install applies the overlay for image with kubectl (its kustomize is
-// `kubectl apply -k`'s) and waits until the webhook and the activator
+// Apply applies the overlay for opts.Image with kubectl (its kustomize
+// is `kubectl apply -k`'s) and waits until the webhook and the activator
 // are ready and their Services have a ready endpoint: the webhook then
 // answers the API server (the pods that opted in can be created), and
 // the front door reaches an activator.
-func install(ctx context.Context, cfg Config, kubeconfig, kubectl, image string) error {
-	_, digest, ok := strings.Cut(image, "@")
+func Apply(ctx context.Context, opts Options) error {
+	_, digest, ok := strings.Cut(opts.Image, "@")
 	if !ok {
-		return fmt.Errorf("podgate's image %q: no digest", image)
+		return fmt.Errorf("podgate's image %q: no digest", opts.Image)
 	}
-	dir := filepath.Join(cfg.Dir, installDir)
-	if err := writeOverlay(dir, digest); err != nil {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if err := writeOverlay(opts.Dir, digest); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "-k", dir)
+	cmd := exec.CommandContext(ctx, opts.Kubectl, "--kubeconfig", opts.Kubeconfig, "apply", "-k", opts.Dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kubectl apply -k %s: %w\n%s", dir, err, out.String())
+		return fmt.Errorf("kubectl apply -k %s: %w\n%s", opts.Dir, err, out.String())
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -122,11 +136,11 @@ func install(ctx context.Context, cfg Config, kubeconfig, kubectl, image string)
 	if err != nil {
 		return err
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, cfg.InstallTimeout)
+	waitCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	var why string
 	for {
-		if why = notReady(waitCtx, cs); why == "" {
+		why := notReady(waitCtx, cs)
+		if why == "" {
 			return nil
 		}
 		select {
@@ -134,8 +148,8 @@ func install(ctx context.Context, cfg Config, kubeconfig, kubectl, image string)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("podgate installed (%s) but not ready within %s: %s", dir, cfg.InstallTimeout, why)
-		case <-time.After(installPoll):
+			return fmt.Errorf("podgate applied (%s) but not ready within %s: %s", opts.Dir, opts.Timeout, why)
+		case <-time.After(poll):
 		}
 	}
 }
