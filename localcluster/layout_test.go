@@ -69,6 +69,7 @@ var allowedDeps = map[string][]string{
 	"ociimage":                {},
 	"deploy":                  {},
 	"cluster/install":         {"ociimage", "deploy", "podnet"},
+	"lab/manifest":            {"wire"},
 	"hack/image":              {"ociimage"},
 	"internal/kubeconfig":     {},
 	"internal/loopback":       {},
