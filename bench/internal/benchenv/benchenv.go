@@ -93,15 +93,18 @@ func ModuleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(gomod))), nil
 }
 
-// BuildPodgate builds the podgate command of this module into dir.
+// BuildPodgate builds the podgate command of this module into dir,
+// static (CGO_ENABLED=0) as scripts/image.sh builds it: `podgate cluster
+// up` puts this very binary into its image.
 func BuildPodgate(ctx context.Context, dir string) (string, error) {
 	root, err := ModuleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "podgate")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/podgate")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/podgate")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/podgate: %w", err)
 	}
