@@ -99,8 +99,8 @@ type Config struct {
 	// Stdout receives the containers' output; Stderr the progress and
 	// how to use the cluster. nil discards.
 	Stdout, Stderr io.Writer
-	// Ready, when set, is called once the node is Ready and the
-	// kubeconfig written.
+	// Ready, when set, is called once the node is Ready, the kubeconfig
+	// written and podgate installed (unless NoInstall).
 	Ready func(Info)
 }
 
