@@ -11,6 +11,7 @@ import (
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
 	"github.com/podgate/podgate/frontdoor"
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/localrun"
@@ -40,13 +41,13 @@ type runOptions struct {
 	// Health checks of the gates by the front door.
 	probeInterval, probeTimeout time.Duration
 	// record is --record FILE and --record-limit.
-	record recordFlags
+	record cmdflags.RecordFlags
 	// ui, when set, serves the live timeline.
 	ui string
 }
 
 func newRunCmd() *cobra.Command {
-	o := runOptions{record: recordFlags{fileFlag: "--record"}}
+	o := runOptions{record: cmdflags.RecordFlags{FileFlag: "--record"}}
 	var servicePorts []string
 	cmd := &cobra.Command{
 		Use:   "run -f FILE|DIR|-...",
@@ -95,7 +96,7 @@ cannot run locally or a failed start (an address in use), 2 usage error
 			if err != nil {
 				return err
 			}
-			if err := o.record.check(cmd.Flags().Changed("record-limit")); err != nil {
+			if err := o.record.Check(cmd.Flags().Changed("record-limit")); err != nil {
 				return err
 			}
 			inputs, err := o.manifests.inputs(args, cmd.InOrStdin())
@@ -119,7 +120,7 @@ func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "loopback range pod IPs come from (inside 127.0.0.0/8)")
 	f.StringVar(&o.apiAddr, "api", api.DefaultAddr, "control API address (loopback only; port 0 picks a free one)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
-	f.StringVar(&o.imageLayout, "image-layout", "", imageLayoutUsage)
+	f.StringVar(&o.imageLayout, "image-layout", "", cmdflags.ImageLayoutUsage)
 	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
 	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
 	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
@@ -130,8 +131,8 @@ func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve the front door's Prometheus metrics on http://ADDR/metrics (loopback only; port 0 picks a free one; default off)")
 	f.StringVar(&o.ui, "ui", "", "serve the live timeline of probes, endpoints and requests on http://ADDR (loopback only; port 0 picks a free one; default off)")
 	f.StringArrayVar(servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
-	f.StringVar(&o.record.file, "record", "", "record the run into FILE: every probe attempt, container state, event, pod condition, endpoint, gate verdict, routing decision and request, as JSON lines (docs/timeline.md)")
-	o.record.bindLimit(f)
+	f.StringVar(&o.record.File, "record", "", "record the run into FILE: every probe attempt, container state, event, pod condition, endpoint, gate verdict, routing decision and request, as JSON lines (docs/timeline.md)")
+	o.record.BindLimit(f)
 }
 
 // uiFacts is how many facts the live timeline keeps: minutes of a busy
@@ -155,7 +156,7 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.C
 	if err := cfg.Check(); err != nil {
 		return cfg, usageErrorf("%v", err)
 	}
-	if err := checkImageFlags(o.images); err != nil {
+	if err := cmdflags.CheckImageFlags(o.images); err != nil {
 		return cfg, err
 	}
 	if o.ui != "" {
@@ -178,7 +179,7 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 	if err != nil {
 		return invalidf("%v", err)
 	}
-	if im, err = withImageLayout(im, o.imageLayout); err != nil {
+	if im, err = cmdflags.WithImageLayout(im, o.imageLayout); err != nil {
 		return invalidf("%v", err)
 	}
 	workloads, err := localrun.LoadWorkloads(inputs, stderr)
@@ -186,8 +187,8 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 		return invalidf("%v", err)
 	}
 	cfg.Workloads, cfg.Images, cfg.Stdout, cfg.Stderr = workloads, im, stdout, stderr
-	if o.record.file != "" {
-		rec, openErr := o.record.open("podgate run", stderr)
+	if o.record.File != "" {
+		rec, openErr := o.record.Open("podgate run", stderr)
 		if openErr != nil {
 			return openErr
 		}

@@ -1,4 +1,4 @@
-package main
+package kubecmds
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
+	"github.com/podgate/podgate/internal/command"
 	"github.com/podgate/podgate/kubenode"
 	"github.com/podgate/podgate/podnet"
 	"github.com/podgate/podgate/podnet/nodenet"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 )
-
-func init() { register(newNodeCmd) }
 
 // The pod networks of --pod-network.
 const (
@@ -42,7 +42,8 @@ type nodeOptions struct {
 
 // newNodeCmd is `podgate node`; it is long because of its help text, the
 // node's user documentation beside its flags.
-func newNodeCmd() *cobra.Command {
+// NewNodeCmd is `podgate node`.
+func NewNodeCmd() *cobra.Command {
 	var o nodeOptions
 	cmd := &cobra.Command{
 		Use:   "node --kubeconfig FILE --name NAME",
@@ -85,10 +86,10 @@ registered with another pod range), 2 usage error.`,
 			}
 			im, err := images.FromFlags(o.images)
 			if err != nil {
-				return invalidf("%v", err)
+				return command.Invalidf("%v", err)
 			}
-			if im, err = withImageLayout(im, o.imageLayout); err != nil {
-				return invalidf("%v", err)
+			if im, err = cmdflags.WithImageLayout(im, o.imageLayout); err != nil {
+				return command.Invalidf("%v", err)
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -96,20 +97,20 @@ registered with another pod range), 2 usage error.`,
 			}
 			cfg := kubenode.Config{
 				Kubeconfig: o.kubeconfig, NodeName: o.name, PodCIDR: o.podCIDR, NodeIP: o.nodeIP,
-				PodsDir: o.podsDir, APIServerForPods: o.apiServerForPods, Images: im, Version: strings.Fields(buildVersion())[0],
+				PodsDir: o.podsDir, APIServerForPods: o.apiServerForPods, Images: im, Version: strings.Fields(Version)[0],
 				LeaseDurationSeconds: o.leaseSeconds, LeaseRenewInterval: time.Duration(o.leaseSeconds) * time.Second / 4,
 				Output: cmd.OutOrStdout(), Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 			}
 			closeNetwork, err := o.network(&cfg)
 			if err != nil {
-				return invalidf("%v", err)
+				return command.Invalidf("%v", err)
 			}
 			err = kubenode.Run(ctx, cfg)
 			if cerr := closeNetwork(); cerr != nil {
 				err = errors.Join(err, cerr)
 			}
 			if err != nil {
-				return invalidf("%v", err)
+				return command.Invalidf("%v", err)
 			}
 			return nil
 		},
@@ -124,7 +125,7 @@ registered with another pod range), 2 usage error.`,
 	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's service-account credentials go, a directory per pod (default $TMPDIR/podgate-node-NAME/pods)")
 	f.StringVar(&o.apiServerForPods, "api-server-for-pods", "", "HOST:PORT at which pods reach the API server: their $KUBERNETES_SERVICE_HOST/_PORT and kubeconfig (default: the kubeconfig's server)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
-	f.StringVar(&o.imageLayout, "image-layout", "", imageLayoutUsage)
+	f.StringVar(&o.imageLayout, "image-layout", "", cmdflags.ImageLayoutUsage)
 	return cmd
 }
 
@@ -132,25 +133,25 @@ registered with another pod range), 2 usage error.`,
 // the defaults that depend on --pod-network.
 func (o *nodeOptions) check(cmd *cobra.Command) error {
 	if o.kubeconfig == "" {
-		return usageErrorf("--kubeconfig: required (or $KUBECONFIG): the node's credential")
+		return command.Usagef("--kubeconfig: required (or $KUBECONFIG): the node's credential")
 	}
 	if o.name == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return usageErrorf("--name: required (the host name is unknown: %v)", err)
+			return command.Usagef("--name: required (the host name is unknown: %v)", err)
 		}
 		o.name = strings.TrimSuffix(strings.ToLower(h), ".")
 	}
 	if errs := validation.IsDNS1123Subdomain(o.name); len(errs) > 0 {
-		return usageErrorf("--name %q: %s", o.name, strings.Join(errs, "; "))
+		return command.Usagef("--name %q: %s", o.name, strings.Join(errs, "; "))
 	}
 	if o.leaseSeconds < 4 {
-		return usageErrorf("--node-lease-duration-seconds %d: want 4 or more (the Lease is renewed every quarter of it)", o.leaseSeconds)
+		return command.Usagef("--node-lease-duration-seconds %d: want 4 or more (the Lease is renewed every quarter of it)", o.leaseSeconds)
 	}
 	switch o.podNetwork {
 	case podNetworkLoopback:
 		if err := runtime.CheckPodCIDR(o.podCIDR); err != nil {
-			return usageErrorf("%v", err)
+			return command.Usagef("%v", err)
 		}
 	case podNetworkNetns:
 		if !cmd.Flags().Changed("pod-cidr") {
@@ -158,18 +159,18 @@ func (o *nodeOptions) check(cmd *cobra.Command) error {
 		}
 		p, err := podnet.ParseCIDR(o.podCIDR)
 		if err != nil {
-			return usageErrorf("--pod-cidr: %v", err)
+			return command.Usagef("--pod-cidr: %v", err)
 		}
 		if !cmd.Flags().Changed("node-ip") {
 			o.nodeIP = p.Addr().Next().String() // the bridge's: SetupCluster gives it the first address
 		}
 	default:
-		return usageErrorf("--pod-network %q: want %s or %s", o.podNetwork, podNetworkLoopback, podNetworkNetns)
+		return command.Usagef("--pod-network %q: want %s or %s", o.podNetwork, podNetworkLoopback, podNetworkNetns)
 	}
 	if net.ParseIP(o.nodeIP) == nil {
-		return usageErrorf("--node-ip %q: not an IP address", o.nodeIP)
+		return command.Usagef("--node-ip %q: not an IP address", o.nodeIP)
 	}
-	return checkImageFlags(o.images)
+	return cmdflags.CheckImageFlags(o.images)
 }
 
 // network sets up the pod network of --pod-network netns in the node's

@@ -1,4 +1,4 @@
-package main
+package kubecmds
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
+	"github.com/podgate/podgate/internal/command"
 	"github.com/podgate/podgate/kubeactivator"
 	"github.com/podgate/podgate/wire"
 )
 
-func init() { register(newActivatorCmd) }
-
-func newActivatorCmd() *cobra.Command {
+// NewActivatorCmd is `podgate activator`.
+func NewActivatorCmd() *cobra.Command {
 	var (
 		cfg       kubeactivator.Config
 		kubeconf  string
@@ -73,21 +74,21 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 // wrong as written. Zero means the default to kubeactivator.Config; on
 // the command line it is a mistake.
 func checkActivatorFlags(cfg kubeactivator.Config) error {
-	err := checkSet([]textFlag{{"--listen", cfg.Listen}, {"--metrics-listen", cfg.MetricsListen}, {"--domain", cfg.Domain}},
-		[]durationFlag{
-			{"--request-timeout", cfg.RequestTimeout}, {"--probe-interval", cfg.ProbeInterval}, {"--probe-timeout", cfg.ProbeTimeout},
-			{"--idle-timeout", cfg.IdleTimeout}, {"--shutdown-timeout", cfg.ShutdownTimeout},
+	err := cmdflags.CheckSet([]cmdflags.TextFlag{{Flag: "--listen", Value: cfg.Listen}, {Flag: "--metrics-listen", Value: cfg.MetricsListen}, {Flag: "--domain", Value: cfg.Domain}},
+		[]cmdflags.DurationFlag{
+			{Flag: "--request-timeout", Value: cfg.RequestTimeout}, {Flag: "--probe-interval", Value: cfg.ProbeInterval}, {Flag: "--probe-timeout", Value: cfg.ProbeTimeout},
+			{Flag: "--idle-timeout", Value: cfg.IdleTimeout}, {Flag: "--shutdown-timeout", Value: cfg.ShutdownTimeout},
 		})
 	switch {
 	case err != nil:
 		return err
 	case cfg.GatePort <= 0 || cfg.GatePort > 65535:
-		return usageErrorf("--gate-port %d: must be from 1 to 65535", cfg.GatePort)
+		return command.Usagef("--gate-port %d: must be from 1 to 65535", cfg.GatePort)
 	case cfg.QueueDepth <= 0:
-		return usageErrorf("--queue-depth %d: must be positive", cfg.QueueDepth)
+		return command.Usagef("--queue-depth %d: must be positive", cfg.QueueDepth)
 	}
 	if err := cfg.Check(); err != nil {
-		return usageErrorf("%v", err)
+		return command.Usagef("%v", err)
 	}
 	return nil
 }

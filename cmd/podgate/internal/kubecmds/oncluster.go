@@ -1,4 +1,4 @@
-package main
+package kubecmds
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -22,48 +21,20 @@ import (
 func onCluster(cmd *cobra.Command, kubeconf, logFormat string, check func() error, run func(context.Context, *rest.Config, *slog.Logger) error) error {
 	logger, err := command.Logger(cmd.ErrOrStderr(), logFormat)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return command.Usagef("%v", err)
 	}
 	if err := check(); err != nil {
 		return err
 	}
 	rc, source, err := kubeconfig.Load(kubeconf)
 	if err != nil {
-		return invalidf("%v", err)
+		return command.Invalidf("%v", err)
 	}
 	logger.Info("cluster", "api", rc.Host, "from", string(source))
-	ctx, stop := signal.NotifyContext(contextOf(cmd), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := signal.NotifyContext(command.Context(cmd), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, rc, logger); err != nil {
-		return invalidf("%v", err)
-	}
-	return nil
-}
-
-// textFlag and durationFlag are flag values checkSet looks at.
-type (
-	textFlag struct {
-		flag, value string
-	}
-	durationFlag struct {
-		flag  string
-		value time.Duration
-	}
-)
-
-// checkSet refuses, as usage errors, an empty text and a duration that is
-// not positive: to a package's Config the zero value means its default,
-// but written on the command line it is a mistake.
-func checkSet(texts []textFlag, durations []durationFlag) error {
-	for _, f := range texts {
-		if f.value == "" {
-			return usageErrorf("%s must not be empty", f.flag)
-		}
-	}
-	for _, d := range durations {
-		if d.value <= 0 {
-			return usageErrorf("%s %s: must be positive", d.flag, d.value)
-		}
+		return command.Invalidf("%v", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package kubecmds
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/command"
 	"github.com/podgate/podgate/webhook"
 )
 
-func init() { register(newWebhookCmd) }
-
-func newWebhookCmd() *cobra.Command {
+// NewWebhookCmd is `podgate webhook`.
+func NewWebhookCmd() *cobra.Command {
 	var (
 		cfg       webhook.Config
 		kubeconf  string
@@ -73,16 +74,16 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 // checkWebhookFlags reports, as usage errors, the flag values that are
 // wrong as written.
 func checkWebhookFlags(cfg webhook.Config) error {
-	err := checkSet([]textFlag{
-		{"--listen", cfg.Listen}, {"--namespace", cfg.Namespace}, {"--service", cfg.Service}, {"--secret", cfg.Secret},
-		{"--mutating-configuration", cfg.MutatingConfiguration}, {"--validating-configuration", cfg.ValidatingConfiguration},
-		{"--gate-image", cfg.GateImage},
-	}, []durationFlag{{"--ca-lifetime", cfg.CALifetime}, {"--cert-lifetime", cfg.CertLifetime}, {"--sync-period", cfg.SyncPeriod}})
+	err := cmdflags.CheckSet([]cmdflags.TextFlag{
+		{Flag: "--listen", Value: cfg.Listen}, {Flag: "--namespace", Value: cfg.Namespace}, {Flag: "--service", Value: cfg.Service}, {Flag: "--secret", Value: cfg.Secret},
+		{Flag: "--mutating-configuration", Value: cfg.MutatingConfiguration}, {Flag: "--validating-configuration", Value: cfg.ValidatingConfiguration},
+		{Flag: "--gate-image", Value: cfg.GateImage},
+	}, []cmdflags.DurationFlag{{Flag: "--ca-lifetime", Value: cfg.CALifetime}, {Flag: "--cert-lifetime", Value: cfg.CertLifetime}, {Flag: "--sync-period", Value: cfg.SyncPeriod}})
 	if err != nil {
 		return err
 	}
 	if err := cfg.Check(); err != nil {
-		return usageErrorf("%v", err)
+		return command.Usagef("%v", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package kubecmds
 
 import (
 	"errors"
@@ -10,11 +10,11 @@ import (
 
 	"github.com/podgate/podgate/cluster"
 	"github.com/podgate/podgate/cluster/install"
+	"github.com/podgate/podgate/internal/command"
 )
 
-func init() { register(newClusterCmd) }
-
-func newClusterCmd() *cobra.Command {
+// NewClusterCmd is `podgate cluster`.
+func NewClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Run a whole Kubernetes cluster here: the real control plane and podgate as its node",
@@ -62,13 +62,13 @@ cluster that ended on its own, 2 usage error.`,
 		Example: `  sudo podgate cluster up --dir /tmp/c1 --listen 127.0.0.1:6443`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Version = strings.Fields(buildVersion())[0]
+			cfg.Version = strings.Fields(Version)[0]
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if err := cfg.Check(); err != nil {
-				return usageErrorf("%v", err)
+				return command.Usagef("%v", err)
 			}
-			if err := cluster.Up(contextOf(cmd), cfg); err != nil {
-				return invalidf("%v", err)
+			if err := cluster.Up(command.Context(cmd), cfg); err != nil {
+				return command.Invalidf("%v", err)
 			}
 			return nil
 		},
@@ -99,13 +99,13 @@ afterwards, and no namespace: they go with the last process.
 With no cluster running it says so and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := cluster.Down(contextOf(cmd), dir, timeout, cmd.ErrOrStderr())
+			err := cluster.Down(command.Context(cmd), dir, timeout, cmd.ErrOrStderr())
 			if errors.Is(err, cluster.ErrNotRunning) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "podgate:", err)
 				return nil
 			}
 			if err != nil {
-				return invalidf("%v", err)
+				return command.Invalidf("%v", err)
 			}
 			return nil
 		},
@@ -123,8 +123,8 @@ func newClusterChildCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cluster.Child(contextOf(cmd), dir, config, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
-				return invalidf("%v", err)
+			if err := cluster.Child(command.Context(cmd), dir, config, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				return command.Invalidf("%v", err)
 			}
 			return nil
 		},
