@@ -17,6 +17,7 @@ import (
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/proc"
 	"github.com/podgate/podgate/runtime/queue"
+	"github.com/podgate/podgate/runtime/termination"
 )
 
 // podEvent is what reaches a pod worker through its queue.
@@ -76,16 +77,11 @@ type pod struct {
 	// readiness gates name (readiness_gates.go).
 	gateConds []corev1.PodCondition
 
-	terminating   bool // deletion or agent shutdown
-	removeAtEnd   bool // delete from the store once everything stopped
-	deletionTime  time.Time
-	deletionGrace int64
-	graceDeadline time.Time
-	forced        bool
-	completing    bool // every main container finished for good (or an init container failed)
-	failedInit    bool
-	finished      bool
-	acks          []chan struct{}
+	term        termination.State // deletion, agent shutdown, completion
+	removeAtEnd bool              // delete from the store once everything stopped
+	failedInit  bool
+	finished    bool
+	acks        []chan struct{}
 
 	// logMu guards the containers' log buffer pointers, which Logs reads
 	// from other goroutines.
@@ -104,14 +100,6 @@ func (p *pod) record(c *container, eventType, reason, message string) {
 		fp = c.fieldPath()
 	}
 	p.a.events.Record(p.ref(), events.Event{FieldPath: fp, Type: eventType, Reason: reason, Message: message, Component: events.ComponentKubelet})
-}
-
-// podGrace is the pod's terminationGracePeriodSeconds (default 30).
-func (p *pod) podGrace() time.Duration {
-	if g := p.obj.Spec.TerminationGracePeriodSeconds; g != nil {
-		return time.Duration(*g) * time.Second
-	}
-	return 30 * time.Second
 }
 
 // run is the pod worker's loop: take what happened, decide, publish.
@@ -166,11 +154,11 @@ func (p *pod) handle(ev podEvent) {
 // goroutines and report back through the queue.
 func (p *pod) sync() {
 	switch {
-	case p.terminating:
+	case p.term.Terminating:
 		p.syncTermination()
 		return
-	case p.completing:
-		p.syncSidecarShutdown()
+	case p.term.Completed:
+		p.stopNext()
 		return
 	}
 	if !p.prepared {
@@ -196,9 +184,8 @@ func (p *pod) sync() {
 	if p.allMainsDone() {
 		// Every main container finished and none restarts (restartPolicy
 		// Never or OnFailure): the pod is complete; its sidecars go.
-		p.completing = true
-		p.graceDeadline = now.Add(p.podGrace())
-		p.syncSidecarShutdown()
+		p.term.Complete(now, termination.PodGrace(&p.obj.Spec))
+		p.stopNext()
 	}
 }
 
@@ -222,9 +209,8 @@ func (p *pod) syncInit(now time.Time) bool {
 			// A regular init container failed with restartPolicy Never:
 			// the pod has failed.
 			p.failedInit = true
-			p.completing = true
-			p.graceDeadline = now.Add(p.podGrace())
-			p.syncSidecarShutdown()
+			p.term.Complete(now, termination.PodGrace(&p.obj.Spec))
+			p.stopNext()
 			return false
 		default:
 			p.maybeStart(c, now)

@@ -11,6 +11,7 @@ import (
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/runtime/termination"
 )
 
 // onExit handles the end of a container instance.
@@ -40,7 +41,7 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 // afterTermination decides what follows an instance's end: a restart (at
 // once, or after the CrashLoopBackOff delay) or nothing more.
 func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminated, probeKill bool) {
-	if p.terminating || p.completing || !p.shouldRestart(c, term.ExitCode, probeKill) {
+	if p.term.Ending() || !p.shouldRestart(c, term.ExitCode, probeKill) {
 		c.terminated = &term
 		c.done = true
 		c.succeeded = c.init && !c.sidecar && term.ExitCode == 0
@@ -92,7 +93,7 @@ func (p *pod) onProbe(u prober.Update) {
 		return // about an instance that is gone
 	}
 	if eventType, reason, message, ok := u.Event(); ok {
-		if p.terminating && u.Kind == prober.Readiness {
+		if p.term.Terminating && u.Kind == prober.Readiness {
 			// A terminating pod fails readiness by design (the gate's
 			// drain answers 503 every period): counted in the event,
 			// logged once; the gate reports the drain's progress.
@@ -102,7 +103,7 @@ func (p *pod) onProbe(u prober.Update) {
 		}
 	}
 	c.ready, c.started = u.Ready, u.Started
-	if !u.Restart || p.terminating || c.kill != nil {
+	if !u.Restart || p.term.Terminating || c.kill != nil {
 		return
 	}
 	// podgate's order (docs/facts.md §3, seed 004): the container is already not
@@ -110,7 +111,7 @@ func (p *pod) onProbe(u prober.Update) {
 	// the Killing event and before the process hears of it. The kubelet
 	// kills first and only updates the endpoint after the restart.
 	p.publish()
-	grace := p.podGrace()
+	grace := termination.PodGrace(&p.obj.Spec)
 	if g := u.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
 	}

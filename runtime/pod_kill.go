@@ -8,102 +8,53 @@ import (
 
 	"github.com/podgate/podgate/runtime/hooks"
 	"github.com/podgate/podgate/runtime/kill"
+	"github.com/podgate/podgate/runtime/termination"
 )
 
 // beginTermination starts the pod's graceful termination (deletion or
-// agent shutdown). grace nil means the pod's terminationGracePeriodSeconds;
-// 0 kills at once. A second call may only shorten the grace period, as a
-// second `kubectl delete --grace-period` can.
+// agent shutdown), or shortens it (package termination). grace nil means
+// the pod's terminationGracePeriodSeconds; 0 kills at once.
 func (p *pod) beginTermination(grace *int64, remove bool) {
-	now := p.a.clock.Now()
-	g := p.podGrace()
+	g := termination.PodGrace(&p.obj.Spec)
 	if grace != nil {
 		g = time.Duration(*grace) * time.Second
 	}
 	p.removeAtEnd = p.removeAtEnd || remove
-	deadline := now.Add(g)
-	if p.terminating {
-		if deadline.Before(p.graceDeadline) {
-			p.graceDeadline, p.deletionTime = deadline, deadline
-			p.deletionGrace = int64(g / time.Second)
-		}
-		if g == 0 {
-			p.forced = true
-		}
+	if !p.term.Begin(p.a.clock.Now(), g) {
 		return
 	}
-	p.terminating = true
 	p.stopPrepare()
-	p.forced = g == 0
-	// The API server sets deletionTimestamp to when the grace period ends.
-	p.deletionTime, p.graceDeadline = deadline, deadline
-	p.deletionGrace = int64(g / time.Second)
 	// Liveness and startup stop; readiness keeps probing (docs/facts.md §2).
 	p.mgr.PodTerminating()
 }
 
-// syncTermination stops the main containers (and a running regular init
-// container) together, then the native sidecars one by one in reverse
+// syncTermination stops the pod's containers in package termination's
 // order, then ends the worker.
 func (p *pod) syncTermination() {
-	if p.forced {
+	if p.term.Forced {
 		p.forceAll()
 	}
-	mainsRunning := false
-	for _, c := range p.regularContainers() {
-		if !c.running {
-			continue
-		}
-		mainsRunning = true
-		if c.kill == nil {
-			p.startKill(c, p.remainingGrace(), "Stopping container "+c.name, false)
-		}
-	}
-	if mainsRunning || p.stopNextSidecar() {
-		return
-	}
-	if p.removeAtEnd {
+	if !p.stopNext() && p.removeAtEnd {
 		p.finished = true
 	}
 }
 
-// syncSidecarShutdown stops the sidecars of a pod whose main containers
-// have all finished.
-func (p *pod) syncSidecarShutdown() {
-	p.stopNextSidecar()
-}
-
-// stopNextSidecar kills the last running sidecar, if its turn has come;
-// it reports whether any sidecar still runs.
-func (p *pod) stopNextSidecar() bool {
-	for i := len(p.inits) - 1; i >= 0; i-- {
-		c := p.inits[i]
-		if !c.sidecar || !c.running {
-			continue
-		}
-		if c.kill == nil {
-			p.startKill(c, p.remainingGrace(), "Stopping container "+c.name, false)
-		}
-		return true
+// stopNext starts the kills whose turn has come (termination.Stop) within
+// what is left of the grace period; it reports whether any container
+// still runs. A completed pod has no regular container left running: for
+// it this stops the native sidecars.
+func (p *pod) stopNext() bool {
+	all := append(append([]*container{}, p.inits...), p.mains...)
+	view := make([]termination.Container, len(all))
+	for i, c := range all {
+		view[i] = termination.Container{Sidecar: c.sidecar, Running: c.running, Stopping: c.kill != nil}
 	}
-	return false
-}
-
-func (p *pod) regularContainers() []*container {
-	out := append([]*container{}, p.mains...)
-	for _, c := range p.inits {
-		if !c.sidecar {
-			out = append(out, c)
-		}
+	stop, running := termination.Stop(view)
+	for _, i := range stop {
+		c := all[i]
+		p.startKill(c, p.term.Remaining(p.a.clock.Now()), "Stopping container "+c.name, false)
 	}
-	return out
-}
-
-func (p *pod) remainingGrace() time.Duration {
-	if d := p.graceDeadline.Sub(p.a.clock.Now()); d > 0 {
-		return d
-	}
-	return 0
+	return running
 }
 
 // forceAll kills every process of the pod at once.
@@ -125,7 +76,7 @@ func (p *pod) forceAll() {
 // SIGKILL to its whole group once the grace period is over (at least
 // kill.MinGrace after SIGTERM). The exit reaches the worker as evExited.
 func (p *pod) startKill(c *container, grace time.Duration, message string, probeKill bool) {
-	if p.forced {
+	if p.term.Forced {
 		p.startKillNow(c)
 		return
 	}

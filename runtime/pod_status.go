@@ -14,10 +14,10 @@ import (
 func (p *pod) publish() {
 	obj := p.obj.DeepCopy()
 	obj.Status = p.buildStatus()
-	if p.terminating {
-		ts := metav1.NewTime(p.deletionTime)
+	if p.term.Terminating {
+		ts := metav1.NewTime(p.term.Deadline)
 		obj.DeletionTimestamp = &ts
-		g := p.deletionGrace
+		g := p.term.Seconds
 		obj.DeletionGracePeriodSeconds = &g
 	}
 	if err := p.a.opts.Pods.UpdatePodStatus(obj); err != nil && !apierrors.IsNotFound(err) {
@@ -60,7 +60,7 @@ func (p *pod) statusView() *podstatus.Pod {
 	v := &podstatus.Pod{
 		Initialized:    p.initialized,
 		FailedInit:     p.failedInit,
-		Terminating:    p.terminating,
+		Terminating:    p.term.Terminating,
 		RestartPolicy:  p.obj.Spec.RestartPolicy,
 		ReadinessGates: p.obj.Spec.ReadinessGates,
 		GateConditions: p.gateConds,
