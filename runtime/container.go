@@ -14,6 +14,7 @@ import (
 	"github.com/podgate/podgate/runtime/kill"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/runtime/restart"
 )
 
 // ContainerIDPrefix is the runtime part of containerID: podgate://<id>.
@@ -68,6 +69,17 @@ func (c *container) probeTarget(podIP string) probe.Target {
 		Env:  c.spec.Env,
 		Exec: c.exec,
 	}
+}
+
+// kind is where c is in the spec, as the restart rule sees it.
+func (c *container) kind() restart.Kind {
+	switch {
+	case c.sidecar:
+		return restart.Sidecar
+	case c.init:
+		return restart.Init
+	}
+	return restart.Main
 }
 
 // fieldPath is the events' fieldPath for the container.

@@ -17,6 +17,7 @@ import (
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/proc"
 	"github.com/podgate/podgate/runtime/queue"
+	"github.com/podgate/podgate/runtime/startorder"
 	"github.com/podgate/podgate/runtime/termination"
 )
 
@@ -165,23 +166,26 @@ func (p *pod) sync() {
 		return
 	}
 	now := p.a.clock.Now()
-	if !p.initialized {
-		if !p.syncInit(now) {
-			return
-		}
-		p.initialized = true
+	all := p.containers()
+	step := startorder.Next(startView(all), p.initialized)
+	if step.InitFailed {
+		// A regular init container failed with restartPolicy Never: the
+		// pod has failed; its sidecars go.
+		p.failedInit = true
+		p.term.Complete(now, termination.PodGrace(&p.obj.Spec))
+		p.stopNext()
+		return
 	}
-	for _, c := range p.mains {
-		if !c.running && !c.done {
-			p.maybeStart(c, now)
-		}
+	for _, i := range step.Start {
+		p.maybeStart(all[i], now)
 	}
-	for _, c := range p.inits {
-		if c.sidecar && !c.running && !c.done {
-			p.maybeStart(c, now)
-		}
+	if !step.Initialized {
+		return
 	}
-	if p.allMainsDone() {
+	p.initialized = true
+	// Asked after the starts: one that failed at once may have finished
+	// the pod.
+	if startorder.Complete(startView(all)) {
 		// Every main container finished and none restarts (restartPolicy
 		// Never or OnFailure): the pod is complete; its sidecars go.
 		p.term.Complete(now, termination.PodGrace(&p.obj.Spec))
@@ -189,44 +193,20 @@ func (p *pod) sync() {
 	}
 }
 
-// syncInit runs the init containers in order. A regular one must exit 0
-// before the next starts; a native sidecar must be Started (its startup
-// probe passed, or running when it has none). It reports whether all are
-// done.
-func (p *pod) syncInit(now time.Time) bool {
-	for _, c := range p.inits {
-		switch {
-		case c.sidecar && c.running:
-			if !c.started {
-				return false
-			}
-			continue
-		case c.succeeded:
-			continue
-		case c.running:
-			return false
-		case c.done:
-			// A regular init container failed with restartPolicy Never:
-			// the pod has failed.
-			p.failedInit = true
-			p.term.Complete(now, termination.PodGrace(&p.obj.Spec))
-			p.stopNext()
-			return false
-		default:
-			p.maybeStart(c, now)
-			return false
-		}
-	}
-	return true
+// containers are the pod's containers in spec order: init containers,
+// then containers.
+func (p *pod) containers() []*container {
+	return append(append([]*container{}, p.inits...), p.mains...)
 }
 
-func (p *pod) allMainsDone() bool {
-	for _, c := range p.mains {
-		if c.running || !c.done {
-			return false
-		}
+// startView is what the start order knows of cs.
+func startView(cs []*container) []startorder.Container {
+	out := make([]startorder.Container, len(cs))
+	for i, c := range cs {
+		out[i] = startorder.Container{Init: c.init, Sidecar: c.sidecar, Running: c.running,
+			Started: c.started, Succeeded: c.succeeded, Done: c.done}
 	}
-	return len(p.mains) > 0
+	return out
 }
 
 // maybeStart starts c unless it is backing off; the timer set when it

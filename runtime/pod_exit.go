@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +9,7 @@ import (
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/runtime/restart"
 	"github.com/podgate/podgate/runtime/termination"
 )
 
@@ -38,10 +37,11 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 	}, probeKill)
 }
 
-// afterTermination decides what follows an instance's end: a restart (at
-// once, or after the CrashLoopBackOff delay) or nothing more.
+// afterTermination decides what follows an instance's end (package
+// restart): a restart (at once, or after the CrashLoopBackOff delay) or
+// nothing more.
 func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminated, probeKill bool) {
-	if p.term.Ending() || !p.shouldRestart(c, term.ExitCode, probeKill) {
+	if p.term.Ending() || !restart.Should(p.obj.Spec.RestartPolicy, c.kind(), term.ExitCode, probeKill) {
 		c.terminated = &term
 		c.done = true
 		c.succeeded = c.init && !c.sidecar && term.ExitCode == 0
@@ -52,37 +52,11 @@ func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminate
 	delay := c.backoff.Next(term.StartedAt.Time, term.FinishedAt.Time)
 	c.notBefore = term.FinishedAt.Add(delay)
 	if delay > 0 {
-		podName := fmt.Sprintf("%s_%s(%s)", p.name, p.namespace, p.uid)
-		c.waiting = &corev1.ContainerStateWaiting{
-			Reason:  "CrashLoopBackOff",
-			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.name, podName),
-		}
-		p.record(c, corev1.EventTypeWarning, ReasonBackOff,
-			fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.name, podName))
+		waiting, event := restart.BackOff(p.name, p.namespace, p.uid, c.name, delay)
+		c.waiting = &waiting
+		p.record(c, corev1.EventTypeWarning, ReasonBackOff, event)
 	}
 	p.restartDue(c.notBefore)
-}
-
-// shouldRestart applies the restart policy: native sidecars always
-// restart; a regular init container only after a failure, unless Never;
-// a main container per restartPolicy, where a liveness or startup kill
-// counts as a failure whatever the exit code.
-func (p *pod) shouldRestart(c *container, exitCode int32, probeKill bool) bool {
-	policy := p.obj.Spec.RestartPolicy
-	switch {
-	case c.sidecar:
-		return true
-	case c.init:
-		return exitCode != 0 && policy != corev1.RestartPolicyNever
-	}
-	switch policy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0 || probeKill
-	default:
-		return true
-	}
 }
 
 // onProbe applies a prober Update: events, Ready and Started, and the
@@ -115,9 +89,5 @@ func (p *pod) onProbe(u prober.Update) {
 	if g := u.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
 	}
-	msg := fmt.Sprintf("Container %s failed %s probe", c.name, strings.ToLower(u.Kind.String()))
-	if p.obj.Spec.RestartPolicy != corev1.RestartPolicyNever || c.sidecar {
-		msg += ", will be restarted"
-	}
-	p.startKill(c, grace, msg, true)
+	p.startKill(c, grace, restart.ProbeKill(c.name, u.Kind.String(), p.obj.Spec.RestartPolicy, c.kind()), true)
 }

@@ -44,7 +44,7 @@ func (p *pod) syncTermination() {
 // still runs. A completed pod has no regular container left running: for
 // it this stops the native sidecars.
 func (p *pod) stopNext() bool {
-	all := append(append([]*container{}, p.inits...), p.mains...)
+	all := p.containers()
 	view := make([]termination.Container, len(all))
 	for i, c := range all {
 		view[i] = termination.Container{Sidecar: c.sidecar, Running: c.running, Stopping: c.kill != nil}
