@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/podspec"
@@ -21,6 +20,8 @@ import (
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/loopnet"
+	"github.com/podgate/podgate/runtime/podwatch"
+	"github.com/podgate/podgate/runtime/podworkers"
 	"github.com/podgate/podgate/runtime/preflight"
 	"github.com/podgate/podgate/runtime/proc"
 )
@@ -106,15 +107,10 @@ type Agent struct {
 	// and have nothing to enter.
 	loopback bool
 
-	podsWG sync.WaitGroup // one per pod worker
-
 	stopWatch context.CancelFunc
-	deletions map[types.UID]int64  // grace periods seen, owned by observe
-	gatesSeen map[types.UID]string // readiness gates' conditions seen, owned by observe
+	seen      *podwatch.Seen // owned by observe
 
-	mu       sync.Mutex
-	pods     map[nsName]*pod
-	stopping bool
+	workers  podworkers.Set[*pod]
 	shutdown sync.Once
 }
 
@@ -172,10 +168,7 @@ func New(opts Options) (*Agent, error) {
 		out:      logbuf.NewOutput(opts.Output),
 		base:     env.Base(opts.Getenv),
 		workDir:  opts.WorkDir,
-		pods:     map[nsName]*pod{},
-
-		deletions: map[types.UID]int64{},
-		gatesSeen: map[types.UID]string{},
+		seen:     podwatch.New(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopWatch = cancel
@@ -212,9 +205,6 @@ func podNetwork(opts *Options) (PodNetwork, error) {
 	return loopback{n}, nil
 }
 
-// nsName keys the agent's pods.
-type nsName struct{ namespace, name string }
-
 func defaultNodeName() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
@@ -246,63 +236,17 @@ func (a *Agent) Check(ws []*podspec.Workload) error {
 func (a *Agent) Shutdown(ctx context.Context) error {
 	var err error
 	a.shutdown.Do(func() {
-		a.mu.Lock()
-		a.stopping = true
-		a.mu.Unlock()
-		// No pod starts any more (observe): these are all.
-		for _, p := range a.allPods() {
-			p.post(evStop{})
-		}
-		done := make(chan struct{})
-		go func() { a.podsWG.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			err = fmt.Errorf("graceful shutdown: %w; killing what is left", ctx.Err())
-			for _, p := range a.allPods() {
-				p.post(evForce{})
-			}
-			<-done
-		}
+		// No pod starts any more (observe): Drain waits for all.
+		err = a.workers.Drain(ctx)
 		a.stopWatch()
 		a.sup.Close()
 	})
 	return err
 }
 
-func (a *Agent) allPods() []*pod {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]*pod, 0, len(a.pods))
-	for _, p := range a.pods {
-		out = append(out, p)
-	}
-	return out
-}
-
-func (a *Agent) addPod(p *pod) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.stopping {
-		return false
-	}
-	a.pods[nsName{p.namespace, p.name}] = p
-	a.podsWG.Add(1)
-	return true
-}
-
-func (a *Agent) removePod(p *pod) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.pods[nsName{p.namespace, p.name}] == p {
-		delete(a.pods, nsName{p.namespace, p.name})
-	}
-}
-
+// pod is the worker of a pod the agent runs, or nil.
 func (a *Agent) pod(namespace, name string) *pod {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.pods[nsName{namespace, name}]
+	return a.workers.Get(podworkers.Key{Namespace: namespace, Name: name})
 }
 
 // NodeName is the node the agent runs pods of.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/runtime/podworkers"
 	"github.com/podgate/podgate/runtime/proc"
 	"github.com/podgate/podgate/runtime/queue"
 	"github.com/podgate/podgate/runtime/startorder"
@@ -42,6 +43,9 @@ type (
 	evStop struct{}
 	// evForce: kill every process at once.
 	evForce struct{}
+	// evConditions: the conditions the pod's readiness gates name changed
+	// on the API's pod (their values now; a gate without one is absent).
+	evConditions struct{ conds []corev1.PodCondition }
 	// evBarrier: closed once everything queued before it was handled and
 	// the result published (tests step a fake clock, then wait on it).
 	evBarrier struct{ done chan struct{} }
@@ -75,7 +79,12 @@ type pod struct {
 	initialized bool
 	conditions  map[corev1.PodConditionType]corev1.PodCondition
 	// gateConds are the conditions others wrote on the API's pod that its
-	// readiness gates name (readiness_gates.go).
+	// readiness gates name (the gate's wire.ContainersReadyCondition, a
+	// load balancer controller's): the pod is Ready only once every one
+	// of them is True, as the kubelet decides (package podstatus). The
+	// agent learns of them through its PodSource, as the kubelet through
+	// its pod watch (package podwatch tells a change), and publishes Ready
+	// again as soon as one changes, without waiting for a probe.
 	gateConds []corev1.PodCondition
 
 	term        termination.State // deletion, agent shutdown, completion
@@ -91,6 +100,13 @@ type pod struct {
 
 func (p *pod) post(ev podEvent) { p.q.Push(ev) }
 
+// Stop and Force are what the agent's drain asks of the worker
+// (podworkers.Worker).
+func (p *pod) Stop()  { p.post(evStop{}) }
+func (p *pod) Force() { p.post(evForce{}) }
+
+func (p *pod) key() podworkers.Key { return podworkers.Key{Namespace: p.namespace, Name: p.name} }
+
 func (p *pod) ref() events.Object {
 	return events.Object{Namespace: p.namespace, Name: p.name, UID: p.uid}
 }
@@ -105,7 +121,7 @@ func (p *pod) record(c *container, eventType, reason, message string) {
 
 // run is the pod worker's loop: take what happened, decide, publish.
 func (p *pod) run() {
-	defer p.a.podsWG.Done()
+	defer p.a.workers.Done()
 	defer close(p.exited)
 	for {
 		<-p.q.Wake()
@@ -245,7 +261,7 @@ func (p *pod) finish() {
 		}
 	}
 	p.closeNet()
-	p.a.removePod(p)
+	p.a.workers.Remove(p.key(), p)
 }
 
 // containerNames lists the containers' names for messages.
