@@ -34,7 +34,7 @@ var allowedDeps = map[string][]string{
 	"runtime/logbuf":          {},
 	"runtime/kill":            {},
 	"runtime/termination":     {},
-	"runtime/restart":         {},
+	"runtime/restart":         {"runtime/backoff"},
 	"runtime/startorder":      {},
 	"runtime/podworkers":      {},
 	"runtime/podwatch":        {"runtime/podstatus"},

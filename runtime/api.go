@@ -25,12 +25,7 @@ func (a *Agent) Logs(ctx context.Context, namespace, name string, opts corev1.Po
 		return nil, err
 	}
 	c := p.byName[cname]
-	p.logMu.Lock()
-	buf := c.logs
-	if opts.Previous {
-		buf = c.prev
-	}
-	p.logMu.Unlock()
+	buf := c.output.Get(opts.Previous)
 	if buf == nil {
 		return nil, podlogs.Unavailable(name, c.name, opts.Previous)
 	}

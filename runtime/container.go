@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/runtime/backoff"
 	"github.com/podgate/podgate/runtime/env"
 	"github.com/podgate/podgate/runtime/kill"
 	"github.com/podgate/podgate/runtime/logbuf"
@@ -47,17 +46,10 @@ type container struct {
 	ready     bool
 	started   bool
 
-	// History.
-	created      bool // an instance has existed
-	restartCount int32
-	logs, prev   *logbuf.Buffer
-	terminated   *corev1.ContainerStateTerminated // the current state, when it is that
-	lastState    corev1.ContainerState
-	waiting      *corev1.ContainerStateWaiting // CrashLoopBackOff while backing off
-	backoff      backoff.CrashLoop
-	notBefore    time.Time // no restart before this
-	succeeded    bool      // a regular init container that exited 0
-	done         bool      // will not be started again
+	// History: the instances' output kept (Logs reads it from other
+	// goroutines), their restarts and states.
+	output logbuf.Kept
+	hist   restart.History
 }
 
 // probeTarget is where this container's probes aim.

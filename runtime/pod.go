@@ -92,10 +92,6 @@ type pod struct {
 	failedInit  bool
 	finished    bool
 	acks        []chan struct{}
-
-	// logMu guards the containers' log buffer pointers, which Logs reads
-	// from other goroutines.
-	logMu sync.Mutex
 }
 
 func (p *pod) post(ev podEvent) { p.q.Push(ev) }
@@ -220,7 +216,7 @@ func startView(cs []*container) []startorder.Container {
 	out := make([]startorder.Container, len(cs))
 	for i, c := range cs {
 		out[i] = startorder.Container{Init: c.init, Sidecar: c.sidecar, Running: c.running,
-			Started: c.started, Succeeded: c.succeeded, Done: c.done}
+			Started: c.started, Succeeded: c.hist.Succeeded, Done: c.hist.Done}
 	}
 	return out
 }
@@ -228,7 +224,7 @@ func startView(cs []*container) []startorder.Container {
 // maybeStart starts c unless it is backing off; the timer set when it
 // died brings the worker back in time.
 func (p *pod) maybeStart(c *container, now time.Time) {
-	if c.blocked() || now.Before(c.notBefore) {
+	if c.blocked() || now.Before(c.hist.NotBefore) {
 		return
 	}
 	p.startContainer(c)

@@ -20,7 +20,7 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 	}
 	now := metav1.NewTime(p.a.clock.Now())
 	p.a.owners.Remove(c.proc.Pid)
-	c.logs.End()
+	c.output.Get(false).End()
 	probeKill := c.kill != nil && c.kill.Probe
 	c.running, c.proc, c.kill, c.ready, c.started = false, nil, nil, false, false
 	p.mgr.ContainerStopped(c.name, id)
@@ -41,22 +41,14 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 // restart): a restart (at once, or after the CrashLoopBackOff delay) or
 // nothing more.
 func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminated, probeKill bool) {
-	if p.term.Ending() || !restart.Should(p.obj.Spec.RestartPolicy, c.kind(), term.ExitCode, probeKill) {
-		c.terminated = &term
-		c.done = true
-		c.succeeded = c.init && !c.sidecar && term.ExitCode == 0
-		return
-	}
-	c.lastState = corev1.ContainerState{Terminated: &term}
-	c.terminated = nil
-	delay := c.backoff.Next(term.StartedAt.Time, term.FinishedAt.Time)
-	c.notBefore = term.FinishedAt.Add(delay)
-	if delay > 0 {
-		waiting, event := restart.BackOff(p.name, p.namespace, p.uid, c.name, delay)
-		c.waiting = &waiting
+	restarts := !p.term.Ending() && restart.Should(p.obj.Spec.RestartPolicy, c.kind(), term.ExitCode, probeKill)
+	who := restart.Who{Pod: p.name, Namespace: p.namespace, UID: p.uid, Container: c.name}
+	if event := c.hist.End(term, c.kind(), restarts, who); event != "" {
 		p.record(c, corev1.EventTypeWarning, ReasonBackOff, event)
 	}
-	p.restartDue(c.notBefore)
+	if restarts {
+		p.restartDue(c.hist.NotBefore)
+	}
 }
 
 // onProbe applies a prober Update: events, Ready and Started, and the

@@ -16,17 +16,8 @@ import (
 func (p *pod) startContainer(c *container) {
 	a := p.a
 	now := a.clock.Now()
-	if c.created {
-		c.restartCount++
-	}
-	c.created = true
+	c.hist.Start()
 	c.id = newContainerID()
-	c.waiting = nil
-	if c.terminated != nil {
-		// A finished instance is being replaced: it becomes lastState.
-		c.lastState = corev1.ContainerState{Terminated: c.terminated}
-		c.terminated = nil
-	}
 	p.record(c, corev1.EventTypeNormal, ReasonPulled,
 		fmt.Sprintf("Container image %q already present on machine", c.spec.Image))
 
@@ -45,13 +36,7 @@ func (p *pod) startContainer(c *container) {
 		return
 	}
 
-	logs := logbuf.New(a.opts.LogBytes)
-	p.logMu.Lock()
-	if c.logs != nil {
-		c.prev = c.logs
-	}
-	c.logs = logs
-	p.logMu.Unlock()
+	logs := c.output.Next(a.opts.LogBytes)
 	prefix := p.name + "/" + c.name + " | "
 	c.stdout = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 	c.stderr = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)

@@ -2,10 +2,12 @@
 // that ended, by the pod's restartPolicy and the container's kind (a
 // native sidecar always restarts, a regular init container only after a
 // failure, a main container as its policy says, where a liveness or
-// startup kill counts as a failure whatever the exit code), and the words
-// it is seen in: the CrashLoopBackOff waiting state and BackOff event of
-// a container held back, and the Killing event of a probe's kill. When
-// the restart comes is package runtime/backoff's.
+// startup kill counts as a failure whatever the exit code), and a
+// container's History as its status tells it: the restart count, the
+// current and last states, when the next instance may start (package
+// runtime/backoff's CrashLoopBackOff delay), and the words it is seen in —
+// the CrashLoopBackOff waiting state and BackOff event of a container
+// held back, the Killing event of a probe's kill.
 package restart
 
 import (
@@ -52,10 +54,10 @@ func Should(policy corev1.RestartPolicy, kind Kind, exitCode int32, probeKill bo
 	}
 }
 
-// BackOff is how a container held back for delay before its restart is
+// backOff is how a container held back for delay before its restart is
 // seen: its waiting state and the message of its BackOff event, naming
 // the pod as the kubelet does (NAME_NAMESPACE(UID)).
-func BackOff(pod, namespace string, uid types.UID, container string, delay time.Duration) (corev1.ContainerStateWaiting, string) {
+func backOff(pod, namespace string, uid types.UID, container string, delay time.Duration) (corev1.ContainerStateWaiting, string) {
 	podName := fmt.Sprintf("%s_%s(%s)", pod, namespace, uid)
 	return corev1.ContainerStateWaiting{
 			Reason:  "CrashLoopBackOff",
