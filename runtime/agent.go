@@ -20,6 +20,7 @@ import (
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/loopnet"
+	"github.com/podgate/podgate/runtime/podnetwork"
 	"github.com/podgate/podgate/runtime/podwatch"
 	"github.com/podgate/podgate/runtime/podworkers"
 	"github.com/podgate/podgate/runtime/preflight"
@@ -202,7 +203,7 @@ func podNetwork(opts *Options) (PodNetwork, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loopback{n}, nil
+	return podnetwork.Loopback(n), nil
 }
 
 func defaultNodeName() string {
