@@ -124,13 +124,8 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Images.Entrypoints == nil {
-		im, err := images.Default()
-		if err != nil {
-			return nil, err
-		}
-		im.Store = opts.Images.Store
-		opts.Images = im
+	if opts.Images, err = opts.Images.OrDefault(); err != nil {
+		return nil, err
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/containerconfig"
 	"github.com/podgate/podgate/runtime/kill"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
@@ -29,11 +29,9 @@ type container struct {
 	init    bool // in spec.initContainers
 	sidecar bool // an init container with restartPolicy Always
 
-	env   *env.List
-	argv  []string
-	dir   string
-	exec  probe.Executor  // runs its exec probes and hooks
-	setup field.ErrorList // why it cannot be started, if anything
+	// cfg is what it runs with (Exec runs its exec probes and hooks;
+	// Errs: why it cannot be started, if anything).
+	cfg containerconfig.Config
 
 	// The current instance.
 	id        string
@@ -59,7 +57,7 @@ func (c *container) probeTarget(podIP string) probe.Target {
 		Ports: c.spec.Ports,
 		// docs/facts.md §1: only static values take part in $(VAR) expansion.
 		Env:  c.spec.Env,
-		Exec: c.exec,
+		Exec: c.cfg.Exec,
 	}
 }
 

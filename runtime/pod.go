@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -11,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/events"
@@ -69,7 +67,6 @@ type pod struct {
 	mgr             *prober.Manager
 	q               *queue.Queue[podEvent]
 	tasks           sync.WaitGroup // process waiters and killers
-	exited          chan struct{}  // closed when the worker has ended
 	timers          []interface{ Stop() bool }
 
 	prepared      bool               // extras.Prepare succeeded: containers may start
@@ -118,7 +115,6 @@ func (p *pod) record(c *container, eventType, reason, message string) {
 // run is the pod worker's loop: take what happened, decide, publish.
 func (p *pod) run() {
 	defer p.a.workers.Done()
-	defer close(p.exited)
 	for {
 		<-p.q.Wake()
 		for _, ev := range p.q.Take() {
@@ -224,7 +220,7 @@ func startView(cs []*container) []startorder.Container {
 // maybeStart starts c unless it is backing off; the timer set when it
 // died brings the worker back in time.
 func (p *pod) maybeStart(c *container, now time.Time) {
-	if c.blocked() || now.Before(c.hist.NotBefore) {
+	if c.cfg.Blocked() || now.Before(c.hist.NotBefore) {
 		return
 	}
 	p.startContainer(c)
@@ -267,15 +263,4 @@ func containerNames(cs []*container) []string {
 		out[i] = c.name
 	}
 	return out
-}
-
-// blocked reports a container that cannot be started at all (its
-// environment could not be resolved); it waits as CreateContainerConfigError.
-func (c *container) blocked() bool { return len(c.setup) > 0 }
-
-func setupMessage(errs field.ErrorList) string {
-	if len(errs) == 1 {
-		return errs[0].Error()
-	}
-	return fmt.Sprint(errs.ToAggregate())
 }

@@ -30,7 +30,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	p := &pod{
 		a:         a,
 		namespace: obj.Namespace, name: obj.Name, uid: obj.UID,
-		ip: ip, net: pn, obj: obj.DeepCopy(), q: queue.New[podEvent](), exited: make(chan struct{}),
+		ip: ip, net: pn, obj: obj.DeepCopy(), q: queue.New[podEvent](),
 		conditions: map[corev1.PodConditionType]corev1.PodCondition{},
 		qos:        obj.Status.QOSClass,
 		injected:   podprobes.HasGate(&obj.Spec),

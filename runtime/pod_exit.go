@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -77,9 +75,6 @@ func (p *pod) onProbe(u prober.Update) {
 	// the Killing event and before the process hears of it. The kubelet
 	// kills first and only updates the endpoint after the restart.
 	p.publish()
-	grace := termination.PodGrace(&p.obj.Spec)
-	if g := u.TerminationGracePeriodSeconds; g != nil {
-		grace = time.Duration(*g) * time.Second
-	}
+	grace := termination.ProbeKillGrace(&p.obj.Spec, u.TerminationGracePeriodSeconds)
 	p.startKill(c, grace, restart.ProbeKill(c.name, u.Kind.String(), p.obj.Spec.RestartPolicy, c.kind()), true)
 }

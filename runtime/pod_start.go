@@ -29,8 +29,8 @@ func (p *pod) startContainer(c *container) {
 			return
 		}
 	}
-	pathEnv, _ := c.env.Get("PATH")
-	path, err := images.LookPath(c.argv[0], c.dir, pathEnv)
+	pathEnv, _ := c.cfg.Env.Get("PATH")
+	path, err := images.LookPath(c.cfg.Argv[0], c.cfg.Dir, pathEnv)
 	if err != nil {
 		p.startFailed(c, fmt.Errorf("exec: %w", err))
 		return
@@ -43,7 +43,7 @@ func (p *pod) startContainer(c *container) {
 
 	p.record(c, corev1.EventTypeNormal, ReasonCreated, "Created container: "+c.name)
 	pr, err := a.sup.Start(proc.Spec{
-		Path: path, Args: c.argv, Env: c.env.Strings(), Dir: c.dir,
+		Path: path, Args: c.cfg.Argv, Env: c.cfg.Env.Strings(), Dir: c.cfg.Dir,
 		Stdout: c.stdout, Stderr: c.stderr,
 		Enter: p.enter(),
 	})

@@ -71,8 +71,8 @@ func (c *container) statusView() podstatus.Container {
 		RestartCount: c.hist.RestartCount, LastState: c.hist.LastState, Terminated: c.hist.Terminated, Waiting: c.hist.Waiting,
 		Succeeded: c.hist.Succeeded, Done: c.hist.Done,
 	}
-	if c.blocked() {
-		v.SetupError = setupMessage(c.setup)
+	if c.cfg.Blocked() {
+		v.SetupError = c.cfg.Message()
 	}
 	return v
 }

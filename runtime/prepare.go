@@ -24,12 +24,12 @@ func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, in
 	var inits, mains []*container
 	for i := range spec.InitContainers {
 		c := a.prepareContainer(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, extra, true, enter)
-		errs = append(errs, c.setup...)
+		errs = append(errs, c.cfg.Errs...)
 		inits = append(inits, c)
 	}
 	for i := range spec.Containers {
 		c := a.prepareContainer(&spec.Containers[i], specPath.Child("containers").Index(i), info, extra, false, enter)
-		errs = append(errs, c.setup...)
+		errs = append(errs, c.cfg.Errs...)
 		mains = append(mains, c)
 	}
 	return inits, mains, errs
@@ -37,18 +37,13 @@ func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, in
 
 func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, extra []env.Var, init bool, enter func(func() error) error) *container {
 	r := containerconfig.Resolver{Base: a.base, Images: a.opts.Images, WorkDir: a.workDir}
-	cfg := r.Resolve(spec, path, info, extra, enter)
 	return &container{
 		name:    spec.Name,
 		spec:    spec,
 		path:    path,
 		init:    init,
 		sidecar: init && spec.RestartPolicy != nil && *spec.RestartPolicy == corev1.ContainerRestartPolicyAlways,
-		env:     cfg.Env,
-		argv:    cfg.Argv,
-		dir:     cfg.Dir,
-		exec:    cfg.Exec,
-		setup:   cfg.Errs,
+		cfg:     r.Resolve(spec, path, info, extra, enter),
 	}
 }
 

@@ -7,6 +7,8 @@
 package containerconfig
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -28,6 +30,19 @@ type Config struct {
 	Exec probe.Executor // runs its exec probes and hooks
 	// Errs is why the container cannot be started, if anything.
 	Errs field.ErrorList
+}
+
+// Blocked reports a container that cannot be started at all: it waits as
+// CreateContainerConfigError, with Message.
+func (c Config) Blocked() bool { return len(c.Errs) > 0 }
+
+// Message is what a Blocked container waits with: its one problem, or
+// all of them.
+func (c Config) Message() string {
+	if len(c.Errs) == 1 {
+		return c.Errs[0].Error()
+	}
+	return fmt.Sprint(c.Errs.ToAggregate())
 }
 
 // Resolver holds what every container of a node shares.

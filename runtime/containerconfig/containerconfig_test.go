@@ -57,3 +57,30 @@ func TestResolveAsTheKubeletBeforeCreate(t *testing.T) {
 		})
 	}
 }
+
+func TestABlockedContainerWaitsWithItsProblems(t *testing.T) {
+	t.Parallel()
+	p := field.NewPath("spec", "containers").Index(0)
+	one := field.Required(p.Child("image"), "no entrypoint")
+	two := field.Invalid(p.Child("env").Index(0), "X", "bad")
+	for _, tc := range []struct {
+		name        string
+		errs        field.ErrorList
+		wantBlocked bool
+		wantMessage string
+	}{
+		{"no problem: it starts", nil, false, ""},
+		{"one problem is its own message", field.ErrorList{one}, true, one.Error()},
+		{"several are listed together", field.ErrorList{one, two}, true, "[" + one.Error() + ", " + two.Error() + "]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{Errs: tc.errs}
+			if c.Blocked() != tc.wantBlocked {
+				t.Fatalf("Blocked = %v, want %v", c.Blocked(), tc.wantBlocked)
+			}
+			if tc.wantBlocked && c.Message() != tc.wantMessage {
+				t.Fatalf("Message = %q, want %q", c.Message(), tc.wantMessage)
+			}
+		})
+	}
+}

@@ -18,6 +18,16 @@ func PodGrace(spec *corev1.PodSpec) time.Duration {
 	return DefaultGrace
 }
 
+// ProbeKillGrace is the grace period of a kill a liveness or startup probe
+// asks for: the probe's own terminationGracePeriodSeconds when it has
+// one, else the pod's.
+func ProbeKillGrace(spec *corev1.PodSpec, probeGrace *int64) time.Duration {
+	if probeGrace != nil {
+		return time.Duration(*probeGrace) * time.Second
+	}
+	return PodGrace(spec)
+}
+
 // State is where a pod stands on its way out. The zero value is a pod
 // that runs on.
 type State struct {

@@ -186,3 +186,26 @@ func TestStopOrderRegularContainersFirstThenSidecarsLastFirst(t *testing.T) {
 		})
 	}
 }
+
+func TestProbeKillGraceIsTheProbesOwnElseThePods(t *testing.T) {
+	t.Parallel()
+	ten, three, zero := int64(10), int64(3), int64(0)
+	withGrace := corev1.PodSpec{TerminationGracePeriodSeconds: &ten}
+	for _, tc := range []struct {
+		name       string
+		spec       corev1.PodSpec
+		probeGrace *int64
+		want       time.Duration
+	}{
+		{"the probe's own wins", withGrace, &three, 3 * time.Second},
+		{"the probe's 0 is 0", withGrace, &zero, 0},
+		{"without one, the pod's", withGrace, nil, 10 * time.Second},
+		{"without either, 30s", corev1.PodSpec{}, nil, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ProbeKillGrace(&tc.spec, tc.probeGrace); got != tc.want {
+				t.Fatalf("ProbeKillGrace = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
