@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/podgate/podgate/recording"
 )
 
 // BenchmarkProxy measures requests through the activator against the same
@@ -46,22 +48,29 @@ func BenchmarkProxy(b *testing.B) {
 		benchFront(b, front.URL)
 	})
 
-	b.Run("activator", func(b *testing.B) {
-		tg, err := NewTarget("bench", Config{})
-		if err != nil {
-			b.Fatal(err)
+	b.Run("activator", func(b *testing.B) { benchTarget(b, upstream.URL, Config{}) })
+	// The same with every decision and request recorded (into a sink that
+	// keeps nothing): what `podgate run --record` adds per request.
+	b.Run("activator-recorded", func(b *testing.B) { benchTarget(b, upstream.URL, Config{Recorder: recording.Discard}) })
+}
+
+// benchTarget measures requests through a target with cfg whose one pod
+// is upstream.
+func benchTarget(b *testing.B, upstream string, cfg Config) {
+	tg, err := NewTarget("bench", cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tg.Close()
+	tg.Update([]Pod{{Name: "a", Addr: strings.TrimPrefix(upstream, "http://"), Ready: true}})
+	for deadline := time.Now().Add(10 * time.Second); tg.Status().Ready != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("backend never ready")
 		}
-		defer tg.Close()
-		tg.Update([]Pod{{Name: "a", Addr: strings.TrimPrefix(upstream.URL, "http://"), Ready: true}})
-		for deadline := time.Now().Add(10 * time.Second); tg.Status().Ready != 1; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				b.Fatal("backend never ready")
-			}
-		}
-		front := httptest.NewServer(tg)
-		defer front.Close()
-		benchFront(b, front.URL)
-	})
+	}
+	front := httptest.NewServer(tg)
+	defer front.Close()
+	benchFront(b, front.URL)
 }
 
 // benchFront sends GETs from 8×GOMAXPROCS clients and reports the p99.

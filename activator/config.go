@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/podgate/podgate/recording"
 )
 
 // Defaults, Knative's where Knative has one (docs/facts.md §5).
@@ -64,6 +66,11 @@ type Config struct {
 	// ProbeTransport carries health checks (default: a dedicated
 	// keep-alive transport).
 	ProbeTransport http.RoundTripper
+	// Recorder, when set, hears every routing decision (routed, held,
+	// released, timed out) and every request's end (`podgate run
+	// --record`). It is called on the request's goroutine, outside the
+	// target's lock. Nil records nothing and costs a request nothing.
+	Recorder recording.Sink
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -22,6 +22,7 @@ type requestState struct {
 	body       *trackedBody
 	retry      bool // set by the error hook of the attempt that just ran
 	clientGone bool
+	rec        *requestRecord // nil unless Config.Recorder
 }
 
 type stateKey struct{}
@@ -35,7 +36,7 @@ func stateOf(ctx context.Context) *requestState {
 // sends it elsewhere if the chosen gate refused the connection. A request
 // is only ever retried when its dial failed: no byte of it left.
 func (t *Target) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rs := &requestState{}
+	rs := &requestState{rec: t.newRecord(r)}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	timer := t.cfg.Clock.AfterFunc(t.cfg.RequestTimeout, func() {
@@ -59,12 +60,14 @@ func (t *Target) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			code = 499 // nginx's "client closed request": nothing was sent
 		}
 		t.cfg.Metrics.Request(t.name, code)
+		rs.rec.done(code)
 	}()
 
 	ahead := false
 	for {
-		b, err := t.acquire(ctx, ahead)
+		b, err := t.acquire(ctx, ahead, rs.rec)
 		if err != nil {
+			rs.rec.gaveUp(err)
 			t.refuse(sw, rs, err)
 			return
 		}
@@ -98,6 +101,7 @@ func (t *Target) refuse(w http.ResponseWriter, rs *requestState, err error) {
 	default: // the client's context ended
 		rs.clientGone = true
 	}
+	rs.rec.fail(err)
 }
 
 // writeTimeout is Knative's activator answer, body without newline.

@@ -114,6 +114,9 @@ func (t *Target) proxyError(b *backend, w http.ResponseWriter, r *http.Request, 
 		rs.retry = true
 		t.connectFailed(b, err)
 	default:
+		if rs != nil {
+			rs.rec.fail(err)
+		}
 		t.cfg.Logger.Warn("proxy error", "target", t.name, "pod", b.name, "err", err)
 		http.Error(w, "activator: "+err.Error(), http.StatusBadGateway)
 	}

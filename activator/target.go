@@ -244,8 +244,8 @@ func (t *Target) connectFailed(b *backend, err error) {
 
 // acquire returns a backend with a slot taken for the request, waiting in
 // the queue while there is none. ahead puts a request that already waited
-// (its connect failed) before newer ones.
-func (t *Target) acquire(ctx context.Context, ahead bool) (*backend, error) {
+// (its connect failed) before newer ones. rec hears the decisions.
+func (t *Target) acquire(ctx context.Context, ahead bool, rec *requestRecord) (*backend, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -253,6 +253,7 @@ func (t *Target) acquire(ctx context.Context, ahead bool) (*backend, error) {
 	}
 	if b := t.bal.tryAcquire(ahead); b != nil {
 		t.mu.Unlock()
+		rec.routed(b)
 		return b, nil
 	}
 	w := t.bal.hold(ahead)
@@ -262,12 +263,14 @@ func (t *Target) acquire(ctx context.Context, ahead bool) (*backend, error) {
 	}
 	t.cfg.Metrics.QueueDepth(t.name, t.bal.waiters.Len())
 	t.mu.Unlock()
+	rec.held()
 
 	select {
 	case b := <-w.ch:
 		if b == nil {
 			return nil, errClosed
 		}
+		rec.routed(b)
 		return b, nil
 	case <-ctx.Done():
 	}

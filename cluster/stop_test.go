@@ -10,12 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/podnet"
 )
 
 // footprint is what of a running cluster must be gone once it stopped.
@@ -23,29 +24,41 @@ type footprint struct {
 	session    int
 	namespaces []uint64 // the cluster's and every pod's network namespace
 	api        string   // the host's API address
+	// held keeps the namespaces open until assertGone has looked: a
+	// namespace's inode number is reused once the namespace is gone, and
+	// another cluster's pod (two test runs at once) would then seem to be
+	// left in this one's.
+	held []*podnet.Netns
 }
 
 // footprintOf records the cluster's processes' namespaces while it runs
 // a pod, so that the pods' namespaces are checked too.
-func footprintOf(t *testing.T, u *upProcess) footprint {
+func footprintOf(t *testing.T, u *upProcess) *footprint {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}, Spec: testappSpec(false)}
 	if _, err := u.client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	u.waitPod("app", "Ready", ready)
-	fp := footprint{session: u.rec.Pid}
+	fp := &footprint{session: u.rec.Pid}
 	srv, err := url.Parse(u.rec.Server)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fp.api = srv.Host
 	for _, pid := range SessionMembers(fp.session) {
-		var st syscall.Stat_t
-		if syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) == nil && !slices.Contains(fp.namespaces, st.Ino) {
-			fp.namespaces = append(fp.namespaces, st.Ino)
+		ns, err := podnet.NetnsOf(pid)
+		if err != nil {
+			continue // gone meanwhile
 		}
+		if slices.Contains(fp.namespaces, ns.Inode()) {
+			_ = ns.Close()
+			continue
+		}
+		fp.namespaces = append(fp.namespaces, ns.Inode())
+		fp.held = append(fp.held, ns)
 	}
+	t.Cleanup(fp.release)
 	// The cluster's, and the pod's of its own.
 	if len(fp.namespaces) < 2 || !slices.Contains(fp.namespaces, u.rec.Netns) {
 		t.Fatalf("namespaces of the cluster's processes %v: want the cluster's (%d) and a pod's", fp.namespaces, u.rec.Netns)
@@ -53,26 +66,35 @@ func footprintOf(t *testing.T, u *upProcess) footprint {
 	return fp
 }
 
+// release closes the namespaces held.
+func (fp *footprint) release() {
+	for _, ns := range fp.held {
+		_ = ns.Close()
+	}
+	fp.held = nil
+}
+
 // assertGone checks that nothing of the cluster is left: no process of
 // its session, no process in any of its namespaces, no listener on the
 // host's API port, no interface of it on the host, no pid file or
 // kubeconfig.
-func (fp footprint) assertGone(t *testing.T, dir string) {
+func (fp *footprint) assertGone(t *testing.T, dir string) {
 	t.Helper()
 	eventually(t, 10*time.Second, "no process of the cluster left", func() (bool, string) {
 		left := SessionMembers(fp.session)
 		return len(left) == 0, fmt.Sprint(describe(left))
 	})
-	// A pod's process is in a session of its own; when it outlives the
-	// cluster process, the parent-death signal kills it, which is not
-	// instant on a loaded machine (seen once: a test app still there
-	// right after cluster up exited).
+	// Every process of a pod is in the cluster's session, so none is
+	// left in the namespaces either. (A test app once seemed to be,
+	// right after cluster up exited, with two test runs at once: another
+	// run's pod in a new namespace that had got the inode number of one
+	// of this cluster's, gone by then. Held open, the numbers stay ours.)
 	for _, ino := range fp.namespaces {
-		eventually(t, 10*time.Second, fmt.Sprintf("no process left in network namespace %d", ino), func() (bool, string) {
-			h := NetnsHolders(ino)
-			return len(h) == 0, fmt.Sprint(describe(h))
-		})
+		if h := NetnsHolders(ino); len(h) > 0 {
+			t.Errorf("network namespace %d still has processes %v", ino, describe(h))
+		}
 	}
+	fp.release()
 	if c, err := net.DialTimeout("tcp", fp.api, time.Second); err == nil {
 		c.Close()
 		t.Errorf("the API port %s still takes connections", fp.api)

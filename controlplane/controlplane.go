@@ -8,7 +8,10 @@
 // certificates and a kubeconfig per identity), etcd's data and one log file
 // per component. The API server authorizes with Node,RBAC and admits with
 // NodeRestriction, so a node's credential (NodeKubeconfig) is limited to
-// its own Node, Lease and pods, as a kubelet's is.
+// its own Node, Lease and pods, as a kubelet's is; the one permission
+// podgate's node needs beyond a kubelet's, reading EndpointSlices, is
+// granted to every node by the ClusterRole NodeEndpointSlicesRole, made
+// once the API server is ready.
 //
 // Each component leads its own process group and gets SIGKILL when podgate
 // (or the test) dies; Stop, or the end of Start's context, stops them in
@@ -239,6 +242,9 @@ func (c *ControlPlane) start(ctx context.Context, begin time.Time) error {
 		return err
 	}
 	c.timings.APIServerReady = time.Since(begin)
+	if err := c.installNodeRBAC(ctx); err != nil {
+		return err
+	}
 	for _, name := range []string{KubeControllerManager, KubeScheduler} {
 		if err := c.launch(name); err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/discovery"
 	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -238,6 +240,7 @@ func TestControlPlaneRunsTheRealControllers(t *testing.T) {
 			t.Fatal(err)
 		}
 		node := nodeClient(t, cp, "node-a")
+		nodeSlices := discoveryclient.NewForConfigOrDie(nodeConfig(t, cp, "node-a"))
 		tests := []struct {
 			name      string
 			do        func() error
@@ -250,6 +253,22 @@ func TestControlPlaneRunsTheRealControllers(t *testing.T) {
 			}, false},
 			{"reads no Secret its pods do not use", func() error {
 				_, err := node.Secrets("default").Get(ctx, "unrelated", metav1.GetOptions{})
+				return err
+			}, true},
+			{"lists EndpointSlices (" + NodeEndpointSlicesRole + ")", func() error {
+				_, err := nodeSlices.EndpointSlices("").List(ctx, metav1.ListOptions{})
+				return err
+			}, false},
+			{"watches EndpointSlices", func() error {
+				w, err := nodeSlices.EndpointSlices("").Watch(ctx, metav1.ListOptions{})
+				if err == nil {
+					w.Stop()
+				}
+				return err
+			}, false},
+			{"writes no EndpointSlice", func() error {
+				_, err := nodeSlices.EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+					ObjectMeta: metav1.ObjectMeta{Name: "by-a-node"}, AddressType: discoveryv1.AddressTypeIPv4}, metav1.CreateOptions{})
 				return err
 			}, true},
 			{"changes no other Node", func() error {
@@ -406,6 +425,12 @@ func BenchmarkStartToReady(b *testing.B) {
 
 func nodeClient(t *testing.T, cp *ControlPlane, name string) *coreclient.CoreV1Client {
 	t.Helper()
+	return coreclient.NewForConfigOrDie(nodeConfig(t, cp, name))
+}
+
+// nodeConfig is a client-go config with node name's credential.
+func nodeConfig(t *testing.T, cp *ControlPlane, name string) *rest.Config {
+	t.Helper()
 	path, err := cp.NodeKubeconfig(name)
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +439,7 @@ func nodeClient(t *testing.T, cp *ControlPlane, name string) *coreclient.CoreV1C
 	if err != nil {
 		t.Fatal(err)
 	}
-	return coreclient.NewForConfigOrDie(rest.CopyConfig(cfg))
+	return cfg
 }
 
 func deployment(name string, replicas int32) *appsv1.Deployment {

@@ -21,6 +21,7 @@ import (
 	"github.com/podgate/podgate/activator/kubebackends"
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -133,8 +134,11 @@ type Config struct {
 	OnChange func(namespace, name string)
 	// Metrics, when set, receives every target's measurements.
 	Metrics activator.Metrics
-	Logger  *slog.Logger
-	Stderr  io.Writer
+	// Recorder, when set, hears every target's routing decisions and
+	// requests (`podgate run --record`).
+	Recorder recording.Sink
+	Logger   *slog.Logger
+	Stderr   io.Writer
 }
 
 // New makes one activator target per workload, fed from the
@@ -165,7 +169,7 @@ func New(ln net.Listener, c Config) (*Door, error) {
 		return nil, err
 	}
 	for _, w := range routed {
-		cfg := activator.Config{Logger: c.Logger, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout, Metrics: c.Metrics}
+		cfg := activator.Config{Logger: c.Logger, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout, Metrics: c.Metrics, Recorder: c.Recorder}
 		if k := w.Knative; k != nil {
 			cfg.ContainerConcurrency = int(k.ContainerConcurrency)
 			if k.TimeoutSeconds > 0 {

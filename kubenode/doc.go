@@ -44,8 +44,17 @@
 //
 // Pod addresses come from the node's pod network, whose range is also the
 // Node's spec.podCIDR (the controller manager allocates none): with
-// Config.Network (package podnet/nodenet, as `podgate cluster up` runs it)
-// each pod has a network namespace and a real address; without, pods take
-// host loopback addresses of --pod-cidr, which the API server refuses in
-// EndpointSlices.
+// Config.Network (package podnet/nodenet, as `podgate cluster up` and
+// `podgate node --pod-network netns` run it) each pod has a network
+// namespace and a real address; without, pods take host loopback
+// addresses of --pod-cidr, which the API server refuses in
+// EndpointSlices (the node warns at start).
+//
+// With a pod network, a liveness or startup kill waits (package
+// kubenode/withdrawal, up to Config.WithdrawTimeout) until no
+// EndpointSlice lists the pod's address as ready: the agent has written Ready=False first, and the
+// EndpointSlice controller follows that write a little later. Reading
+// EndpointSlices is beyond a kubelet's rights; ClusterRole
+// withdrawal.Role, bound to group system:nodes, grants it, and without
+// it the node kills without waiting.
 package kubenode

@@ -93,6 +93,13 @@ type Config struct {
 	// server (default: the host and port of the node's own kubeconfig).
 	// There is no kube-proxy, so not the `kubernetes` Service's ClusterIP.
 	APIServerForPods string
+	// WithdrawTimeout bounds the wait of a liveness or startup kill for
+	// the pod's endpoint to turn not ready (default
+	// withdrawal.DefaultTimeout). The wait needs a pod network (with
+	// loopback addresses no EndpointSlice lists a pod) and the right to
+	// read EndpointSlices (ClusterRole withdrawal.Role); without it the
+	// node kills once the not-ready status is written.
+	WithdrawTimeout time.Duration
 	// Signals, when set, is where Run takes its stop signals from (the
 	// first drains the node, the second kills its pods) instead of
 	// catching SIGINT and SIGTERM itself: for a caller that catches them
@@ -192,6 +199,10 @@ func (cfg Config) podCredentials(rc *rest.Config, core corev1client.CoreV1Interf
 		if u.Port() == "" {
 			server = net.JoinHostPort(u.Hostname(), "443")
 		}
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && ip.IsLoopback() && cfg.Network != nil {
+			cfg.Logger.Warn("pods in network namespaces of their own cannot reach the API server at the kubeconfig's loopback address: set the API server for pods (--api-server-for-pods)",
+				"server", server)
+		}
 	}
 	ca := rc.CAData
 	if len(ca) == 0 && rc.CAFile != "" {
@@ -279,23 +290,15 @@ func Run(ctx context.Context, cfg Config) error {
 		stopController()
 		return nil
 	}
-	creds, err := cfg.podCredentials(rc, core)
-	if err != nil {
-		stopController()
-		return err
-	}
-	pods := NewPods(core, cfg.Logger)
-	agent, err := runtime.New(cfg.agentOptions(runtime.Options{
-		Events: NewEvents(core), Pods: pods, Source: pods,
-		Images: cfg.Images, NodeName: cfg.NodeName,
-		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
-	}))
+	agent, stopAll, err := cfg.newAgent(ctx, rc, core)
+	stopController = stopBoth(stopController, stopAll)
 	if err != nil {
 		stopController()
 		return err
 	}
 	cfg.Logger.Info("node registered and running its pods", "node", cfg.NodeName, "podCIDR", cfg.PodCIDR,
 		"took", time.Since(begin).Round(time.Millisecond))
+	cfg.warnLoopback()
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
@@ -308,6 +311,28 @@ func Run(ctx context.Context, cfg Config) error {
 		runErr = fmt.Errorf("node controller: %w", ctrl.Err())
 	}
 	return errors.Join(runErr, drain(cfg, core.Nodes(), agent, stopController, sigs))
+}
+
+// newAgent makes the node agent on the API server: pods, status and
+// events through core, the pods' service-account credentials, and the
+// EndpointSlice watch that holds liveness kills; stop ends that watch.
+func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1client.CoreV1Interface) (agent *runtime.Agent, stop func(), err error) {
+	creds, err := cfg.podCredentials(rc, core)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	withdrawals, stop := cfg.startWithdrawals(ctx, rc)
+	pods := NewPods(core, cfg.Logger)
+	opts := cfg.agentOptions(runtime.Options{
+		Events: NewEvents(core), Pods: pods, Source: pods,
+		Images: cfg.Images, NodeName: cfg.NodeName,
+		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
+	})
+	if withdrawals != nil {
+		opts.Withdrawal = withdrawals
+	}
+	agent, err = runtime.New(opts)
+	return agent, stop, err
 }
 
 // drain ends the node's heartbeats, marks it NotReady (the scheduler
@@ -334,4 +359,19 @@ func drain(cfg Config, nodes corev1client.NodeInterface, agent *runtime.Agent, s
 		}
 	}()
 	return agent.Shutdown(force)
+}
+
+// warnLoopback says, once at the start, what loopback pod addresses cost
+// on a cluster: the API server refuses them in EndpointSlices (an
+// address in 127.0.0.0/8 "may not be in the loopback range"), so the
+// EndpointSlice controller fails every sync of a Service that selects
+// one of this node's pods, and the Service gets no endpoints.
+func (cfg Config) warnLoopback() {
+	if cfg.Network != nil {
+		return
+	}
+	cfg.Logger.Warn("pods of this node get loopback addresses, which the API server refuses in EndpointSlices: "+
+		"a Service selecting them gets no endpoints. For pod IPs of their own run the node in a network namespace "+
+		"of its own with --pod-network netns, or run podgate cluster up (docs/kubernetes.md)",
+		"node", cfg.NodeName, "podCIDR", cfg.PodCIDR)
 }

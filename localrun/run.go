@@ -28,6 +28,7 @@ import (
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
@@ -56,6 +57,13 @@ type Config struct {
 	MetricsListen               string
 	// Stdout receives the containers' output, Stderr podgate's lines.
 	Stdout, Stderr io.Writer
+	// Recorder, when set, takes the facts of the run (docs/timeline.md):
+	// a recording's writer, the live timeline's log, or both. It gets
+	// them from the moment the API serves until the pods have stopped:
+	// every probe attempt of the node agent, what the API says of the
+	// pods, their events and EndpointSlices, and the front door's routing
+	// decisions and requests. Run does not close it.
+	Recorder recording.Sink
 }
 
 // Run checks everything, starts the API, the control plane, the front
@@ -79,7 +87,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := r.prepare(&stack); err != nil {
 		return err
 	}
-	r.start(ctx, &stack)
+	if err := r.start(ctx, &stack); err != nil {
+		return err
+	}
 	runErr := r.wait(ctx, sigs, &stack)
 	go func() {
 		select {
@@ -106,6 +116,7 @@ type run struct {
 	door      *frontdoor.Door
 	metrics   *frontdoor.MetricsServer
 	apiDone   chan error
+	client    kubernetes.Interface // the control API's, for the front door and the recording
 
 	shutdownCtx context.Context
 	force       context.CancelFunc
@@ -122,6 +133,7 @@ func (r *run) prepare(stack *closers) error {
 		Events: localcluster.NewEvents(r.store), Pods: r.pods, Source: r.pods,
 		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images, Replicas: r.cfg.Replicas,
 		Output: r.cfg.Stdout, Logger: r.log, NodeName: r.cfg.NodeName,
+		OnProbe: probeRecorder(r.cfg.Recorder),
 	})
 	if err != nil {
 		return err
@@ -195,12 +207,11 @@ func (r *run) prepareFrontDoor(stack *closers) error {
 	stack.push(doorLn.Close)
 	// The front door reads the control API as any client would (it is
 	// answered once the API serves; the listener queues until then).
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + r.apiLn.Addr().String()})
-	if err != nil {
+	if r.client, err = kubernetes.NewForConfig(&rest.Config{Host: "http://" + r.apiLn.Addr().String()}); err != nil {
 		return err
 	}
 	doorCfg := frontdoor.Config{
-		Client: client, Workloads: r.workloads, Domain: r.cfg.Domain, ServicePorts: r.cfg.ServicePorts,
+		Client: r.client, Recorder: r.cfg.Recorder, Workloads: r.workloads, Domain: r.cfg.Domain, ServicePorts: r.cfg.ServicePorts,
 		ProbeInterval: r.cfg.ProbeInterval, ProbeTimeout: r.cfg.ProbeTimeout,
 		OnChange: r.endpoints.Resync, Logger: r.log, Stderr: r.cfg.Stderr,
 	}
@@ -219,15 +230,21 @@ func (r *run) prepareFrontDoor(stack *closers) error {
 	return nil
 }
 
-// start serves the API, the metrics and the front door (before the pods
-// start: early requests wait for a ready pod). Each pushes its stop.
-func (r *run) start(ctx context.Context, stack *closers) {
+// start serves the API, the recording's watch, the metrics and the front
+// door (before the pods start: early requests wait for a ready pod). Each
+// pushes its stop.
+func (r *run) start(ctx context.Context, stack *closers) error {
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	srv := api.NewServer(api.Config{Store: r.store, Pods: r.pods, Logs: r.agent, Logger: r.log})
 	r.apiDone = make(chan error, 1)
 	go func() { r.apiDone <- srv.Serve(apiCtx, r.apiLn) }()
 	stack.push(func() error { stopAPI(); return <-r.apiDone })
 	fmt.Fprintf(r.cfg.Stderr, "podgate: control API on http://%s (podgate get pods --api %s)\n", r.apiLn.Addr(), r.apiLn.Addr())
+	// Above the API and below the pods on the stack: its last look sees
+	// the pods gone while the API still answers.
+	if err := r.watchForRecording(ctx, stack); err != nil {
+		return err
+	}
 	if r.metrics != nil {
 		r.metrics.Start()
 		stack.push(r.metrics.Stop)
@@ -241,6 +258,7 @@ func (r *run) start(ctx context.Context, stack *closers) {
 	// Popped first: the front door stops taking requests (held ones get
 	// 503) while the pods drain.
 	stack.push(func() error { r.door.BeginShutdown(); return nil })
+	return nil
 }
 
 // wait starts the pods and waits for the end: a signal, ctx, or a server

@@ -40,6 +40,9 @@ type Options struct {
 	// Jitter returns the delay in [0, period) used with AgentJustStarted;
 	// nil means uniformly random.
 	Jitter func(period time.Duration) time.Duration
+	// EveryAttempt adds an Attempted Update after every tick, successes
+	// included, for a recording of every probe attempt.
+	EveryAttempt bool
 }
 
 // Manager runs the probe workers of one pod. Create it with NewManager; it
@@ -48,6 +51,7 @@ type Manager struct {
 	clock            clock.Clock
 	jitter           func(time.Duration) time.Duration
 	agentJustStarted bool
+	everyAttempt     bool
 	out              *dispatcher
 
 	ctx      context.Context // ends in-flight attempts on Stop
@@ -112,6 +116,7 @@ func NewManager(probes []Probe, opts Options) (*Manager, error) {
 		clock:            clk,
 		jitter:           jitter,
 		agentJustStarted: opts.AgentJustStarted,
+		everyAttempt:     opts.EveryAttempt,
 		stopCh:           make(chan struct{}),
 		containers:       map[string]*container{},
 	}

@@ -24,6 +24,12 @@ const (
 	// dropped (state and counters unchanged). Event Unhealthy "… probe
 	// errored …".
 	AttemptErrored
+	// Attempted: one tick, whatever its result, after the thresholds were
+	// applied: State is the published state after it and Restart is set
+	// when it took liveness or startup to Failure. Sent only with
+	// Options.EveryAttempt (a recording of every probe tick), after the
+	// tick's other Updates; it records no event and changes nothing.
+	Attempted
 )
 
 func (t UpdateType) String() string {
@@ -36,6 +42,8 @@ func (t UpdateType) String() string {
 		return "AttemptWarned"
 	case AttemptErrored:
 		return "AttemptErrored"
+	case Attempted:
+		return "Attempted"
 	default:
 		return fmt.Sprintf("UpdateType(%d)", int(t))
 	}

@@ -199,9 +199,20 @@ func (w *worker) idle() bool {
 		(w.wakeAt.IsZero() || w.m.clock.Now().Before(w.wakeAt))
 }
 
-// record applies one tick's outcome with the kubelet's counting rules. Must
-// hold Manager.mu.
+// record applies one tick's outcome with the kubelet's counting rules,
+// then, with Options.EveryAttempt, reports the tick itself. Must hold
+// Manager.mu.
 func (w *worker) record(out probe.Outcome, now time.Time) {
+	out, restart := w.count(out, now)
+	if w.m.everyAttempt {
+		w.emit(Update{Type: Attempted, Outcome: out, Restart: restart}, now)
+	}
+}
+
+// count applies one tick's outcome: the attempt's Update, the counter,
+// the state. It returns the outcome as counted (an unknown result is an
+// Error) and whether it asked for a restart. Must hold Manager.mu.
+func (w *worker) count(out probe.Outcome, now time.Time) (probe.Outcome, bool) {
 	switch out.Result {
 	case probe.Success:
 	case probe.Warning:
@@ -212,20 +223,20 @@ func (w *worker) record(out probe.Outcome, now time.Time) {
 		// Dropped without touching the run: an error between two failures
 		// does not break their streak (the kubelet returns before counting).
 		w.emit(Update{Type: AttemptErrored, Outcome: out}, now)
-		return
+		return out, false
 	default:
 		if out.Err == nil {
 			out.Err = fmt.Errorf("unknown probe result %d", int(out.Result))
 		}
 		out.Result = probe.Error
 		w.emit(Update{Type: AttemptErrored, Outcome: out}, now)
-		return
+		return out, false
 	}
 	verdict := w.counter.Observe(out.Result.Passed(), w.cfg.SuccessThreshold, w.cfg.FailureThreshold)
 	if verdict == Unknown {
-		return
+		return out, false
 	}
-	w.set(verdict, CauseProbe, out, now)
+	restart := w.set(verdict, CauseProbe, out, now)
 	if (w.kind == Liveness && verdict == Failure) || w.kind == Startup {
 		// The container is about to be killed (or, for startup, has its
 		// verdict): probing it again only races the kill. Resume with the
@@ -233,23 +244,25 @@ func (w *worker) record(out probe.Outcome, now time.Time) {
 		w.onHold = true
 		w.counter.Reset()
 	}
+	return out, restart
 }
 
-// set publishes s if it differs from the current state. Must hold
-// Manager.mu.
-func (w *worker) set(s State, cause Cause, out probe.Outcome, now time.Time) {
+// set publishes s if it differs from the current state and reports
+// whether the change asks for a restart. Must hold Manager.mu.
+func (w *worker) set(s State, cause Cause, out probe.Outcome, now time.Time) (restart bool) {
 	if w.state == s {
-		return
+		return false
 	}
 	prev := w.state
 	wasStarted := w.c.started()
 	w.state = s
+	restart = w.kind != Readiness && s == Failure && cause == CauseProbe
 	w.emit(Update{
 		Type:     StateChanged,
 		Previous: prev,
 		Cause:    cause,
 		Outcome:  out,
-		Restart:  w.kind != Readiness && s == Failure && cause == CauseProbe,
+		Restart:  restart,
 	}, now)
 	if !wasStarted && w.c.started() {
 		// Started is a pod status change: readiness runs at once rather
@@ -258,6 +271,7 @@ func (w *worker) set(s State, cause Cause, out probe.Outcome, now time.Time) {
 			r.requestRun()
 		}
 	}
+	return restart
 }
 
 // emit fills in what every Update carries and queues it. Must hold

@@ -15,6 +15,7 @@ import (
 
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/env"
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
@@ -86,6 +87,15 @@ type Options struct {
 	// PodSetup, when set, gives each admitted pod extra environment and
 	// work to finish before its containers start (see PodExtras).
 	PodSetup PodSetupFunc
+	// OnProbe, when set, hears every probe Update of every pod, an
+	// Attempted one for each tick included (successes too), in order, on
+	// the pod's prober goroutine, before the pod acts on it: `podgate run
+	// --record`. It must not block.
+	OnProbe func(namespace, pod string, u prober.Update)
+	// Withdrawal, when set, holds every liveness and startup kill until
+	// the pod's endpoint is withdrawn (see EndpointWithdrawal); nil kills
+	// once the not-ready status is written.
+	Withdrawal EndpointWithdrawal
 }
 
 // Agent is the node agent. Create it with New: it runs every pod its

@@ -58,9 +58,19 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 		p.byName[c.name] = c
 		probes = append(probes, podprobes.Of(c.spec, c.probeTarget(ip.String()), p.injected, a.runner.Run)...)
 	}
+	onProbe := a.opts.OnProbe
 	mgr, err := prober.NewManager(probes, prober.Options{
-		Clock:    a.clock,
-		OnUpdate: func(u prober.Update) { p.post(evProbe{u}) },
+		Clock:        a.clock,
+		EveryAttempt: onProbe != nil,
+		OnUpdate: func(u prober.Update) {
+			if onProbe != nil {
+				onProbe(p.namespace, p.name, u)
+				if u.Type == prober.Attempted {
+					return // for the recording only: the pod acts on the others
+				}
+			}
+			p.post(evProbe{u})
+		},
 	})
 	if err != nil {
 		// Validation should have caught it; the pod cannot run.

@@ -75,6 +75,8 @@ func (p *pod) forceAll() {
 // (which eats into grace), SIGTERM to the container's main process, then
 // SIGKILL to its whole group once the grace period is over (at least
 // kill.MinGrace after SIGTERM). The exit reaches the worker as evExited.
+// A probe's kill first waits for Options.Withdrawal, and records Killing
+// once it begins.
 func (p *pod) startKill(c *container, grace time.Duration, message string, probeKill bool) {
 	if p.term.Forced {
 		p.startKillNow(c)
@@ -82,7 +84,11 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 	}
 	k := kill.New(probeKill)
 	c.kill = k
-	p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+	withdrawal, namespace, name, ip := p.a.opts.Withdrawal, p.namespace, p.name, p.ip
+	holdKill := probeKill && withdrawal != nil
+	if !holdKill {
+		p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+	}
 	pr := c.proc
 	var hook *corev1.LifecycleHandler
 	if lc := c.spec.Lifecycle; lc != nil {
@@ -91,6 +97,12 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 	p.tasks.Add(1)
 	go func() {
 		defer p.tasks.Done()
+		if holdKill {
+			// The not-ready status is written (onProbe); the endpoint
+			// goes before the kill begins, and Killing says when it does.
+			awaitWithdrawal(withdrawal, k, pr, namespace, name, ip)
+			p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+		}
 		var preStop func(context.Context)
 		if hook != nil {
 			preStop = func(ctx context.Context) { p.runPreStop(ctx, c, hook) }

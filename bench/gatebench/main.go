@@ -4,7 +4,7 @@
 //
 //   - throughput at 32 keep-alive connections: direct, plain reverse
 //     proxy, gate (requests/s, p50/p99, the gate's allocations per request);
-//   - memory: RSS of a real `podgate gate` process after 10 s of load;
+//   - memory: RSS of a real gate process after 10 s of load;
 //   - ride-through: failed requests while the serving container restarts
 //     (stopped, started again 1 s later on the same port) under 16
 //     connections, through the gate and through the plain proxy;
@@ -13,8 +13,10 @@
 //     since before the container listened.
 //
 // Everything runs on loopback (the pod gets an address 127.0.0.x of its
-// own). The podgate binary is built into a temporary directory and run with
-// the environment inject.Gate writes for a Knative Service running the
+// own). The gate is podgate-gate, the gate alone as its image ships it
+// (`-gate PATH` measures another binary, e.g. the whole podgate); it and
+// podgate (the test app) are built into a temporary directory, the gate
+// run with the environment inject.Gate writes for a Knative Service running the
 // test app (examples/hello.yaml), its downward-API values filled in as
 // `podgate run` would.
 //
@@ -42,6 +44,7 @@ type options struct {
 	trials    int           // readiness propagation trials
 	podIP     string        // "" picks one
 	podgate   string        // prebuilt binary; "" builds one
+	gate      string        // prebuilt gate binary; "" builds podgate-gate
 	keepFiles bool
 	rideRuns  int // ride-through runs per proxy and stop kind
 }
@@ -53,7 +56,8 @@ func main() {
 	flag.DurationVar(&o.memLoad, "mem-load", 10*time.Second, "load on the gate process before its RSS is read")
 	flag.IntVar(&o.trials, "trials", 100, "readiness propagation trials")
 	flag.StringVar(&o.podIP, "pod-ip", "", "loopback address for the pod (default: a free 127.0.0.x)")
-	flag.StringVar(&o.podgate, "podgate", "", "use this podgate binary instead of building one")
+	flag.StringVar(&o.podgate, "podgate", "", "use this podgate binary (the test app) instead of building one")
+	flag.StringVar(&o.gate, "gate", "", "use this gate binary (podgate-gate, or podgate to measure the one binary) instead of building podgate-gate")
 	flag.BoolVar(&o.keepFiles, "keep", false, "keep the temporary directory (binary, process logs)")
 	flag.IntVar(&o.rideRuns, "ride-runs", 1, "ride-through runs of each kind")
 	flag.Parse()
@@ -81,7 +85,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer p.close()
 	fmt.Printf("pod        %s: test app %s (pid %d), gate env from inject.Gate (%d variables), binary %s (%.1f MB)\n\n",
-		p.ip, p.appAddr(), p.app.pid(), len(p.gateEnv), p.bin, float64(p.binSize)/(1<<20))
+		p.ip, p.appAddr(), p.app.pid(), len(p.gateEnv), p.gateBin, float64(p.binSize)/(1<<20))
 
 	var r report
 	fmt.Println("== 1. throughput, 32 keep-alive connections, same upstream ==")

@@ -40,7 +40,7 @@ func measureMemory(ctx context.Context, p *pod, o options) (memoryResult, error)
 	case <-ctx.Done():
 	}
 	status, serr := readStatus(g.pid())
-	binRSS, berr := mappedRSS(g.pid(), p.bin)
+	binRSS, berr := mappedRSS(g.pid(), p.gateBin)
 	metrics, merr := scrape("http://" + p.gateAddr(p.cfg.MetricsPort) + "/metrics")
 	res := memoryResult{load: l.finish()}
 	if err := firstErr(ctx.Err(), serr, berr, merr); err != nil {
@@ -52,7 +52,7 @@ func measureMemory(ctx context.Context, p *pod, o options) (memoryResult, error)
 		g.pid(), res.load.rate(), ms(res.load.pct(0.5)), ms(res.load.pct(0.99)), res.load.failed, res.load.requests())
 	fmt.Printf("  /proc/%d/status: VmRSS %s  RssAnon %s  RssFile %s  RssShmem %s  VmHWM %s\n", g.pid(),
 		mb(status["VmRSS"]), mb(status["RssAnon"]), mb(status["RssFile"]), mb(status["RssShmem"]), mb(status["VmHWM"]))
-	fmt.Printf("  of RssFile, the podgate binary's own mapped pages: %s (binary %s on disk)\n", mb(binRSS), mb(float64(p.binSize)))
+	fmt.Printf("  of RssFile, the gate binary's own mapped pages: %s (binary %s on disk)\n", mb(binRSS), mb(float64(p.binSize)))
 	fmt.Printf("  its /metrics: go_memstats_heap_inuse_bytes %s, go_memstats_sys_bytes %s, process_resident_memory_bytes %s, go_goroutines %.0f\n",
 		mb(metrics["go_memstats_heap_inuse_bytes"]), mb(metrics["go_memstats_sys_bytes"]),
 		mb(metrics["process_resident_memory_bytes"]), metrics["go_goroutines"])

@@ -48,8 +48,9 @@ const startWait = 15 * time.Second
 type pod struct {
 	ip, name string
 	dir      string
-	bin      string
-	binSize  int64
+	bin      string // podgate: the test app
+	gateBin  string // podgate-gate: the gate, as its image ships it
+	binSize  int64  // the gate binary's
 	keep     bool
 
 	gateEnv  []string // as inject.Gate writes it, values resolved
@@ -78,7 +79,12 @@ func newPod(ctx context.Context, o options) (p *pod, err error) {
 			return nil, err
 		}
 	}
-	st, err := os.Stat(p.bin)
+	if p.gateBin = o.gate; p.gateBin == "" {
+		if p.gateBin, err = benchenv.BuildGate(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	st, err := os.Stat(p.gateBin)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +267,11 @@ func (p *pod) start(what string, args, env []string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(p.bin, args...)
+	bin := p.bin
+	if what == "gate" {
+		bin = p.gateBin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()

@@ -2,28 +2,46 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podgate/podgate/kubenode"
+	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/podnet/nodenet"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 )
 
 func init() { register(newNodeCmd) }
 
+// The pod networks of --pod-network.
+const (
+	podNetworkLoopback = "loopback"
+	podNetworkNetns    = "netns"
+	// defaultNetnsPodCIDR is --pod-cidr's default with --pod-network
+	// netns: a node's share of the pod range `podgate cluster up` uses.
+	defaultNetnsPodCIDR = "10.244.0.0/24"
+)
+
 type nodeOptions struct {
 	kubeconfig, name, podCIDR, nodeIP string
 	podsDir, apiServerForPods         string
 	images                            []string
 	imageLayout                       string
+	podNetwork                        string
+	leaseSeconds                      int32
 }
 
+// newNodeCmd is `podgate node`; it is long because of its help text, the
+// node's user documentation beside its flags.
 func newNodeCmd() *cobra.Command {
 	var o nodeOptions
 	cmd := &cobra.Command{
@@ -39,8 +57,16 @@ The kubeconfig is the node's credential: a client certificate of user
 system:node:NAME in group system:nodes, so the Node authorizer and
 NodeRestriction admission limit it as they limit a kubelet.
 
-Pod IPs come from --pod-cidr, which is also the Node's spec.podCIDR. A
-container without a command runs its image's local entrypoint:
+Pod IPs come from --pod-cidr, which is also the Node's spec.podCIDR. With
+--pod-network loopback (the default) they are host loopback addresses,
+which the API server refuses in EndpointSlices: Services get no endpoints
+for this node's pods (the node says so when it starts). With --pod-network
+netns each pod gets a network namespace of its own and an address of the
+range on a bridge; the node must then run (as root) in a network namespace
+of its own, never the host's, with the API server reachable from there
+(podgate cluster up runs its node that way).
+
+A container without a command runs its image's local entrypoint:
 ghcr.io/podgate/testapp is this binary's test app, others are mapped with
 --image NAME=PATH, and images in the OCI image layout of --image-layout
 (scripts/image.sh) run their entrypoint, extracted and digest-checked.
@@ -54,7 +80,7 @@ registered with another pod range), 2 usage error.`,
 		Example: `  podgate node --kubeconfig node-1.kubeconfig --name node-1 --pod-cidr 127.0.50.0/24`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(); err != nil {
+			if err := o.check(cmd); err != nil {
 				return err
 			}
 			im, err := images.FromFlags(o.images)
@@ -68,11 +94,20 @@ registered with another pod range), 2 usage error.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			err = kubenode.Run(ctx, kubenode.Config{
+			cfg := kubenode.Config{
 				Kubeconfig: o.kubeconfig, NodeName: o.name, PodCIDR: o.podCIDR, NodeIP: o.nodeIP,
 				PodsDir: o.podsDir, APIServerForPods: o.apiServerForPods, Images: im, Version: strings.Fields(buildVersion())[0],
+				LeaseDurationSeconds: o.leaseSeconds, LeaseRenewInterval: time.Duration(o.leaseSeconds) * time.Second / 4,
 				Output: cmd.OutOrStdout(), Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
-			})
+			}
+			closeNetwork, err := o.network(&cfg)
+			if err != nil {
+				return invalidf("%v", err)
+			}
+			err = kubenode.Run(ctx, cfg)
+			if cerr := closeNetwork(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
 			if err != nil {
 				return invalidf("%v", err)
 			}
@@ -82,8 +117,10 @@ registered with another pod range), 2 usage error.`,
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "the node's kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.name, "name", "", "the Node's name (default: this host's name)")
-	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8)")
-	f.StringVar(&o.nodeIP, "node-ip", runtime.HostIP, "the Node's InternalIP")
+	f.StringVar(&o.podNetwork, "pod-network", podNetworkLoopback, "where pods get their addresses: loopback (addresses of --pod-cidr on the host, which the API server refuses in EndpointSlices) or netns (a network namespace per pod behind a bridge, in the node's own network namespace; needs root)")
+	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8; with --pod-network netns outside it, default "+defaultNetnsPodCIDR+")")
+	f.StringVar(&o.nodeIP, "node-ip", runtime.HostIP, "the Node's InternalIP (with --pod-network netns default: the bridge's address, the pod range's first)")
+	f.Int32Var(&o.leaseSeconds, "node-lease-duration-seconds", kubenode.DefaultLeaseDurationSeconds, "the node's Lease duration, renewed every quarter of it (the kubelet's flag)")
 	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's service-account credentials go, a directory per pod (default $TMPDIR/podgate-node-NAME/pods)")
 	f.StringVar(&o.apiServerForPods, "api-server-for-pods", "", "HOST:PORT at which pods reach the API server: their $KUBERNETES_SERVICE_HOST/_PORT and kubeconfig (default: the kubeconfig's server)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
@@ -91,8 +128,9 @@ registered with another pod range), 2 usage error.`,
 	return cmd
 }
 
-// check refuses malformed flags as usage errors (exit 2).
-func (o *nodeOptions) check() error {
+// check refuses malformed flags as usage errors (exit 2), and fills in
+// the defaults that depend on --pod-network.
+func (o *nodeOptions) check(cmd *cobra.Command) error {
 	if o.kubeconfig == "" {
 		return usageErrorf("--kubeconfig: required (or $KUBECONFIG): the node's credential")
 	}
@@ -106,11 +144,49 @@ func (o *nodeOptions) check() error {
 	if errs := validation.IsDNS1123Subdomain(o.name); len(errs) > 0 {
 		return usageErrorf("--name %q: %s", o.name, strings.Join(errs, "; "))
 	}
-	if err := runtime.CheckPodCIDR(o.podCIDR); err != nil {
-		return usageErrorf("%v", err)
+	if o.leaseSeconds < 4 {
+		return usageErrorf("--node-lease-duration-seconds %d: want 4 or more (the Lease is renewed every quarter of it)", o.leaseSeconds)
+	}
+	switch o.podNetwork {
+	case podNetworkLoopback:
+		if err := runtime.CheckPodCIDR(o.podCIDR); err != nil {
+			return usageErrorf("%v", err)
+		}
+	case podNetworkNetns:
+		if !cmd.Flags().Changed("pod-cidr") {
+			o.podCIDR = defaultNetnsPodCIDR
+		}
+		p, err := podnet.ParseCIDR(o.podCIDR)
+		if err != nil {
+			return usageErrorf("--pod-cidr: %v", err)
+		}
+		if !cmd.Flags().Changed("node-ip") {
+			o.nodeIP = p.Addr().Next().String() // the bridge's: SetupCluster gives it the first address
+		}
+	default:
+		return usageErrorf("--pod-network %q: want %s or %s", o.podNetwork, podNetworkLoopback, podNetworkNetns)
 	}
 	if net.ParseIP(o.nodeIP) == nil {
 		return usageErrorf("--node-ip %q: not an IP address", o.nodeIP)
 	}
 	return checkImageFlags(o.images)
+}
+
+// network sets up the pod network of --pod-network netns in the node's
+// own network namespace — never the host's, which podnet refuses: pod
+// IPs of a bridge there would be routes on the machine's real network —
+// and returns its removal (nothing to remove on the loopback network).
+func (o *nodeOptions) network(cfg *kubenode.Config) (closeNetwork func() error, err error) {
+	if o.podNetwork != podNetworkNetns {
+		return func() error { return nil }, nil
+	}
+	if err := podnet.Preflight(); err != nil {
+		return nil, fmt.Errorf("--pod-network netns: %w", err)
+	}
+	c, err := podnet.SetupCluster(o.podCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("--pod-network netns: %w; start the node in a network namespace of its own from which the API server is reachable (unshare -n, ip netns exec), or use --pod-network loopback (docs/kubernetes.md)", err)
+	}
+	cfg.Network = nodenet.New(c)
+	return c.Close, nil
 }

@@ -36,6 +36,10 @@ func TestNodeFlags(t *testing.T) {
 		{"an argument", []string{"node", "--kubeconfig", missing, "--name", "n1", "extra"}, exitUsage, "unknown command"},
 		{"an --image-layout that is no OCI layout", []string{"node", "--kubeconfig", missing, "--name", "n1", "--image-layout", t.TempDir()}, exitInvalid, "not an OCI image layout"},
 		{"a kubeconfig that does not exist", []string{"node", "--kubeconfig", missing, "--name", "n1"}, exitInvalid, missing},
+		{"a pod network that is none", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "bridge"}, exitUsage, `--pod-network "bridge": want loopback or netns`},
+		{"a loopback pod range for pod network namespaces", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "netns", "--pod-cidr", "127.0.50.0/24"}, exitUsage, "--pod-cidr: pod CIDR \"127.0.50.0/24\" overlaps 127.0.0.0/8"},
+		{"a Lease too short to renew", []string{"node", "--kubeconfig", missing, "--name", "n1", "--node-lease-duration-seconds", "2"}, exitUsage, "--node-lease-duration-seconds 2"},
+		{"pod network namespaces from the host's network namespace", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "netns"}, exitInvalid, "refusing to configure the host's network namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/podgate/podgate/internal/command"
 	"github.com/podgate/podgate/internal/kubeconfig"
 )
 
@@ -19,7 +20,7 @@ import (
 // cluster found from --kubeconfig (then $KUBECONFIG, the in-cluster
 // service account, ~/.kube/config), and run until SIGTERM or SIGINT.
 func onCluster(cmd *cobra.Command, kubeconf, logFormat string, check func() error, run func(context.Context, *rest.Config, *slog.Logger) error) error {
-	logger, err := gateLogger(cmd.ErrOrStderr(), logFormat)
+	logger, err := command.Logger(cmd.ErrOrStderr(), logFormat)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

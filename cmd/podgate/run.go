@@ -2,18 +2,23 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/frontdoor"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/timeline/live"
 )
 
 func init() { register(newRunCmd) }
@@ -34,10 +39,14 @@ type runOptions struct {
 	metricsListen string
 	// Health checks of the gates by the front door.
 	probeInterval, probeTimeout time.Duration
+	// record is --record FILE and --record-limit.
+	record recordFlags
+	// ui, when set, serves the live timeline.
+	ui string
 }
 
 func newRunCmd() *cobra.Command {
-	var o runOptions
+	o := runOptions{record: recordFlags{fileFlag: "--record"}}
 	var servicePorts []string
 	cmd := &cobra.Command{
 		Use:   "run -f FILE|DIR|-...",
@@ -67,6 +76,12 @@ are checked first. Ctrl-C (or SIGTERM) stops every pod gracefully —
 preStop, SIGTERM, SIGKILL at the grace period — a second Ctrl-C kills them
 at once. See docs/running.md.
 
+--record FILE writes what happened as one ordered stream of facts: every
+probe attempt, container state, event, pod condition, EndpointSlice
+endpoint, the gate's verdict, the front door's routing decisions and every
+request (docs/timeline.md). It is flushed every 200 ms and on the stop,
+Ctrl-C included, and bounded by --record-limit.
+
 Exit status: 0 after a clean stop, 1 invalid manifests, something that
 cannot run locally or a failed start (an address in use), 2 usage error
 (an unknown flag or a malformed flag value).`,
@@ -80,6 +95,9 @@ cannot run locally or a failed start (an address in use), 2 usage error
 			if err != nil {
 				return err
 			}
+			if err := o.record.check(cmd.Flags().Changed("record-limit")); err != nil {
+				return err
+			}
 			inputs, err := o.manifests.inputs(args, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -91,7 +109,12 @@ cannot run locally or a failed start (an address in use), 2 usage error
 			return runPods(parent, o, cfg, inputs, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f := cmd.Flags()
+	o.bind(cmd.Flags(), &servicePorts)
+	return cmd
+}
+
+// bind binds run's flags to o and servicePorts.
+func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 	o.manifests.bind(f)
 	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "loopback range pod IPs come from (inside 127.0.0.0/8)")
 	f.StringVar(&o.apiAddr, "api", api.DefaultAddr, "control API address (loopback only; port 0 picks a free one)")
@@ -105,9 +128,15 @@ cannot run locally or a failed start (an address in use), 2 usage error
 	f.DurationVar(&o.probeInterval, "gate-probe-interval", activator.DefaultProbeInterval, "how often the front door health-checks each pod's gate (Knative's activator: 200ms)")
 	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve the front door's Prometheus metrics on http://ADDR/metrics (loopback only; port 0 picks a free one; default off)")
-	f.StringArrayVar(&servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
-	return cmd
+	f.StringVar(&o.ui, "ui", "", "serve the live timeline of probes, endpoints and requests on http://ADDR (loopback only; port 0 picks a free one; default off)")
+	f.StringArrayVar(servicePorts, "service-port", nil, "[NAMESPACE/]NAME=PORT: also serve workload NAME on its own PORT of the --listen host, whatever the Host header; repeat for more")
+	f.StringVar(&o.record.file, "record", "", "record the run into FILE: every probe attempt, container state, event, pod condition, endpoint, gate verdict, routing decision and request, as JSON lines (docs/timeline.md)")
+	o.record.bindLimit(f)
 }
+
+// uiFacts is how many facts the live timeline keeps: minutes of a busy
+// run (the requests are most of them), a few tens of MB at most.
+const uiFacts = 100_000
 
 // config turns the flags into localrun's Config and refuses malformed
 // values as usage errors (exit 2), before any file is read: a value that
@@ -129,6 +158,11 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.C
 	if err := checkImageFlags(o.images); err != nil {
 		return cfg, err
 	}
+	if o.ui != "" {
+		if _, err := loopback.Check(o.ui); err != nil {
+			return cfg, usageErrorf("--ui %q: %v (e.g. 127.0.0.1:9800; port 0 picks a free one)", o.ui, err)
+		}
+	}
 	for _, raw := range servicePorts {
 		p, err := frontdoor.ParseServicePort(raw)
 		if err != nil {
@@ -139,7 +173,7 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.C
 	return cfg, nil
 }
 
-func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []podspec.Input, stdout, stderr io.Writer) error {
+func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []podspec.Input, stdout, stderr io.Writer) (err error) {
 	im, err := images.FromFlags(o.images)
 	if err != nil {
 		return invalidf("%v", err)
@@ -152,6 +186,35 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 		return invalidf("%v", err)
 	}
 	cfg.Workloads, cfg.Images, cfg.Stdout, cfg.Stderr = workloads, im, stdout, stderr
+	if o.record.file != "" {
+		rec, openErr := o.record.open("podgate run", stderr)
+		if openErr != nil {
+			return openErr
+		}
+		cfg.Recorder = rec
+		// Run has stopped everything that records when it returns, after
+		// Ctrl-C too: the close flushes the last facts.
+		defer func() {
+			if cerr := rec.Close(); cerr != nil && err == nil {
+				err = invalidf("%v", cerr)
+			}
+		}()
+	}
+	if o.ui != "" {
+		// The live view reads the facts from memory, besides any recording.
+		facts := recording.NewLog(uiFacts)
+		ui, err := live.Listen(o.ui, facts, recording.Header{Source: "podgate run"})
+		if err != nil {
+			return invalidf("%v", err)
+		}
+		defer ui.Close()
+		var sink recording.Sink = facts
+		if cfg.Recorder != nil {
+			sink = recording.Tee(cfg.Recorder, facts)
+		}
+		cfg.Recorder = sink
+		fmt.Fprintf(stderr, "podgate: timeline on %s\n", ui.URL())
+	}
 	if err := localrun.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
 	}

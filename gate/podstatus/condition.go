@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/gate"
@@ -24,32 +22,21 @@ import (
 // condition and no other: the kubelet's (or node agent's) Ready and
 // ContainersReady, written meanwhile, stay as they are.
 type ConditionWriter struct {
-	pods      corev1client.PodsGetter
+	pods      *podsClient
 	namespace string
 	pod       string
 }
 
 var _ gate.ConditionWriter = (*ConditionWriter)(nil)
 
-// NewConditionWriter writes the condition of pod in namespace through
-// pods (the typed core/v1 client: the gate needs no other API group).
-func NewConditionWriter(pods corev1client.PodsGetter, namespace, pod string) (*ConditionWriter, error) {
-	if pod == "" {
-		return nil, errors.New("the pod name (SERVING_POD) is empty: the gate cannot write its own pod's condition")
-	}
-	if namespace == "" {
-		namespace = "default"
-	}
-	return &ConditionWriter{pods: pods, namespace: namespace, pod: pod}, nil
-}
-
-// ConditionWriterForURL is NewConditionWriter over the API at url
+// ConditionWriterForURL writes the gate's condition of pod in namespace
+// through the API at url
 // (podgate run's control API).
 func ConditionWriterForURL(url, namespace, pod string) (*ConditionWriter, error) {
 	return conditionWriterFor(&rest.Config{Host: url}, namespace, pod)
 }
 
-// ConditionWriterForCluster is NewConditionWriter over the cluster's API
+// ConditionWriterForCluster writes it through the cluster's API
 // server, found as ForCluster finds it. The pod's service account needs
 // permission to patch pods/status.
 func ConditionWriterForCluster(namespace, pod string) (*ConditionWriter, error) {
@@ -61,11 +48,17 @@ func ConditionWriterForCluster(namespace, pod string) (*ConditionWriter, error) 
 }
 
 func conditionWriterFor(cfg *rest.Config, namespace, pod string) (*ConditionWriter, error) {
-	c, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
+	if pod == "" {
+		return nil, errors.New("the pod name (SERVING_POD) is empty: the gate cannot write its own pod's condition")
 	}
-	return NewConditionWriter(c, namespace, pod)
+	if namespace == "" {
+		namespace = "default"
+	}
+	c, err := newPodsClient(cfg, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return &ConditionWriter{pods: c, namespace: namespace, pod: pod}, nil
 }
 
 // WriteCondition patches the gate's condition to c. A Forbidden answer
@@ -76,7 +69,7 @@ func (w *ConditionWriter) WriteCondition(ctx context.Context, c gate.PodConditio
 	if err != nil {
 		return err
 	}
-	_, err = w.pods.Pods(w.namespace).Patch(ctx, w.pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	err = w.pods.patchStatus(ctx, w.pod, patch)
 	switch {
 	case err == nil:
 		return nil

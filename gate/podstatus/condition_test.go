@@ -359,7 +359,7 @@ func TestConditionPatchTouchesOneConditionAndClearsWhatItLeavesOut(t *testing.T)
 			}
 		})
 	}
-	if _, err := NewConditionWriter(nil, "default", ""); err == nil {
+	if _, err := ConditionWriterForURL("http://127.0.0.1:9700", "default", ""); err == nil {
 		t.Error("no error without a pod name")
 	}
 }

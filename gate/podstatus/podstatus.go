@@ -12,10 +12,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -27,33 +23,20 @@ import (
 
 // Source implements gate.PodWatcher with an informer on one pod.
 type Source struct {
-	client    kubernetes.Interface
+	client    *podsClient
 	namespace string
 	pod       string
 }
 
 var _ gate.PodWatcher = (*Source)(nil)
 
-// New returns a Source for pod in namespace over client. The pod name
-// comes from SERVING_POD (the downward API): without it the gate cannot
-// find itself.
-func New(client kubernetes.Interface, namespace, pod string) (*Source, error) {
-	if pod == "" {
-		return nil, errors.New("the pod name (SERVING_POD) is empty: the gate cannot find its own pod in the API")
-	}
-	if namespace == "" {
-		namespace = "default"
-	}
-	return &Source{client: client, namespace: namespace, pod: pod}, nil
-}
-
-// ForURL is New over the API at url (podgate run's control API, which has
+// ForURL is a Source over the API at url (podgate run's control API, which has
 // no authentication).
 func ForURL(url, namespace, pod string) (*Source, error) {
 	return forConfig(&rest.Config{Host: url}, namespace, pod)
 }
 
-// ForCluster is New over the cluster's API server, found as every podgate
+// ForCluster is a Source over the cluster's API server, found as every podgate
 // component finds it (internal/kubeconfig): $KUBECONFIG first (podgate's
 // node hands each pod one with its bound service-account token), then the
 // in-cluster service account, then ~/.kube/config.
@@ -65,12 +48,21 @@ func ForCluster(namespace, pod string) (*Source, error) {
 	return forConfig(cfg, namespace, pod)
 }
 
+// forConfig returns a Source for pod in namespace. The pod name comes
+// from SERVING_POD (the downward API): without it the gate cannot find
+// itself.
 func forConfig(cfg *rest.Config, namespace, pod string) (*Source, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
+	if pod == "" {
+		return nil, errors.New("the pod name (SERVING_POD) is empty: the gate cannot find its own pod in the API")
 	}
-	return New(cs, namespace, pod)
+	if namespace == "" {
+		namespace = "default"
+	}
+	c, err := newPodsClient(cfg, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{client: c, namespace: namespace, pod: pod}, nil
 }
 
 // Close is a no-op kept for callers: informers end with WatchPod's ctx.
@@ -88,11 +80,9 @@ func (s *Source) Watch(ctx context.Context, update func([]readiness.ContainerSta
 // informer lists and watches again by itself when a watch breaks, so it
 // only returns ctx.Err().
 func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) error {
-	// One informer of its own, not a shared factory: the factory links
-	// every API group's informer into the binary (tens of MB).
-	inf := coreinformers.NewFilteredPodInformer(s.client, s.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.pod).String()
-	})
+	// One informer of its own on a core/v1-only client (see podsClient),
+	// not a shared factory.
+	inf := cache.NewSharedIndexInformer(s.client.listWatchOne(s.pod), &corev1.Pod{}, 0, cache.Indexers{})
 	// The informer's handler only rings; reports are made here, one at a
 	// time, from its current state.
 	infs, err := informers.Start(ctx, inf)

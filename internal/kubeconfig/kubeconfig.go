@@ -143,3 +143,16 @@ func (l Loader) inCluster(host, port string) (*rest.Config, error) {
 		BearerTokenFile: tokenFile,
 	}, nil
 }
+
+// Namespace is the namespace of the current context of the kubeconfig at
+// explicitPath (or of $KUBECONFIG, ~/.kube/config when empty), as kubectl
+// takes it; "default" when none says.
+func Namespace(explicitPath string) string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = explicitPath
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
+}

@@ -48,6 +48,10 @@ func New(probe bool) *Kill {
 // SIGKILL follows at once. Safe to call more than once and concurrently.
 func (k *Kill) Force() { k.forceOnce.Do(func() { close(k.force) }) }
 
+// Forcing is closed once Force is called: what precedes the kill (the
+// node waiting for the endpoint's withdrawal) ends there too.
+func (k *Kill) Forcing() <-chan struct{} { return k.force }
+
 // Forced reports whether Force was called.
 func (k *Kill) Forced() bool {
 	select {

@@ -95,15 +95,25 @@ func ModuleRoot(ctx context.Context) (string, error) {
 
 // BuildPodgate builds the podgate command of this module into dir.
 func BuildPodgate(ctx context.Context, dir string) (string, error) {
+	return build(ctx, dir, "podgate")
+}
+
+// BuildGate builds podgate-gate, the gate alone (what runs in every pod
+// on a cluster), into dir.
+func BuildGate(ctx context.Context, dir string) (string, error) {
+	return build(ctx, dir, "podgate-gate")
+}
+
+func build(ctx context.Context, dir, command string) (string, error) {
 	root, err := ModuleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "podgate")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/podgate")
+	bin := filepath.Join(dir, command)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+command)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/podgate: %w", err)
+		return "", fmt.Errorf("go build ./cmd/%s: %w", command, err)
 	}
 	return bin, nil
 }

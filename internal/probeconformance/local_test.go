@@ -1,0 +1,116 @@
+package probeconformance_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podgate/podgate/internal/probeconformance"
+	"github.com/podgate/podgate/localrun"
+	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/podspec/validation"
+)
+
+// localCIDR is this test's pod range: its own, so it runs beside `podgate
+// run` and the other packages' tests.
+const localCIDR = "127.4.1.0/24"
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+var apiLine = regexp.MustCompile(`control API on http://(127\.0\.0\.1:\d+)`)
+
+// TestProbeBehavioursOnPodgateRun runs the table against `podgate run`
+// (localrun.Run, without the gate: the behaviours are the node agent's):
+// the pods are its manifests, observed and deleted through its control
+// API with client-go, reached at their loopback addresses.
+func TestProbeBehavioursOnPodgateRun(t *testing.T) {
+	probeconformance.Run(t, func(t *testing.T, pods []*corev1.Pod) *probeconformance.World {
+		var manifest bytes.Buffer
+		for _, p := range pods {
+			b, err := yaml.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			manifest.WriteString("---\n")
+			manifest.Write(b)
+		}
+		m, err := podspec.Load(&manifest, "table.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range m.Workloads {
+			if errs := validation.Validate(w); len(errs) > 0 {
+				t.Fatalf("%s: %v", w.ID(), errs.ToAggregate())
+			}
+		}
+		var stdout, stderr syncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- localrun.Run(ctx, localrun.Config{
+				Workloads: m.Workloads, PodCIDR: localCIDR, APIAddr: "127.0.0.1:0", NoGate: true,
+				Listen: "127.0.0.1:0", Domain: "example.com", NodeName: "local",
+				ProbeInterval: 200 * time.Millisecond, ProbeTimeout: time.Second,
+				Stdout: &stdout, Stderr: &stderr,
+			})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("podgate run: %v", err)
+				}
+			case <-time.After(probeconformance.WaitLimit):
+				t.Errorf("podgate run did not stop within %s", probeconformance.WaitLimit)
+			}
+			if t.Failed() {
+				t.Logf("podgate run's stderr:\n%s\ncontainers' output:\n%s", stderr.String(), stdout.String())
+			}
+		})
+		var addr string
+		deadline := time.Now().Add(probeconformance.WaitLimit)
+		for addr == "" {
+			select {
+			case err := <-done:
+				t.Fatalf("podgate run ended before its API served: %v\n%s", err, stderr.String())
+			default:
+			}
+			if m := apiLine.FindStringSubmatch(stderr.String()); m != nil {
+				addr = m[1]
+			} else if time.Now().After(deadline) {
+				t.Fatalf("no control API within %s:\n%s", probeconformance.WaitLimit, stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &probeconformance.World{Client: client, Namespace: "default", HTTP: &http.Client{Timeout: 10 * time.Second}}
+	})
+}

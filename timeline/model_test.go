@@ -1,0 +1,188 @@
+package timeline
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/timeline/internal/scenario"
+)
+
+func TestRequestClassIsWhatTheClientMet(t *testing.T) {
+	tests := []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"a 200 from a pod", Request{Pod: "p", Status: 200}, Class2xx},
+		{"a redirect is served", Request{Pod: "p", Status: 302}, Class2xx},
+		{"a 404 of the app", Request{Pod: "p", Status: 404}, Class4xx},
+		{"a 500 of the app", Request{Pod: "p", Status: 500}, Class5xx},
+		{"a 502 with the dial's error is an error", Request{Pod: "p", Status: 502, Error: "connection refused"}, ClassError},
+		{"no answer at all", Request{Pod: "p", Error: "EOF"}, ClassError},
+		{"the client went away", Request{Pod: "p", Status: 499}, ClassError},
+		{"held until it gave up", Request{Status: 503, Held: time.Second, TimedOut: true}, ClassHeld},
+		{"held, then served", Request{Pod: "p", Status: 200, Held: time.Second}, Class2xx},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.req.Class(); got != tt.want {
+				t.Errorf("class %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEndpointStateReadsConditionsAsKubernetes(t *testing.T) {
+	tr, fa := scenario.Bool(true), scenario.Bool(false)
+	tests := []struct {
+		name string
+		e    recording.Endpoint
+		want string
+	}{
+		{"nothing set is ready", recording.Endpoint{}, "ready"},
+		{"ready", recording.Endpoint{Ready: tr, Serving: tr, Terminating: fa}, "ready"},
+		{"not ready", recording.Endpoint{Ready: fa, Serving: fa, Terminating: fa}, "not-ready"},
+		{"not ready, serving unset follows ready", recording.Endpoint{Ready: fa}, "not-ready"},
+		{"terminating and still serving", recording.Endpoint{Ready: fa, Serving: tr, Terminating: tr}, "serving"},
+		{"terminating", recording.Endpoint{Ready: fa, Serving: fa, Terminating: tr}, "terminating"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := EndpointState(tt.e); got != tt.want {
+				t.Errorf("%q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOptionsRefuseRangesThatAreNot(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"everything", Options{}, ""},
+		{"a window", Options{From: time.Second, To: 2 * time.Second, Interval: time.Millisecond}, ""},
+		{"negative from", Options{From: -time.Second}, "--from -1s: must not be negative"},
+		{"negative to", Options{To: -time.Second}, "--to -1s: must not be negative"},
+		{"to before from", Options{From: 2 * time.Second, To: time.Second}, "--to 1s must be after --from 2s"},
+		{"negative interval", Options{Interval: -time.Second}, "--interval -1s: must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Check()
+			if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Check() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
+	tests := []struct {
+		name     string
+		scenario *scenario.Scenario
+		from, to time.Time
+	}{
+		// The gate took the pod out at the first liveness failure.
+		{"gated: from not ready, before the kill", scenario.LivenessRestart(), scenario.At(10.02), scenario.At(22.02)},
+		// Without it the pod was Ready when killed.
+		{"ungated: from the kill", scenario.KubernetesRestart(), scenario.At(20), scenario.At(25.01)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, facts := tt.scenario.RoundTrip(t, "")
+			m, err := Build(h, facts, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kills := m.Pods[0].Kills
+			if len(kills) != 1 {
+				t.Fatalf("kills %+v, want the one", kills)
+			}
+			if k := kills[0]; !k.At.Equal(scenario.At(20)) || !k.From.Equal(tt.from) || !k.To.Equal(tt.to) || k.Container != "app" {
+				t.Errorf("kill %+v, want at +20s of app, window %s–%s", k, m.Rel(tt.from), m.Rel(tt.to))
+			}
+		})
+	}
+}
+
+func TestKillsComeFromRestartFlagsWithoutEvents(t *testing.T) {
+	s := &scenario.Scenario{}
+	s.StartPod(0, "web-a", "10.244.0.2", false)
+	s.Probe(5, "web-a", "app", "liveness", "failure", scenario.Liveness500, true)
+	s.State(6, "web-a", "app", "running", "", false, 1, "web-a-app-1")
+	h, facts := s.RoundTrip(t, "")
+	m, err := Build(h, facts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := m.Pods[0].Kills; len(k) != 1 || !k[0].At.Equal(scenario.At(5)) {
+		t.Errorf("kills %+v, want one at +5s from the probe's restart", k)
+	}
+	var states []string
+	for _, sp := range m.Pods[0].Containers[0].Spans {
+		states = append(states, sp.State)
+	}
+	if strings.Join(states, ",") != "waiting,running,ready,killing,running" {
+		t.Errorf("spans %v", states)
+	}
+}
+
+func TestParseReadsUpToACutLastLine(t *testing.T) {
+	h, facts := scenario.LivenessRestart().RoundTrip(t, "")
+	var buf bytes.Buffer
+	w, err := recording.NewWriter(&buf, h, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range facts {
+		w.Record(f)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	whole := buf.Bytes()
+	lines := bytes.Count(whole, []byte("\n"))
+	tests := []struct {
+		name      string
+		data      []byte
+		facts     int
+		warning   string
+		errSubstr string
+	}{
+		{"whole", whole, len(facts), "", ""},
+		{"killed mid-line", whole[:len(whole)-10], len(facts) - 1, "last line (" + strconv.Itoa(lines) + ") is cut short", ""},
+		{"a bad line in the middle", bytes.Replace(whole, []byte(`"kind":"probe"`), []byte(`"kind":"probe`), 1), 0, "", "recording line"},
+		{"not a recording", []byte("hello\n"), 0, "", "recording line 1"},
+		{"empty", nil, 0, "", "recording is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got, warning, err := Parse(tt.data)
+			if tt.errSubstr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errSubstr) {
+					t.Fatalf("err %v, want one with %q", err, tt.errSubstr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.facts || !strings.Contains(warning, tt.warning) || (tt.warning == "") != (warning == "") {
+				t.Errorf("%d facts, warning %q; want %d and %q", len(got), warning, tt.facts, tt.warning)
+			}
+		})
+	}
+}
+
+func TestBuildRefusesARecordingWithNothing(t *testing.T) {
+	if _, err := Build(recording.Header{}, nil, Options{}); !errors.Is(err, ErrNoFacts) {
+		t.Errorf("err %v, want ErrNoFacts", err)
+	}
+}
