@@ -11,11 +11,13 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/runtime/containerconfig"
 	"github.com/podgate/podgate/runtime/env"
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
@@ -101,17 +103,18 @@ type Options struct {
 // Agent is the node agent. Create it with New: it runs every pod its
 // PodSource reports bound to its node, until Shutdown.
 type Agent struct {
-	opts    Options
-	clock   clock.WithDelayedExecution
-	log     *slog.Logger
-	net     PodNetwork
-	sup     *proc.Supervisor
-	runner  *probe.Runner
-	events  *events.Recorder
-	out     *logbuf.Output
-	owners  loopnet.Owners
-	base    []env.Var
-	workDir string
+	opts   Options
+	clock  clock.WithDelayedExecution
+	log    *slog.Logger
+	net    PodNetwork
+	sup    *proc.Supervisor
+	runner *probe.Runner
+	events *events.Recorder
+	out    *logbuf.Output
+	owners loopnet.Owners
+	// resolver resolves containers as the kubelet does before creating
+	// them: the base environment, the images, the default directory.
+	resolver containerconfig.Resolver
 
 	hostIP string // every pod's status.hostIP
 	// loopback: the default network, whose pods share the host's ports
@@ -172,8 +175,7 @@ func New(opts Options) (*Agent, error) {
 		runner:   opts.Runner,
 		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
 		out:      logbuf.NewOutput(opts.Output),
-		base:     env.Base(opts.Getenv),
-		workDir:  opts.WorkDir,
+		resolver: containerconfig.Resolver{Base: env.Base(opts.Getenv), Images: opts.Images, WorkDir: opts.WorkDir},
 		seen:     podwatch.New(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -229,9 +231,11 @@ func defaultNodeName() string {
 // the workload and the field path.
 func (a *Agent) Check(ws []*podspec.Workload) error {
 	return preflight.Check(ws, preflight.Options{
-		Containers: a.checkWorkload,
-		Capacity:   a.net.Capacity,
-		Replicas:   a.opts.Replicas,
+		Containers: func(w *podspec.Workload) field.ErrorList {
+			return a.resolver.Workload(w, a.opts.NodeName, a.hostIP)
+		},
+		Capacity: a.net.Capacity,
+		Replicas: a.opts.Replicas,
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/runtime/containerconfig"
@@ -25,7 +24,6 @@ const ContainerIDPrefix = "podgate://"
 type container struct {
 	name    string
 	spec    *corev1.Container
-	path    *field.Path
 	init    bool // in spec.initContainers
 	sidecar bool // an init container with restartPolicy Always
 

@@ -26,22 +26,23 @@
 //     runtime/podstatus computes.
 //   - probes: one prober.Manager per pod over one shared probe.Runner
 //     (runtime/podprobes wires them).
-//   - network.go: PodNetwork, each pod's address and the network its
-//     processes start in (containers, exec probes, exec hooks, through
-//     PodNet.Enter); the default is loopback addresses on the host
-//     (runtime/loopnet, which also checks a container's ports before it
-//     starts). Package podnet/nodenet adapts pod network namespaces.
+//   - network.go: PodNetwork (runtime/podnetwork's contract), each pod's
+//     address and the network its processes start in (containers, exec
+//     probes, exec hooks, through PodNet.Enter); the default is loopback
+//     addresses on the host (runtime/loopnet, which also checks a
+//     container's ports before it starts). Package podnet/nodenet adapts
+//     pod network namespaces.
 //
-// The other subpackages are the parts the pod worker uses: runtime/proc
-// (a process group per container, parent-death signal and a guardian
-// process so nothing outlives podgate), runtime/kill (one container's stop
+// The other subpackages are the parts the pod worker uses: runtime/proc (a
+// process group per container, parent-death signal and a guardian process
+// so nothing outlives podgate), runtime/kill (one container's stop
 // sequence), runtime/queue (the pod worker's mailbox), runtime/backoff
-// (CrashLoopBackOff), runtime/events (the event recorder), runtime/logbuf
-// and runtime/podlogs (the output kept, and read as `kubectl logs` does),
-// runtime/containerconfig with runtime/env and runtime/images (what a
-// container runs with), runtime/hooks (lifecycle handlers), runtime/podsetup
-// (what a node adds to a pod) and runtime/preflight (Check's rules);
-// docs/architecture.md lists each with its job.
+// (CrashLoopBackOff), runtime/events (the event recorder, reasons),
+// runtime/logbuf and runtime/podlogs (the output kept, and read as `kubectl
+// logs` does), runtime/containerconfig with runtime/env and runtime/images
+// (what a container runs with), runtime/hooks (lifecycle handlers),
+// runtime/podsetup (what a node adds to a pod) and runtime/preflight
+// (Check's rules); docs/architecture.md lists each with its job.
 //
 // Where podgate deliberately differs from the kubelet it is in the user's
 // favour and said in docs/running.md; the main one: when a liveness or

@@ -42,7 +42,7 @@ func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminate
 	restarts := !p.term.Ending() && restart.Should(p.obj.Spec.RestartPolicy, c.kind(), term.ExitCode, probeKill)
 	who := restart.Who{Pod: p.name, Namespace: p.namespace, UID: p.uid, Container: c.name}
 	if event := c.hist.End(term, c.kind(), restarts, who); event != "" {
-		p.record(c, corev1.EventTypeWarning, ReasonBackOff, event)
+		p.record(c, corev1.EventTypeWarning, events.ReasonBackOff, event)
 	}
 	if restarts {
 		p.restartDue(c.hist.NotBefore)

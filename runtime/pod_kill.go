@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/hooks"
 	"github.com/podgate/podgate/runtime/kill"
 	"github.com/podgate/podgate/runtime/termination"
@@ -87,7 +88,7 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 	withdrawal, namespace, name, ip := p.a.opts.Withdrawal, p.namespace, p.name, p.ip
 	holdKill := probeKill && withdrawal != nil
 	if !holdKill {
-		p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+		p.record(c, corev1.EventTypeNormal, events.ReasonKilling, message)
 	}
 	pr := c.proc
 	var hook *corev1.LifecycleHandler
@@ -100,8 +101,8 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 		if holdKill {
 			// The not-ready status is written (onProbe); the endpoint
 			// goes before the kill begins, and Killing says when it does.
-			awaitWithdrawal(withdrawal, k, pr, namespace, name, ip)
-			p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+			k.Hold(pr, func(ctx context.Context) { withdrawal.WaitWithdrawn(ctx, namespace, name, ip) })
+			p.record(c, corev1.EventTypeNormal, events.ReasonKilling, message)
 		}
 		var preStop func(context.Context)
 		if hook != nil {
@@ -117,7 +118,7 @@ func (p *pod) startKillNow(c *container) {
 	k := kill.New(false)
 	k.Force()
 	c.kill = k
-	p.record(c, corev1.EventTypeNormal, ReasonKilling, "Stopping container "+c.name)
+	p.record(c, corev1.EventTypeNormal, events.ReasonKilling, "Stopping container "+c.name)
 	c.proc.Kill()
 }
 
@@ -127,6 +128,6 @@ func (p *pod) startKillNow(c *container) {
 func (p *pod) runPreStop(ctx context.Context, c *container, h *corev1.LifecycleHandler) {
 	err := hooks.Run(ctx, h, c.probeTarget(p.ip.String()), p.a.clock)
 	if err != nil && ctx.Err() == nil {
-		p.record(c, corev1.EventTypeWarning, ReasonFailedPreStopHook, "PreStopHook failed: "+err.Error())
+		p.record(c, corev1.EventTypeWarning, events.ReasonFailedPreStopHook, "PreStopHook failed: "+err.Error())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
@@ -18,7 +19,7 @@ func (p *pod) startContainer(c *container) {
 	now := a.clock.Now()
 	c.hist.Start()
 	c.id = newContainerID()
-	p.record(c, corev1.EventTypeNormal, ReasonPulled,
+	p.record(c, corev1.EventTypeNormal, events.ReasonPulled,
 		fmt.Sprintf("Container image %q already present on machine", c.spec.Image))
 
 	if a.loopback {
@@ -41,7 +42,7 @@ func (p *pod) startContainer(c *container) {
 	c.stdout = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 	c.stderr = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 
-	p.record(c, corev1.EventTypeNormal, ReasonCreated, "Created container: "+c.name)
+	p.record(c, corev1.EventTypeNormal, events.ReasonCreated, "Created container: "+c.name)
 	pr, err := a.sup.Start(proc.Spec{
 		Path: path, Args: c.cfg.Argv, Env: c.cfg.Env.Strings(), Dir: c.cfg.Dir,
 		Stdout: c.stdout, Stderr: c.stderr,
@@ -54,7 +55,7 @@ func (p *pod) startContainer(c *container) {
 	}
 	a.owners.Add(pr.Pid, fmt.Sprintf("pod %s/%s container %s", p.namespace, p.name, c.name))
 	c.proc, c.running, c.startedAt = pr, true, now
-	p.record(c, corev1.EventTypeNormal, ReasonStarted, "Started container "+c.name)
+	p.record(c, corev1.EventTypeNormal, events.ReasonStarted, "Started container "+c.name)
 	p.mgr.ContainerStarted(c.name, c.id, now)
 	c.started, c.ready = p.mgr.Started(c.name), p.mgr.Ready(c.name)
 
@@ -74,7 +75,7 @@ func (p *pod) startContainer(c *container) {
 // code 128 and reason StartError, and restarts with the usual backoff.
 func (p *pod) startFailed(c *container, err error) {
 	now := metav1.NewTime(p.a.clock.Now())
-	p.record(c, corev1.EventTypeWarning, ReasonFailed, "Error: "+err.Error())
+	p.record(c, corev1.EventTypeWarning, events.ReasonFailed, "Error: "+err.Error())
 	p.a.log.Error("container failed to start", "pod", p.namespace+"/"+p.name, "container", c.name, "err", err)
 	p.afterTermination(c, corev1.ContainerStateTerminated{
 		ExitCode: 128, Reason: "StartError", Message: err.Error(),
