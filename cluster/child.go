@@ -14,8 +14,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/podgate/podgate/cluster/install"
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/kubenode"
+	"github.com/podgate/podgate/ociimage"
 	"github.com/podgate/podgate/podnet"
 	"github.com/podgate/podgate/podnet/nodenet"
 	"github.com/podgate/podgate/runtime/images"
@@ -75,9 +77,20 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 	}()
 	port := apiPort(cp)
 	fwdCtx, stopForward := context.WithCancel(context.Background())
-	forwarded := make(chan error, 1)
+	forwarded := make(chan error, 2)
 	go func() { forwarded <- podnet.Forward(fwdCtx, apiLn, net.JoinHostPort("127.0.0.1", port)) }()
-	defer func() { stopForward(); <-forwarded }()
+	forwards := 1
+	if doorLn, ok := lns["door"]; ok {
+		forwards++
+		// The admin's credential: the cluster process holds it anyway.
+		go func() { forwarded <- install.ServeFrontDoor(fwdCtx, doorLn, cp.AdminConfig(), log) }()
+	}
+	defer func() {
+		stopForward()
+		for range forwards {
+			<-forwarded
+		}
+	}()
 	return runNode(ctx, sigs, cc, cp, network, port, ready, stdout, log)
 }
 
@@ -135,6 +148,11 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 	im, err := images.FromFlags(cc.Images)
 	if err != nil {
 		return err
+	}
+	if cc.Install {
+		// podgate's image, written there by the host side while the
+		// control plane starts; it is read when a pod of it starts.
+		im.Store = ociimage.Layout{Dir: filepath.Join(cc.Dir, imageDir), CacheDir: filepath.Join(cc.Dir, imageCacheDir)}
 	}
 	apiServer := net.JoinHostPort(gateway, port)
 	msg, _ := json.Marshal(readyMessage{Kubeconfig: cp.AdminKubeconfig(), APIServer: apiServer})

@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podgate/podgate/cluster/install"
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/podnet"
 	"github.com/podgate/podgate/runtime/images"
@@ -24,6 +26,9 @@ const (
 	DefaultPodCIDR  = "10.244.0.0/16"
 	DefaultListen   = "127.0.0.1:0"
 	DefaultNodeName = "podgate"
+	// DefaultFrontDoor is a free port: `podgate run`'s front door may
+	// hold 8080 beside a cluster.
+	DefaultFrontDoor = "127.0.0.1:0"
 )
 
 // DefaultDir is where a cluster keeps its files when no Dir is given on
@@ -48,6 +53,13 @@ const (
 	// components' logs; podsDir the pods' service-account credentials.
 	controlPlaneDir = "controlplane"
 	podsDir         = "pods"
+	// imageDir is the OCI image layout of podgate's image (and the static
+	// binary built for it, when podgate itself is not one), imageCacheDir
+	// the programs the node extracts from it, installDir the kustomize
+	// overlay cluster up applies.
+	imageDir      = "image"
+	imageCacheDir = "image-cache"
+	installDir    = "install"
 )
 
 // ChildCommand is the hidden subcommand of podgate that runs the cluster
@@ -70,6 +82,15 @@ type Config struct {
 	NodeName string
 	// Images are `--image NAME=PATH` mappings for the node agent.
 	Images []string
+	// NoInstall leaves the cluster bare: no podgate image, no deploy/base,
+	// no front door.
+	NoInstall bool
+	// FrontDoor is the host's loopback address forwarded to the
+	// activator's Service (default DefaultFrontDoor: a free port).
+	FrontDoor string
+	// InstallTimeout bounds the install, from the apply until the webhook
+	// and the activator are ready (default install.DefaultTimeout).
+	InstallTimeout time.Duration
 	// Executable is the podgate binary started as the cluster process
 	// (default os.Executable()).
 	Executable string
@@ -78,8 +99,8 @@ type Config struct {
 	// Stdout receives the containers' output; Stderr the progress and
 	// how to use the cluster. nil discards.
 	Stdout, Stderr io.Writer
-	// Ready, when set, is called once the node is Ready and the
-	// kubeconfig written.
+	// Ready, when set, is called once the node is Ready, the kubeconfig
+	// written and podgate installed (unless NoInstall).
 	Ready func(Info)
 }
 
@@ -93,6 +114,10 @@ type Info struct {
 	// Kubectl is the path of the kubectl binary built with the control
 	// plane.
 	Kubectl string
+	// FrontDoor is the front door's URL, http://127.0.0.1:PORT ("" for
+	// a cluster without podgate installed); Image the reference of
+	// podgate's image, by digest, that the install runs.
+	FrontDoor, Image string
 }
 
 // Check reports a configuration Up would refuse (a flag's value), before
@@ -120,8 +145,20 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
-	if err := checkListen(cfg.Listen); err != nil {
+	if err := checkListen("--listen", cfg.Listen); err != nil {
 		return cfg, err
+	}
+	if cfg.FrontDoor == "" {
+		cfg.FrontDoor = DefaultFrontDoor
+	}
+	if err := checkListen("--front-door", cfg.FrontDoor); err != nil {
+		return cfg, err
+	}
+	if cfg.InstallTimeout < 0 {
+		return cfg, fmt.Errorf("--install-timeout %s: must not be negative", cfg.InstallTimeout)
+	}
+	if cfg.InstallTimeout == 0 {
+		cfg.InstallTimeout = install.DefaultTimeout
 	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = DefaultNodeName
@@ -159,16 +196,17 @@ func checkPodCIDR(cidr string) error {
 }
 
 // checkListen allows host loopback addresses only: the cluster's API
-// server gives system:masters to whoever holds the kubeconfig, and it is
-// not meant to be reached from another machine.
-func checkListen(listen string) error {
+// server gives system:masters to whoever holds the kubeconfig, and
+// neither it nor the front door is meant to be reached from another
+// machine.
+func checkListen(flag, listen string) error {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return fmt.Errorf("--listen %q: want 127.0.0.1:PORT: %w", listen, err)
+		return fmt.Errorf("%s %q: want 127.0.0.1:PORT: %w", flag, listen, err)
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.IsLoopback() || !ip.Is4() {
-		return fmt.Errorf("--listen %q: the API server is forwarded to host loopback only: give an IPv4 loopback address, e.g. 127.0.0.1:%s", listen, port)
+		return fmt.Errorf("%s %q: the cluster is forwarded to host loopback only: give an IPv4 loopback address, e.g. 127.0.0.1:%s", flag, listen, port)
 	}
 	return nil
 }
@@ -182,6 +220,9 @@ type childConfig struct {
 	BinDir   string   `json:"binDir"`
 	Images   []string `json:"images,omitempty"`
 	Version  string   `json:"version,omitempty"`
+	// Install: the node runs images of the layout in DIR/image, and the
+	// host passed the front door's listener.
+	Install bool `json:"install,omitempty"`
 	// ReadyFd is the descriptor of the pipe the child reports on.
 	ReadyFd int `json:"readyFd"`
 }

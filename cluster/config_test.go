@@ -4,6 +4,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/podgate/podgate/cluster/install"
 )
 
 func TestConfigRefusesWhatUpCannotRun(t *testing.T) {
@@ -20,6 +23,8 @@ func TestConfigRefusesWhatUpCannotRun(t *testing.T) {
 		{"an API address off loopback", Config{Dir: "d", Listen: "0.0.0.0:6443"}, "host loopback only"},
 		{"an API address without a port", Config{Dir: "d", Listen: "127.0.0.1"}, "want 127.0.0.1:PORT"},
 		{"a node name that is no DNS subdomain", Config{Dir: "d", NodeName: "Node_1"}, `--name "Node_1"`},
+		{"a front door off loopback", Config{Dir: "d", FrontDoor: ":8080"}, `--front-door ":8080": the cluster is forwarded to host loopback only`},
+		{"a negative install timeout", Config{Dir: "d", InstallTimeout: -time.Second}, "--install-timeout -1s: must not be negative"},
 		{"an image mapping without a path", Config{Dir: "d", Images: []string{"ghcr.io/x"}}, `--image "ghcr.io/x": want NAME=PATH`},
 	}
 	for _, tt := range tests {
@@ -35,7 +40,8 @@ func TestConfigRefusesWhatUpCannotRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.PodCIDR != DefaultPodCIDR || cfg.Listen != DefaultListen || cfg.NodeName != DefaultNodeName || !strings.HasSuffix(cfg.Dir, "/d") {
+		if cfg.PodCIDR != DefaultPodCIDR || cfg.Listen != DefaultListen || cfg.NodeName != DefaultNodeName || !strings.HasSuffix(cfg.Dir, "/d") ||
+			cfg.FrontDoor != DefaultFrontDoor || cfg.InstallTimeout != install.DefaultTimeout || cfg.NoInstall {
 			t.Errorf("defaults: %+v", cfg)
 		}
 	})
@@ -82,6 +88,7 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{"cluster up refuses an API address off loopback as a usage error", []string{"cluster", "up", "--dir", t.TempDir(), "--listen", "0.0.0.0:0"}, 2, "host loopback only"},
 		{"cluster up refuses a loopback pod CIDR as a usage error", []string{"cluster", "up", "--dir", t.TempDir(), "--pod-cidr", "127.0.0.0/24"}, 2, "overlaps 127.0.0.0/8"},
+		{"cluster up refuses a front door off loopback as a usage error", []string{"cluster", "up", "--dir", t.TempDir(), "--front-door", "0.0.0.0:8080"}, 2, "--front-door"},
 		{"cluster down with no cluster says so and succeeds", []string{"cluster", "down", "--dir", t.TempDir()}, 0, "no cluster runs there"},
 		{"the cluster process refuses to run by hand", []string{"cluster", "child", "--dir", "/x", "--config", "{}"}, 1, "started by podgate cluster up only"},
 	}

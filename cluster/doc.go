@@ -12,15 +12,20 @@
 //     cluster process: this binary again, with the hidden subcommand
 //     `podgate cluster child`, in a new network namespace
 //     (podnet.StartInNewNetns) and a session of its own, handing it the
-//     listener. Once the node is Ready it writes DIR/kubeconfig (the
-//     admin's credential, server https://127.0.0.1:PORT) and says how to
-//     use it. Ctrl-C stops the cluster process and waits for it.
+//     listener (and the front door's). Once the node is Ready it writes
+//     DIR/kubeconfig (the admin's credential, server
+//     https://127.0.0.1:PORT) and says how to use it; then it installs
+//     podgate (package cluster/install: podgate's image, built while the
+//     control plane starts, in the layout DIR/image; deploy/base applied
+//     with it; the webhook and the activator ready) and prints the front
+//     door. Ctrl-C stops the cluster process and waits for it.
 //   - The cluster process (Child), inside its namespace: the bridge with
 //     the pod CIDR's first address (the node's, podnet.SetupCluster), the
 //     control plane with the API server on all addresses of the namespace
 //     and advertising the node's address, the node agent with that
-//     address as its InternalIP, and the forward from the host's listener
-//     to the API server. It stops the node first (pods terminate
+//     address as its InternalIP (running the images of DIR/image), the
+//     forward from the host's listener to the API server, and the front
+//     door's to the activator's ready endpoints. It stops the node first (pods terminate
 //     gracefully and are deleted), then the control plane, then the
 //     network.
 //

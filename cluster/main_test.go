@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -46,7 +47,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	podgateBin = filepath.Join(dir, "podgate")
-	build := exec.Command("go", "build", "-o", podgateBin, "github.com/podgate/podgate/cmd/podgate")
+	// Static, as scripts/image.sh builds it: cluster up's install puts
+	// podgate itself into its image. (-trimpath as buildStatic builds, so
+	// that its test finds this build in the cache.)
+	build := exec.Command("go", "build", "-trimpath", "-o", podgateBin, "github.com/podgate/podgate/cmd/podgate")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build podgate: %v\n%s", err, out)
 		os.Exit(1)
@@ -101,13 +106,47 @@ type upProcess struct {
 	config *rest.Config
 	client *kubernetes.Clientset
 	ns     *podnet.Netns // the cluster's network namespace, to dial pods
+
+	// frontDoor is the front door's URL and upToDoor how long cluster up
+	// said it took to get there, once installed.
+	frontDoor, upToDoor string
 }
 
-// startUp runs `podgate cluster up` in a directory of the test's with pod
-// CIDR cidr and a free API port, and waits until DIR/kubeconfig is
-// written (the node is Ready then). Cleanup stops it with SIGINT if the
-// test did not, and kills whatever of it is left.
+// startUp runs `podgate cluster up --no-install` (a bare cluster) in a
+// directory of the test's with pod CIDR cidr and a free API port, and
+// waits until DIR/kubeconfig is written (the node is Ready then).
+// Cleanup stops it with SIGINT if the test did not, and kills whatever of
+// it is left.
 func startUp(t testing.TB, cidr string, extra ...string) *upProcess {
+	t.Helper()
+	return start(t, cidr, append([]string{"--no-install"}, extra...))
+}
+
+// startInstalled runs `podgate cluster up` with podgate installed and the
+// front door on a free port, and waits until the front door is printed.
+func startInstalled(t testing.TB, cidr string) *upProcess {
+	t.Helper()
+	u := start(t, cidr, []string{"--front-door", "127.0.0.1:0"})
+	re := regexp.MustCompile(`podgate: front door on (http://127\.0\.0\.1:\d+) \(cluster up to front door ready: ([^)]+)\)`)
+	eventually(t, waitLimit, "cluster up printing its front door", func() (bool, string) {
+		select {
+		case <-u.exited:
+			t.Fatalf("cluster up exited before its front door was ready: %v\nstderr:\n%s", u.exitErr, u.stderr.String())
+		default:
+		}
+		m := re.FindStringSubmatch(u.stderr.String())
+		if m == nil {
+			return false, "not yet"
+		}
+		u.frontDoor, u.upToDoor = m[1], m[2]
+		return true, ""
+	})
+	return u
+}
+
+// start runs cluster up with extra arguments and waits for its
+// kubeconfig (written once the node is Ready, before the install).
+func start(t testing.TB, cidr string, extra []string) *upProcess {
 	t.Helper()
 	u := &upProcess{t: t, dir: t.TempDir(), cidr: cidr, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{"cluster", "up", "--dir", u.dir, "--pod-cidr", cidr, "--listen", "127.0.0.1:0"}, extra...)

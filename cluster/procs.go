@@ -24,8 +24,10 @@ type pidRecord struct {
 	HostPid int `json:"hostPid"`
 	// Netns is the inode of the cluster's network namespace.
 	Netns uint64 `json:"netns"`
-	// Server is the API server's URL on the host.
-	Server string `json:"server,omitempty"`
+	// Server is the API server's URL on the host; FrontDoor the front
+	// door's ("" without the install).
+	Server    string `json:"server,omitempty"`
+	FrontDoor string `json:"frontDoor,omitempty"`
 }
 
 func writePidFile(dir string, rec pidRecord) error {

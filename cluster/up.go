@@ -63,6 +63,12 @@ func Up(ctx context.Context, cfg Config) error {
 	defer signal.Stop(sigs)
 
 	begin := time.Now()
+	var image *imageBuild
+	if !cfg.NoInstall {
+		// While the control plane starts, which takes seconds.
+		image = startImageBuild(ctx, cfg)
+		defer image.wait()
+	}
 	h, err := startChild(cfg, bins)
 	if err != nil {
 		return err
@@ -70,9 +76,18 @@ func Up(ctx context.Context, cfg Config) error {
 	defer h.cleanup()
 	select {
 	case msg := <-h.ready:
-		if err := h.announce(cfg, msg, bins, time.Since(begin)); err != nil {
+		info, err := h.announce(cfg, msg, bins, time.Since(begin))
+		if err != nil {
 			h.stop(sigs)
 			return err
+		}
+		if image != nil {
+			if stopped, err := h.install(ctx, sigs, &info, image, begin); stopped {
+				return err
+			}
+		}
+		if cfg.Ready != nil {
+			cfg.Ready(info)
 		}
 	case <-h.exited:
 		return h.failed("before it was ready")
@@ -140,7 +155,7 @@ func (b *buildProgress) Write(p []byte) (int, error) {
 // cleanState removes what a previous cluster in dir left: a new cluster
 // gets a new PKI and an empty etcd.
 func cleanState(dir string) error {
-	for _, name := range []string{KubeconfigFile, PidFile, controlPlaneDir, podsDir} {
+	for _, name := range []string{KubeconfigFile, PidFile, controlPlaneDir, podsDir, imageDir, imageCacheDir, installDir} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean the cluster directory: %w", err)
 		}
@@ -182,9 +197,25 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 		return nil, err
 	}
 	defer lnFile.Close()
+	door := ""
+	if !cfg.NoInstall {
+		doorLn, err := net.Listen("tcp", cfg.FrontDoor)
+		if err != nil {
+			readyR.Close()
+			return nil, fmt.Errorf("--front-door %s: %w", cfg.FrontDoor, err)
+		}
+		defer doorLn.Close()
+		doorFile, err := podnet.PassListener(cmd, "door", doorLn)
+		if err != nil {
+			readyR.Close()
+			return nil, err
+		}
+		defer doorFile.Close()
+		door = "http://" + doorLn.Addr().String()
+	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, readyW)
 	cc := childConfig{Dir: cfg.Dir, PodCIDR: cfg.PodCIDR, NodeName: cfg.NodeName, BinDir: bins,
-		Images: cfg.Images, Version: cfg.Version, ReadyFd: 2 + len(cmd.ExtraFiles)}
+		Images: cfg.Images, Version: cfg.Version, Install: !cfg.NoInstall, ReadyFd: 2 + len(cmd.ExtraFiles)}
 	args, err := cc.args()
 	if err != nil {
 		readyR.Close()
@@ -202,7 +233,7 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 		return nil, err
 	}
 	go h.readReady(readyR)
-	if err := h.record(ln.Addr().String()); err != nil {
+	if err := h.record(ln.Addr().String(), door); err != nil {
 		h.stop(nil)
 		return nil, err
 	}
@@ -233,7 +264,7 @@ func (h *hostSide) start() error {
 }
 
 // record writes the pid file.
-func (h *hostSide) record(listen string) error {
+func (h *hostSide) record(listen, door string) error {
 	pid := h.cmd.Process.Pid
 	st, err := readStat(pid)
 	if err != nil {
@@ -244,7 +275,7 @@ func (h *hostSide) record(listen string) error {
 		return fmt.Errorf("the cluster process: %w", err)
 	}
 	defer ns.Close()
-	h.rec = pidRecord{Pid: pid, StartTime: st.startTime, HostPid: os.Getpid(), Netns: ns.Inode(), Server: "https://" + listen}
+	h.rec = pidRecord{Pid: pid, StartTime: st.startTime, HostPid: os.Getpid(), Netns: ns.Inode(), Server: "https://" + listen, FrontDoor: door}
 	return writePidFile(h.cfg.Dir, h.rec)
 }
 
@@ -262,20 +293,20 @@ func (h *hostSide) readReady(r *os.File) {
 }
 
 // announce writes the host's kubeconfig and says how to use the cluster.
-func (h *hostSide) announce(cfg Config, msg readyMessage, bins string, took time.Duration) error {
+func (h *hostSide) announce(cfg Config, msg readyMessage, bins string, took time.Duration) (Info, error) {
 	kc, err := clientcmd.LoadFromFile(msg.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("the cluster's admin kubeconfig: %w", err)
+		return Info{}, fmt.Errorf("the cluster's admin kubeconfig: %w", err)
 	}
 	for _, c := range kc.Clusters {
 		c.Server = h.rec.Server
 	}
 	path := filepath.Join(cfg.Dir, KubeconfigFile)
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return Info{}, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
-		return err
+		return Info{}, err
 	}
 	kubectl := filepath.Join(bins, k8sbin.Kubectl)
 	fmt.Fprintf(cfg.Stderr, `podgate: cluster up in %s: node %q Ready, API server %s (inside: %s)
@@ -286,10 +317,7 @@ func (h *hostSide) announce(cfg Config, msg readyMessage, bins string, took time
 The cluster runs in its own network namespace (process %d); pods take
 addresses from %s. Ctrl-C stops it; after a crash: podgate cluster down --dir %s
 `, took.Round(100*time.Millisecond), cfg.NodeName, h.rec.Server, msg.APIServer, path, kubectl, h.rec.Pid, cfg.PodCIDR, cfg.Dir)
-	if cfg.Ready != nil {
-		cfg.Ready(Info{Kubeconfig: path, Server: h.rec.Server, Pid: h.rec.Pid, Kubectl: kubectl})
-	}
-	return nil
+	return Info{Kubeconfig: path, Server: h.rec.Server, Pid: h.rec.Pid, Kubectl: kubectl}, nil
 }
 
 // failed is the error of a cluster process that ended on its own.

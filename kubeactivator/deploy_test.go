@@ -86,6 +86,8 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 			"podgate:gate": {
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}},
+				// No resource: the mark the policy podgate-gate-own-pod finds gates by.
+				{APIGroups: []string{"podgate.dev"}, Resources: []string{"gates"}, Verbs: []string{"use"}},
 			},
 		}
 		for name, rules := range want {

@@ -261,8 +261,12 @@ func kustomize(dir string) ([]map[string]any, error) {
 
 // applyBase applies deploy/base as kustomize builds it, but for its
 // Deployments (the podgate node would run them: the activator runs in
-// this process instead) and the webhook configurations (no webhook runs
-// here; they concern opted-in objects only anyway).
+// this process instead), the webhook configurations (no webhook runs
+// here; they concern opted-in objects only anyway) and the policy that
+// confines a gate to its own pod: this test's gates read and write their
+// pods with one token the test made for both, bound to neither, which
+// the policy refuses. `podgate cluster up`'s tests run the policy, with
+// the tokens the node binds to each pod.
 func (e *env) applyBase() error {
 	objs, err := kustomize("../deploy/base")
 	if err != nil {
@@ -271,7 +275,8 @@ func (e *env) applyBase() error {
 	var docs [][]byte
 	for _, o := range objs {
 		switch o["kind"] {
-		case "Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		case "Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			continue
 		}
 		b, err := yaml.Marshal(o)

@@ -2,8 +2,9 @@
 // binary (Process), load through its front door (Load, Recording),
 // deadline-bounded waits on the control API (Poll, WaitPod,
 // WaitServiceCondition, WaitRestart), the test app's toggles (Toggle),
-// what a pod's gate says (GateRequests, ReadGateReadiness) and manifest
-// copies with the few fields a scenario must change (Manifest).
+// what a pod's gate says (GateRequests, ReadGateReadiness); manifest
+// copies with the few fields a scenario must change are package
+// lab/manifest's.
 //
 // A scenario is a timeline: start podgate, start load, flip a toggle, wait
 // for the state the control API reports, flip it back, stop the load, and
@@ -12,7 +13,14 @@
 // after the service left Ready was served before the toggle went back" is
 // a fact of the recording, true or false on any machine.
 //
-// Everything is real: processes, loopback sockets (127.0.0.0/8 only),
-// keep-alive HTTP clients. Nothing here depends on package testing, so a
-// command can run the same scenarios.
+// The same steps run in either World: `podgate run` (Local), or a
+// namespace of a cluster of `podgate cluster up` (package lab/kubelab),
+// each reporting its service's state its own way (the Knative Service's
+// conditions; the EndpointSlices and the gates' pod conditions), its
+// pods reached through its PodHTTP.
+//
+// Everything is real: processes, loopback sockets (127.0.0.0/8 only, or
+// the network namespaces of a cluster the lab started), keep-alive HTTP
+// clients. Nothing here depends on package testing, so a command can run
+// the same scenarios.
 package lab

@@ -15,9 +15,15 @@ import (
 // GateRequests is how many requests the pod's gate proxied to its
 // serving container (podgate_requests_total summed over codes; health
 // checks are not counted), read from http://podIP:9091/metrics. Zero
-// proves no traffic reached the pod's containers.
+// proves no traffic reached the pod's containers. podIP is a loopback
+// address.
 func GateRequests(ctx context.Context, podIP string) (float64, error) {
-	resp, err := podGet(ctx, "gate metrics", podIP, wire.GateMetricsPort, "/metrics")
+	return Loopback.GateRequests(ctx, podIP)
+}
+
+// GateRequests is how many requests the gate of the pod at podIP proxied.
+func (h *PodHTTP) GateRequests(ctx context.Context, podIP string) (float64, error) {
+	resp, err := h.get(ctx, "gate metrics", podIP, wire.GateMetricsPort, "/metrics")
 	if err != nil {
 		return 0, err
 	}

@@ -22,9 +22,15 @@ type GateReadiness struct {
 	Text       string
 }
 
-// ReadGateReadiness asks the pod's gate.
+// ReadGateReadiness asks the gate of the pod at podIP, a loopback
+// address.
 func ReadGateReadiness(ctx context.Context, podIP string) (*GateReadiness, error) {
-	resp, err := podGet(ctx, "gate readiness", podIP, wire.GateAdminPort, "/readyz?verbose")
+	return Loopback.ReadGateReadiness(ctx, podIP)
+}
+
+// ReadGateReadiness asks the gate of the pod at podIP.
+func (h *PodHTTP) ReadGateReadiness(ctx context.Context, podIP string) (*GateReadiness, error) {
+	resp, err := h.get(ctx, "gate readiness", podIP, wire.GateAdminPort, "/readyz?verbose")
 	if err != nil {
 		return nil, err
 	}

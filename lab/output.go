@@ -12,18 +12,20 @@ import (
 // the end more than the beginning.
 const maxOutput = 8 << 20
 
-// output is a concurrency-safe, size-capped copy of a stream. It is an
-// io.Writer so exec.Cmd copies into it itself.
-type output struct {
+// Output is a concurrency-safe, size-capped copy of a process's stream
+// (a Process's, a cluster's). It is an io.Writer so exec.Cmd copies into
+// it itself.
+type Output struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	dropped int
 	changed chan struct{} // closed and replaced on every write
 }
 
-func newOutput() *output { return &output{changed: make(chan struct{})} }
+// NewOutput is an empty Output.
+func NewOutput() *Output { return &Output{changed: make(chan struct{})} }
 
-func (o *output) Write(p []byte) (int, error) {
+func (o *Output) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.buf.Write(p)
@@ -43,7 +45,7 @@ func (o *output) Write(p []byte) (int, error) {
 }
 
 // String is everything kept so far, noting how much was dropped.
-func (o *output) String() string {
+func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.dropped > 0 {
@@ -52,8 +54,8 @@ func (o *output) String() string {
 	return o.buf.String()
 }
 
-// snapshot returns the text kept and a channel closed on the next write.
-func (o *output) snapshot() (string, <-chan struct{}) {
+// Snapshot returns the text kept and a channel closed on the next write.
+func (o *Output) Snapshot() (string, <-chan struct{}) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.String(), o.changed

@@ -6,7 +6,7 @@ import (
 )
 
 func TestOutputKeepsTheNewestBytes(t *testing.T) {
-	o := newOutput()
+	o := NewOutput()
 	line := strings.Repeat("x", 1023) + "\n"
 	for range maxOutput / len(line) {
 		_, _ = o.Write([]byte(line))
@@ -14,7 +14,7 @@ func TestOutputKeepsTheNewestBytes(t *testing.T) {
 	if got := o.String(); strings.Contains(got, "dropped") || len(got) != maxOutput {
 		t.Fatalf("at the cap: %d bytes, dropped note %t", len(got), strings.Contains(got, "dropped"))
 	}
-	_, changed := o.snapshot()
+	_, changed := o.Snapshot()
 	_, _ = o.Write([]byte("the end\n"))
 	select {
 	case <-changed:

@@ -32,8 +32,8 @@ type Config struct {
 // control API client, and its output kept for failure logs.
 type Process struct {
 	cmd    *exec.Cmd
-	stdout *output
-	stderr *output
+	stdout *Output
+	stderr *Output
 	done   chan struct{} // closed once the process was reaped
 	err    error         // Wait's error, valid after done
 
@@ -67,7 +67,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	args = append(args, cfg.Args...)
 
-	p := &Process{stdout: newOutput(), stderr: newOutput(), done: make(chan struct{})}
+	p := &Process{stdout: NewOutput(), stderr: NewOutput(), done: make(chan struct{})}
 	p.cmd = exec.Command(cfg.Binary, args...)
 	// exec copies into these itself; WaitDelay bounds the copy should a
 	// descendant keep the pipes open after podgate exited.
@@ -99,7 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 // awaitStartup reads stderr as it grows until both addresses are printed.
 func (p *Process) awaitStartup(ctx context.Context) (addresses, error) {
 	for {
-		text, changed := p.stderr.snapshot()
+		text, changed := p.stderr.Snapshot()
 		if a, ok := parseAddresses(text); ok {
 			return a, nil
 		}
@@ -154,7 +154,7 @@ func (p *Process) Routes() []string {
 // the front door started serving.)
 func (p *Process) WaitRoute(ctx context.Context, host string) error {
 	for {
-		text, changed := p.stderr.snapshot()
+		text, changed := p.stderr.Snapshot()
 		a, _ := parseAddresses(text)
 		if slices.Contains(a.routes, host) {
 			return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +14,13 @@ import (
 
 	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/manifest"
 )
 
 // farFuture ends time windows that are open to the end of the recording.
 var farFuture = time.Now().Add(24 * time.Hour)
 
-// apiAll lists every object.
+// apiAll lists every object (of the scenario's namespace, on a cluster).
 var apiAll = apiclient.ListOptions{}
 
 // waitTimeout bounds every single wait of a scenario: generous, since the
@@ -31,23 +33,55 @@ const waitTimeout = 90 * time.Second
 // takes a few seconds instead of Knative's 30.
 const scenarioGrace = 4
 
-// scenario is one seed experiment: a podgate, load through its front
+// scenario is one seed experiment: a world (podgate run, or a namespace
+// of a cluster) running its manifest, load through the world's front
 // door, and a timeline of what the test did.
 type scenario struct {
 	t    *testing.T
-	p    *lab.Process
+	w    lab.World
 	tl   *lab.Timeline
 	host string
 	load *lab.Load
 	rec  *lab.Recording // once the load stopped
-	done bool           // podgate was stopped and judged
+	done bool           // the world was stopped and judged
+}
+
+// place is where a scenario runs; its start runs the manifest, with
+// replicas pods of each workload, and returns once requests for service
+// reach the front door's routing.
+type place interface {
+	start(t *testing.T, m *manifest.Manifest, service string, replicas int) lab.World
+}
+
+// local is `podgate run` on a pod range of the scenario's own.
+type local struct{ cidr string }
+
+func (l local) start(t *testing.T, m *manifest.Manifest, service string, replicas int) lab.World {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	var args []string
+	if replicas != 1 {
+		args = []string{"--replicas", strconv.Itoa(replicas)}
+	}
+	file := write(t, m, service+".yaml")
+	p, err := lab.Start(ctx, lab.Config{Binary: podgateBin, PodCIDR: l.cidr, Files: []string{file}, Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := lab.Local{Process: p}
+	if err := p.WaitRoute(ctx, w.Host(service)); err != nil {
+		_ = w.Stop(waitTimeout)
+		t.Fatal(err)
+	}
+	return w
 }
 
 // example reads examples/NAME.yaml with the replacements given, and the
 // scenario grace period.
-func example(t *testing.T, name string, replace ...string) *lab.Manifest {
+func example(t *testing.T, name string, replace ...string) *manifest.Manifest {
 	t.Helper()
-	m, err := lab.ReadManifest(filepath.Join("..", "examples", name+".yaml"), replace...)
+	m, err := manifest.Read(filepath.Join("..", "examples", name+".yaml"), replace...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +92,7 @@ func example(t *testing.T, name string, replace ...string) *lab.Manifest {
 }
 
 // write puts the manifest into the test's own directory.
-func write(t *testing.T, m *lab.Manifest, name string) string {
+func write(t *testing.T, m *manifest.Manifest, name string) string {
 	t.Helper()
 	p, err := m.Write(t.TempDir(), name)
 	if err != nil {
@@ -67,21 +101,14 @@ func write(t *testing.T, m *lab.Manifest, name string) string {
 	return p
 }
 
-// startScenario runs podgate on the manifest with its own pod range;
-// host is the front door host of the service under test.
-func startScenario(t *testing.T, cidr, host, file string, args ...string) *scenario {
+// startScenario runs the manifest where the scenario runs; service is
+// the one under test, reached through the front door.
+func startScenario(t *testing.T, where place, m *manifest.Manifest, service string, replicas int) *scenario {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer cancel()
-	p, err := lab.Start(ctx, lab.Config{Binary: podgateBin, PodCIDR: cidr, Files: []string{file}, Args: args})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &scenario{t: t, p: p, tl: lab.NewTimeline(), host: host}
+	s := &scenario{t: t, tl: lab.NewTimeline()}
+	s.w = where.start(t, m, service, replicas)
+	s.host = s.w.Host(service)
 	t.Cleanup(s.cleanup)
-	if err := p.WaitRoute(ctx, host); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 
@@ -90,19 +117,14 @@ func (s *scenario) cleanup() {
 		s.stopLoad()
 	}
 	if !s.done {
-		_, _ = s.p.Stop(waitTimeout)
+		_ = s.w.Stop(waitTimeout)
 	}
 	if s.t.Failed() {
 		s.t.Logf("timeline:\n%s", s.tl)
 		if s.rec != nil {
 			s.t.Logf("load: %s", s.rec.Summary(s.tl.Origin()))
 		}
-		s.t.Logf("podgate stderr:\n%s", s.p.Stderr())
-		out := s.p.Stdout()
-		if len(out) > 64<<10 {
-			out = "[…]" + out[len(out)-64<<10:]
-		}
-		s.t.Logf("podgate stdout (containers):\n%s", out)
+		s.t.Logf("%s", s.w.Logs())
 	}
 }
 
@@ -120,7 +142,7 @@ func (s *scenario) within(what string, step func(ctx context.Context) error) {
 // with the scenario's host.
 func (s *scenario) startLoad() {
 	s.t.Helper()
-	l, err := lab.StartLoad(lab.LoadConfig{URL: s.p.FrontDoorURL(), Host: s.host, Workers: 4, Rate: 100})
+	l, err := lab.StartLoad(lab.LoadConfig{URL: s.w.FrontDoorURL(), Host: s.host, Workers: 4, Rate: 100})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -130,8 +152,12 @@ func (s *scenario) startLoad() {
 
 // stopLoad stops the load, letting held requests finish, and keeps the
 // recording.
-func (s *scenario) stopLoad() *lab.Recording {
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+func (s *scenario) stopLoad() *lab.Recording { return s.stopLoadWithin(waitTimeout) }
+
+// stopLoadWithin stops the load, letting held requests finish within d;
+// those still held then are cancelled, and recorded as such.
+func (s *scenario) stopLoadWithin(d time.Duration) *lab.Recording {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	s.rec = s.load.Stop(ctx)
 	s.load = nil
@@ -187,12 +213,12 @@ func (s *scenario) waitHeld(t time.Time) {
 	})
 }
 
-// waitReady waits for the service to be Ready and returns its ready pod.
+// waitReady waits for the service to take traffic and returns its ready
+// pod.
 func (s *scenario) waitReady(service string) *corev1.Pod {
 	s.t.Helper()
-	s.within("service Ready", func(ctx context.Context) error {
-		_, err := lab.WaitServiceCondition(ctx, s.p.Client(), "default", service, lab.ServiceReady(corev1.ConditionTrue, ""))
-		return err
+	s.within("service serving", func(ctx context.Context) error {
+		return s.w.WaitService(ctx, service, lab.Serving)
 	})
 	return s.readyPod()
 }
@@ -201,46 +227,62 @@ func (s *scenario) readyPod() *corev1.Pod {
 	s.t.Helper()
 	var p *corev1.Pod
 	s.within("a ready pod", func(ctx context.Context) (err error) {
-		p, err = lab.WaitPod(ctx, s.p.Client(), "ready", lab.PodReady)
+		p, err = lab.WaitPod(ctx, s.w, "ready", lab.PodReady)
 		return err
 	})
 	return p
 }
 
-// waitService waits for the Ready condition and marks the instant.
-func (s *scenario) waitService(service string, status corev1.ConditionStatus, reason string) time.Time {
+// waitService waits until the service's status says state and marks the
+// instant.
+func (s *scenario) waitService(service string, state lab.ServiceState) time.Time {
 	s.t.Helper()
-	want := lab.ServiceReady(status, reason)
-	s.within(want.String(), func(ctx context.Context) error {
-		_, err := lab.WaitServiceCondition(ctx, s.p.Client(), "default", service, want)
-		return err
+	s.within("service "+state.String(), func(ctx context.Context) error {
+		return s.w.WaitService(ctx, service, state)
 	})
-	return s.tl.Mark("service " + want.String())
+	return s.tl.Mark("service " + state.String())
 }
 
-func (s *scenario) toggle(podIP string, port int, toggle string, on bool) time.Time {
+// statusNames waits until what the service's status says of its pods
+// names each container, the ones not ready.
+func (s *scenario) statusNames(service string, containers ...string) {
 	s.t.Helper()
-	s.within(toggle, func(ctx context.Context) error { return lab.Toggle(ctx, podIP, port, toggle, on) })
+	s.within(fmt.Sprintf("the status naming %v", containers), func(ctx context.Context) error {
+		return lab.Poll(ctx, lab.PollInterval, fmt.Sprintf("the status of %s naming %v", service, containers), func(ctx context.Context) (bool, error) {
+			msg, err := s.w.StatusMessage(ctx, service)
+			if err != nil {
+				return false, err
+			}
+			for _, c := range containers {
+				if !strings.Contains(msg, c) {
+					return false, fmt.Errorf("status: %s", msg)
+				}
+			}
+			return true, nil
+		})
+	})
+}
+
+func (s *scenario) toggle(pod *corev1.Pod, port int, toggle string, on bool) time.Time {
+	s.t.Helper()
+	s.within(toggle, func(ctx context.Context) error {
+		return s.w.PodHTTP().Toggle(ctx, pod.Status.PodIP, port, toggle, on)
+	})
 	return s.tl.Mark(fmt.Sprintf("%s :%d set=%t", toggle, port, on))
 }
 
-// stop stops podgate gracefully and checks it stopped cleanly.
+// stop stops the scenario's world gracefully and checks it stopped
+// cleanly.
 func (s *scenario) stop() {
 	s.t.Helper()
 	if s.load != nil {
 		s.stopLoad()
 	}
-	code, err := s.p.Stop(waitTimeout)
+	err := s.w.Stop(waitTimeout)
 	s.done = true
-	s.tl.Mark("podgate stopped")
+	s.tl.Mark("stopped")
 	if err != nil {
 		s.t.Error(err)
-	}
-	if code != 0 {
-		s.t.Errorf("podgate exit code after SIGTERM = %d, want 0", code)
-	}
-	if strings.Contains(s.p.Stderr(), "podgate: front door:") {
-		s.t.Errorf("the front door did not shut down cleanly")
 	}
 }
 
@@ -253,19 +295,21 @@ func (s *scenario) noFailures(rec *lab.Recording) {
 }
 
 // outAndBack turns a pod's toggle off, waits until the service is seen
-// not ready and every worker is held, turns the toggle back on and waits
-// until requests are served again and the service is Ready. It returns
-// the instants the recording is judged by (heldNotServed).
-func (s *scenario) outAndBack(service, podIP string, port int, toggle string) outage {
+// not serving, its status naming the container, and every worker is
+// held, turns the toggle back on and waits until requests are served
+// again and the service serves. It returns the instants the recording
+// is judged by (heldNotServed).
+func (s *scenario) outAndBack(service string, pod *corev1.Pod, port int, toggle, container string) outage {
 	s.t.Helper()
 	var o outage
-	o.off = s.toggle(podIP, port, toggle, false)
-	o.notReady = s.waitService(service, corev1.ConditionUnknown, "NoHealthyBackends")
+	o.off = s.toggle(pod, port, toggle, false)
+	o.notReady = s.waitService(service, lab.NotServing)
+	s.statusNames(service, container)
 	s.waitHeld(o.off)
 	s.tl.Mark("every worker held")
-	o.back = s.toggle(podIP, port, toggle, true)
+	o.back = s.toggle(pod, port, toggle, true)
 	s.waitServedAfter(o.back, "served again after the toggle came back")
-	s.waitService(service, corev1.ConditionTrue, "")
+	s.waitService(service, lab.Serving)
 	return o
 }
 

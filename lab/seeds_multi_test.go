@@ -25,14 +25,14 @@ func TestSeedCrossPortReadinessFollowsHealthPort(t *testing.T) {
 	if err := m.SetPodSpec("timeoutSeconds", 30); err != nil { // held requests are released, never 504
 		t.Fatal(err)
 	}
-	s := startScenario(t, "127.0.72.0/24", "cross-port.default.example.com", write(t, m, "cross-port.yaml"))
+	s := startScenario(t, local{"127.0.72.0/24"}, m, "cross-port", 1)
 	pod := s.waitReady("cross-port")
 	s.startLoad()
 	s.waitOK(50)
 
-	trafficOff := s.toggle(pod.Status.PodIP, 8080, lab.ToggleReady, false)
+	trafficOff := s.toggle(pod, 8080, lab.ToggleReady, false)
 	s.waitServedAfter(trafficOff, "served with the traffic port's /readyz off")
-	out := s.outAndBack("cross-port", pod.Status.PodIP, 8090, lab.ToggleReady)
+	out := s.outAndBack("cross-port", pod, 8090, lab.ToggleReady, "app")
 	rec := s.stopLoad()
 	s.stop()
 
@@ -46,8 +46,11 @@ func TestSeedCrossPortReadinessFollowsHealthPort(t *testing.T) {
 // request fails.
 func TestSeedMultiContainerLivenessRestartsEachLosesNoRequest(t *testing.T) {
 	t.Parallel()
-	m := example(t, "multi-container-liveness")
-	s := startScenario(t, "127.0.74.0/24", "test-probe.default.example.com", write(t, m, "multi-liveness.yaml"))
+	seedMultiContainerLiveness(t, local{"127.0.74.0/24"})
+}
+
+func seedMultiContainerLiveness(t *testing.T, where place) {
+	s := startScenario(t, where, example(t, "multi-container-liveness"), "test-probe", 1)
 	pod := s.waitReady("test-probe")
 	s.startLoad()
 	s.waitOK(50)
@@ -57,15 +60,15 @@ func TestSeedMultiContainerLivenessRestartsEachLosesNoRequest(t *testing.T) {
 		port int
 	}{{"first-container", 8080}, {"second-container", 8090}} {
 		before := lab.ContainerStatus(pod, c.name).RestartCount
-		s.toggle(pod.Status.PodIP, c.port, lab.ToggleLive, false)
+		s.toggle(pod, c.port, lab.ToggleLive, false)
 		s.within(c.name+" restarted", func(ctx context.Context) (err error) {
-			pod, err = lab.WaitRestart(ctx, s.p.Client(), pod.Name, c.name, before)
+			pod, err = lab.WaitRestart(ctx, s.w, pod.Name, c.name, before)
 			return err
 		})
 		restarted := s.tl.Mark(c.name + " restarted")
 		s.waitServedAfter(restarted, "served after "+c.name+" restarted")
 		s.within("pod ready again", func(ctx context.Context) (err error) {
-			pod, err = lab.WaitPod(ctx, s.p.Client(), "ready again", lab.Named(pod.Name, lab.PodReady))
+			pod, err = lab.WaitPod(ctx, s.w, "ready again", lab.Named(pod.Name, lab.PodReady))
 			return err
 		})
 	}
@@ -81,14 +84,17 @@ func TestSeedMultiContainerLivenessRestartsEachLosesNoRequest(t *testing.T) {
 // any container stops — and the replacement serves.
 func TestSeedDeletePodUnderLoadLosesNoRequest(t *testing.T) {
 	t.Parallel()
-	m := example(t, "multi-container-liveness")
-	s := startScenario(t, "127.0.75.0/24", "test-probe.default.example.com", write(t, m, "multi-liveness.yaml"), "--replicas", "2")
+	seedDeletePodUnderLoad(t, local{"127.0.75.0/24"})
+}
+
+func seedDeletePodUnderLoad(t *testing.T, where place) {
+	s := startScenario(t, where, example(t, "multi-container-liveness"), "test-probe", 2)
 	s.waitReady("test-probe")
 	var pods []string
 	s.within("two ready pods", func(ctx context.Context) error {
 		return lab.Poll(ctx, lab.PollInterval, "two ready pods", func(ctx context.Context) (bool, error) {
 			pods = pods[:0]
-			list, err := s.p.Client().ListPods(ctx, apiAll)
+			list, err := s.w.ListPods(ctx, apiAll)
 			if err != nil {
 				return false, err
 			}
@@ -116,13 +122,13 @@ func TestSeedDeletePodUnderLoadLosesNoRequest(t *testing.T) {
 
 	victim := pods[0]
 	s.within("delete "+victim, func(ctx context.Context) error {
-		_, err := s.p.Client().DeletePod(ctx, "default", victim, metav1.DeleteOptions{})
+		_, err := s.w.DeletePod(ctx, s.w.Namespace(), victim, metav1.DeleteOptions{})
 		return err
 	})
 	deleted := s.tl.Mark("deleted " + victim)
 	var replacement *corev1.Pod
 	s.within("a replacement ready", func(ctx context.Context) (err error) {
-		replacement, err = lab.WaitPod(ctx, s.p.Client(), "replacement ready", func(p *corev1.Pod) error {
+		replacement, err = lab.WaitPod(ctx, s.w, "replacement ready", func(p *corev1.Pod) error {
 			if slices.Contains(pods, p.Name) {
 				return fmt.Errorf("an original pod")
 			}
@@ -131,7 +137,7 @@ func TestSeedDeletePodUnderLoadLosesNoRequest(t *testing.T) {
 		return err
 	})
 	s.tl.Mark("replacement " + replacement.Name + " ready")
-	s.within(victim+" gone", func(ctx context.Context) error { return lab.WaitPodGone(ctx, s.p.Client(), victim) })
+	s.within(victim+" gone", func(ctx context.Context) error { return lab.WaitPodGone(ctx, s.w, victim) })
 	s.tl.Mark(victim + " gone")
 	s.within("the replacement serves", func(ctx context.Context) error {
 		_, err := s.load.Wait(ctx, "a request served by "+replacement.Name, func(r *lab.Recording) bool {
@@ -154,7 +160,7 @@ func TestSeedDeletePodUnderLoadLosesNoRequest(t *testing.T) {
 	// Each process stamps its own lines (slog's time=, milliseconds, one
 	// clock); the order in podgate's output is only the order two pipes
 	// were relayed in, which a loaded machine may swap.
-	lines := strings.Split(s.p.Stdout(), "\n")
+	lines := strings.Split(s.w.Output(), "\n")
 	drained := loggedAt(t, lines, victim+"/podgate | ", "drained: ")
 	for _, c := range []string{"first-container", "second-container"} {
 		term := loggedAt(t, lines, victim+"/"+c+" | ", "termination requested")
@@ -193,10 +199,16 @@ func lineOf(lines []string, prefix, substr string) int {
 }
 
 // Seed "5-ksvc-readiness-toggle", sidecar never ready: the revision never
-// becomes ready (RevisionMissing, as Knative) and no request reaches the
-// pod — held requests end with the activator's 504, the gate proxied none.
+// becomes ready (RevisionMissing, as Knative; on a cluster no ready
+// endpoint, the gate's condition naming the sidecar) and no request
+// reaches the pod — held requests end with the activator's 504 (held
+// until the load stops, on a cluster), the gate proxied none.
 func TestSeedSidecarNeverReadyGetsNoTraffic(t *testing.T) {
 	t.Parallel()
+	seedSidecarNeverReady(t, local{"127.0.76.0/24"})
+}
+
+func seedSidecarNeverReady(t *testing.T, where place) {
 	m := example(t, "multi-container-readiness")
 	if err := m.AppendArgs("second-container", "--ready-after", "1h"); err != nil {
 		t.Fatal(err)
@@ -204,7 +216,7 @@ func TestSeedSidecarNeverReadyGetsNoTraffic(t *testing.T) {
 	if err := m.SetPodSpec("timeoutSeconds", 3); err != nil {
 		t.Fatal(err)
 	}
-	s := startScenario(t, "127.0.76.0/24", "test-probe.default.example.com", write(t, m, "sidecar-never-ready.yaml"))
+	s := startScenario(t, where, m, "test-probe", 1)
 	s.startLoad()
 
 	// The pod status shows both containers ready as soon as they run:
@@ -212,7 +224,7 @@ func TestSeedSidecarNeverReadyGetsNoTraffic(t *testing.T) {
 	// into queue-proxy. The gate says which one it waits for.
 	var pod *corev1.Pod
 	s.within("a running pod", func(ctx context.Context) (err error) {
-		pod, err = lab.WaitPod(ctx, s.p.Client(), "running", func(p *corev1.Pod) error {
+		pod, err = lab.WaitPod(ctx, s.w, "running", func(p *corev1.Pod) error {
 			if p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
 				return fmt.Errorf("phase %s, IP %q", p.Status.Phase, p.Status.PodIP)
 			}
@@ -222,7 +234,7 @@ func TestSeedSidecarNeverReadyGetsNoTraffic(t *testing.T) {
 	})
 	s.within("the gate: first-container ready, second-container not", func(ctx context.Context) error {
 		return lab.Poll(ctx, lab.PollInterval, "first-container ready per the gate", func(ctx context.Context) (bool, error) {
-			g, err := lab.ReadGateReadiness(ctx, pod.Status.PodIP)
+			g, err := s.w.PodHTTP().ReadGateReadiness(ctx, pod.Status.PodIP)
 			if err != nil {
 				return false, err
 			}
@@ -233,35 +245,47 @@ func TestSeedSidecarNeverReadyGetsNoTraffic(t *testing.T) {
 		})
 	})
 	since := s.tl.Mark("first-container ready")
-	s.waitService("test-probe", corev1.ConditionUnknown, "RevisionMissing")
-	s.within("a held request timed out", func(ctx context.Context) error {
-		_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
-			for _, q := range r.WithStatus(504, "activator request timeout") {
-				if !q.Start.Before(since) {
-					return true
+	s.waitService("test-probe", lab.NeverServed)
+	s.statusNames("test-probe", "second-container")
+	var rec *lab.Recording
+	if s.w.TimesOutHeldRequests() {
+		s.within("a held request timed out", func(ctx context.Context) error {
+			_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
+				for _, q := range r.WithStatus(504, "activator request timeout") {
+					if !q.Start.Before(since) {
+						return true
+					}
 				}
-			}
-			return false
+				return false
+			})
+			return err
 		})
-		return err
-	})
-	rec := s.stopLoad()
+		rec = s.stopLoad()
+	} else {
+		// Held for the activator's --request-timeout, minutes (held since
+		// the load started, before the pod ran): the load stops with them
+		// held, and cancels them.
+		s.waitHeld(time.Time{})
+		rec = s.stopLoadWithin(time.Second)
+	}
 	s.within("gate metrics", func(ctx context.Context) error {
-		n, err := lab.GateRequests(ctx, pod.Status.PodIP)
+		n, err := s.w.PodHTTP().GateRequests(ctx, pod.Status.PodIP)
 		if err == nil && n != 0 {
 			t.Errorf("the pod's gate proxied %v requests, want 0", n)
 		}
 		return err
 	})
-	s.waitService("test-probe", corev1.ConditionUnknown, "RevisionMissing") // never was ready
+	s.waitService("test-probe", lab.NeverServed) // never was ready
 	s.stop()
 
 	if ok := len(rec.Requests) - len(rec.Failures()); ok != 0 {
 		t.Errorf("%d requests were served, want none", ok)
 	}
 	for _, q := range rec.Failures() {
-		if q.Status != 504 || !strings.HasPrefix(q.Body, "activator request timeout") {
-			t.Errorf("want only held requests timing out, got %s", q.Format(s.tl.Origin()))
+		timedOut := q.Status == 504 && strings.HasPrefix(q.Body, "activator request timeout")
+		cancelled := !s.w.TimesOutHeldRequests() && q.Status == 0 && strings.Contains(q.Err, context.Canceled.Error())
+		if !timedOut && !cancelled {
+			t.Errorf("want only held requests timing out (or cancelled by the stop, on a cluster), got %s", q.Format(s.tl.Origin()))
 		}
 	}
 	if len(rec.Requests) == 0 {
@@ -274,16 +298,20 @@ func TestSeedSidecarNeverReadyGetsNoTraffic(t *testing.T) {
 // stops until the sidecar is ready again (held, none fails), then resumes.
 func TestSeedSidecarTurnsUnreadyStopsTraffic(t *testing.T) {
 	t.Parallel()
+	seedSidecarTurnsUnready(t, local{"127.0.77.0/24"})
+}
+
+func seedSidecarTurnsUnready(t *testing.T, where place) {
 	m := example(t, "multi-container-readiness")
 	if err := m.SetPodSpec("timeoutSeconds", 30); err != nil {
 		t.Fatal(err)
 	}
-	s := startScenario(t, "127.0.77.0/24", "test-probe.default.example.com", write(t, m, "multi-readiness.yaml"))
+	s := startScenario(t, where, m, "test-probe", 1)
 	pod := s.waitReady("test-probe")
 	s.startLoad()
 	s.waitOK(50)
 
-	out := s.outAndBack("test-probe", pod.Status.PodIP, 8090, lab.ToggleReady)
+	out := s.outAndBack("test-probe", pod, 8090, lab.ToggleReady, "second-container")
 	rec := s.stopLoad()
 	s.stop()
 
@@ -297,20 +325,25 @@ func TestSeedSidecarTurnsUnreadyStopsTraffic(t *testing.T) {
 // resumes it.
 func TestSeedSidecarExecReadinessAcceptedAndEnforced(t *testing.T) {
 	t.Parallel()
+	seedSidecarExecReadiness(t, local{"127.0.78.0/24"})
+}
+
+func seedSidecarExecReadiness(t *testing.T, where place) {
 	validate(t, filepath.Join("..", "examples", "sidecar-exec-readiness.yaml"))
 	execFile := filepath.Join(t.TempDir(), "sidecar-ready")
 	m := example(t, "sidecar-exec-readiness", "/tmp/podgate-example-sidecar-ready", execFile)
 	if err := m.SetPodSpec("timeoutSeconds", 30); err != nil {
 		t.Fatal(err)
 	}
-	file := write(t, m, "sidecar-exec.yaml")
-	validate(t, file)
-	s := startScenario(t, "127.0.78.0/24", "sidecar-exec.default.example.com", file)
+	validate(t, write(t, m, "sidecar-exec.yaml"))
+	// Accepted where it runs too: podgate run's check, or the cluster's
+	// admission (podgate's validating webhook) at kubectl apply.
+	s := startScenario(t, where, m, "sidecar-exec", 1)
 	pod := s.waitReady("sidecar-exec")
 	s.startLoad()
 	s.waitOK(50)
 
-	out := s.outAndBack("sidecar-exec", pod.Status.PodIP, 8090, lab.ToggleExec)
+	out := s.outAndBack("sidecar-exec", pod, 8090, lab.ToggleExec, "sidecar")
 	rec := s.stopLoad()
 	s.stop()
 

@@ -14,7 +14,7 @@ import (
 // WaitPod polls the pods until one matches and returns it. match returns
 // an error describing why a pod does not match, or nil when it does; the
 // last reasons are part of the timeout error.
-func WaitPod(ctx context.Context, c *apiclient.Client, what string, match func(*corev1.Pod) error) (*corev1.Pod, error) {
+func WaitPod(ctx context.Context, c PodLister, what string, match func(*corev1.Pod) error) (*corev1.Pod, error) {
 	var found *corev1.Pod
 	err := Poll(ctx, PollInterval, "pod "+what, func(ctx context.Context) (bool, error) {
 		list, err := c.ListPods(ctx, apiclient.ListOptions{})
@@ -112,13 +112,13 @@ func Restarted(container string, before int32) func(*corev1.Pod) error {
 
 // WaitRestart waits until the pod's container restarted more than before
 // times and runs again.
-func WaitRestart(ctx context.Context, c *apiclient.Client, pod, container string, before int32) (*corev1.Pod, error) {
+func WaitRestart(ctx context.Context, c PodLister, pod, container string, before int32) (*corev1.Pod, error) {
 	return WaitPod(ctx, c, fmt.Sprintf("%s container %s restarted (restartCount > %d)", pod, container, before),
 		Named(pod, Restarted(container, before)))
 }
 
 // WaitPodGone waits until no pod called name is listed any more.
-func WaitPodGone(ctx context.Context, c *apiclient.Client, name string) error {
+func WaitPodGone(ctx context.Context, c PodLister, name string) error {
 	return Poll(ctx, PollInterval, "pod "+name+" gone", func(ctx context.Context) (bool, error) {
 		list, err := c.ListPods(ctx, apiclient.ListOptions{})
 		if err != nil {

@@ -125,6 +125,10 @@ func InheritedListeners() (map[string]net.Listener, error) {
 type Forwarder struct {
 	// Target is host:port, dialed once per accepted connection.
 	Target string
+	// Pick, when set, chooses the target of each accepted connection
+	// instead of Target (a Service's ready endpoints, say); an error
+	// closes the connection.
+	Pick func() (string, error)
 	// DialTimeout bounds each dial; 0 means 10 s.
 	DialTimeout time.Duration
 	// Log receives a line per failed dial; nil discards them.
@@ -211,11 +215,21 @@ func (f *Forwarder) pipe(ctx context.Context, c net.Conn, track func(net.Conn) b
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
+	target := f.Target
+	if f.Pick != nil {
+		var err error
+		if target, err = f.Pick(); err != nil {
+			if f.Log != nil {
+				f.Log.Warn("forward: no target", "from", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+	}
 	d := net.Dialer{Timeout: timeout}
-	up, err := d.DialContext(ctx, "tcp", f.Target)
+	up, err := d.DialContext(ctx, "tcp", target)
 	if err != nil {
 		if f.Log != nil {
-			f.Log.Warn("forward: dial failed", "from", c.RemoteAddr().String(), "target", f.Target, "err", err)
+			f.Log.Warn("forward: dial failed", "from", c.RemoteAddr().String(), "target", target, "err", err)
 		}
 		return
 	}

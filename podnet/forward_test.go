@@ -280,6 +280,63 @@ func TestForwarderLogsAFailedDialAndClosesTheClient(t *testing.T) {
 	}
 }
 
+func TestForwarderPicksATargetPerConnection(t *testing.T) {
+	t.Parallel()
+	var backs []string
+	for _, name := range []string{"a", "b"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, name)
+				_ = c.Close()
+			}
+		}()
+		backs = append(backs, ln.Addr().String())
+	}
+	front, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	picks := []error{nil, nil, errors.New("no ready endpoint")}
+	n := 0
+	var logs syncBuffer
+	fw := &Forwarder{Log: slog.New(slog.NewTextHandler(&logs, nil)), Pick: func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		i := n
+		n++
+		return backs[i%2], picks[i%3]
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fw.Serve(ctx, front) }()
+	defer func() { cancel(); <-done }()
+	for _, want := range []string{"a", "b", ""} {
+		c, err := net.Dial("tcp", front.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		got, err := io.ReadAll(c)
+		_ = c.Close()
+		if string(got) != want || (err != nil && !errors.Is(err, unix.ECONNRESET)) {
+			t.Errorf("connection read %q, %v; want %q", got, err, want)
+		}
+	}
+	if !strings.Contains(logs.String(), "no ready endpoint") {
+		t.Errorf("log %q: want the failed pick", logs.String())
+	}
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

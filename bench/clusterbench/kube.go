@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,6 +86,15 @@ func waitNodeReady(ctx context.Context, dir string, exited <-chan error) (*clien
 		return false, errors.New("no Ready node")
 	})
 	return c, err
+}
+
+// waitFrontDoor waits until cluster up's log says where its front door
+// is: podgate is installed, the webhook and the activator ready.
+func waitFrontDoor(ctx context.Context, log string, exited <-chan error) error {
+	return poll(ctx, "front door ready", exited, func() (bool, error) {
+		b, err := os.ReadFile(log)
+		return err == nil && strings.Contains(string(b), "podgate: front door on http://"), err
+	})
 }
 
 // deployAndWait creates a Service and a Deployment of 2 test-app replicas

@@ -5,6 +5,9 @@
 //   - cluster up → node Ready: from the start of the process until the
 //     API server, through the host's loopback forward, shows the Node
 //     Ready (the control plane's start dominates);
+//   - cluster up → front door ready: until cluster up printed its front
+//     door (podgate's image built, deploy/base applied, the webhook and
+//     the activator ready); not with -no-install;
 //   - Deployment of 2 replicas → 2 ready endpoints: from the create call
 //     until the EndpointSlice of its Service (written by the real
 //     EndpointSlice controller) has both pods ready, at their pod IPs;
@@ -15,6 +18,7 @@
 //
 //	go run ./bench/clusterbench
 //	go run ./bench/clusterbench -runs 5
+//	go run ./bench/clusterbench -no-install   # the bare cluster
 package main
 
 import (
@@ -36,14 +40,15 @@ import (
 const waitLimit = 3 * time.Minute
 
 type options struct {
-	runs    int
-	podgate string
-	keep    bool
+	runs      int
+	podgate   string
+	keep      bool
+	noInstall bool
 }
 
 // result is one run's figures.
 type result struct {
-	nodeReady, endpointsReady, stop time.Duration
+	nodeReady, frontDoor, endpointsReady, stop time.Duration
 }
 
 func main() {
@@ -51,6 +56,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "clusters started, one after the other")
 	flag.StringVar(&o.podgate, "podgate", "", "use this podgate binary instead of building one")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binary, cluster directories and logs)")
+	flag.BoolVar(&o.noInstall, "no-install", false, "bare clusters (cluster up --no-install): no podgate image, webhook, activator or front door")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -82,12 +88,12 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("%s, %s, load %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), m, m.Loadavg)
 	var results []result
 	for i := range o.runs {
-		r, err := oneRun(ctx, o.podgate, filepath.Join(tmp, fmt.Sprintf("run%d", i+1)), fmt.Sprintf("10.250.%d.0/24", 200+i%50))
+		r, err := oneRun(ctx, o, filepath.Join(tmp, fmt.Sprintf("run%d", i+1)), fmt.Sprintf("10.250.%d.0/24", 200+i%50))
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
-		fmt.Printf("run %d: cluster up → node Ready %s, Deployment of 2 → 2 ready endpoints %s, SIGINT → exit %s\n",
-			i+1, ms(r.nodeReady), ms(r.endpointsReady), ms(r.stop))
+		fmt.Printf("run %d: cluster up → node Ready %s, → front door ready %s, Deployment of 2 → 2 ready endpoints %s, SIGINT → exit %s\n",
+			i+1, ms(r.nodeReady), ms(r.frontDoor), ms(r.endpointsReady), ms(r.stop))
 		results = append(results, r)
 	}
 	pick := func(f func(result) time.Duration) time.Duration {
@@ -100,13 +106,16 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("\nmedian of %d (load %s at the end):\n", len(results), benchenv.ReadLoadavg())
 	fmt.Printf("| step | median |\n|---|---|\n")
 	fmt.Printf("| `cluster up` → node Ready | %s |\n", ms(pick(func(r result) time.Duration { return r.nodeReady })))
+	if !o.noInstall {
+		fmt.Printf("| `cluster up` → front door ready (podgate installed) | %s |\n", ms(pick(func(r result) time.Duration { return r.frontDoor })))
+	}
 	fmt.Printf("| Deployment of 2 replicas → 2 ready endpoints | %s |\n", ms(pick(func(r result) time.Duration { return r.endpointsReady })))
 	fmt.Printf("| Ctrl-C → `cluster up` exited, nothing left | %s |\n", ms(pick(func(r result) time.Duration { return r.stop })))
 	return nil
 }
 
 // oneRun starts a cluster in dir, measures, and stops it.
-func oneRun(ctx context.Context, podgate, dir, cidr string) (result, error) {
+func oneRun(ctx context.Context, o options, dir, cidr string) (result, error) {
 	var r result
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return r, err
@@ -116,7 +125,11 @@ func oneRun(ctx context.Context, podgate, dir, cidr string) (result, error) {
 		return r, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(podgate, "cluster", "up", "--dir", dir, "--pod-cidr", cidr, "--listen", "127.0.0.1:0")
+	args := []string{"cluster", "up", "--dir", dir, "--pod-cidr", cidr, "--listen", "127.0.0.1:0", "--front-door", "127.0.0.1:0"}
+	if o.noInstall {
+		args = append(args, "--no-install")
+	}
+	cmd := exec.Command(o.podgate, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	begin := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -136,6 +149,12 @@ func oneRun(ctx context.Context, podgate, dir, cidr string) (result, error) {
 		return r, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
 	r.nodeReady = time.Since(begin)
+	if !o.noInstall {
+		if err := waitFrontDoor(ctx, logf.Name(), exited); err != nil {
+			return r, fmt.Errorf("%w (log: %s)", err, logf.Name())
+		}
+		r.frontDoor = time.Since(begin)
+	}
 	if r.endpointsReady, err = c.deployAndWait(ctx, cidr); err != nil {
 		return r, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/bench/internal/benchenv"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/wire"
 )
@@ -15,39 +15,9 @@ import (
 // host routes the front door to the benchmark's service.
 const host = "bench.default.example.com"
 
-// pathResult is one path's figures over all rounds.
-type pathResult struct {
-	name     string
-	ok, fail int
-	window   time.Duration
-	lat      []time.Duration // of the 2xx responses, sorted
-}
-
-func (r *pathResult) add(rec *lab.Recording, window time.Duration) {
-	r.window += window
-	for _, q := range rec.Requests {
-		if q.OK() {
-			r.ok++
-			r.lat = append(r.lat, q.Duration)
-		} else {
-			r.fail++
-		}
-	}
-}
-
-func (r *pathResult) rate() float64 { return float64(r.ok+r.fail) / r.window.Seconds() }
-
-func (r *pathResult) pct(q float64) time.Duration {
-	if len(r.lat) == 0 {
-		return 0
-	}
-	i := int(q * float64(len(r.lat)-1))
-	return r.lat[i]
-}
-
 type throughput struct {
 	conns int
-	paths []*pathResult // front door, gate alone
+	paths []*benchenv.Path // front door, gate alone
 }
 
 // measureThroughput runs one pod and loads it in turns through the front
@@ -59,10 +29,10 @@ func measureThroughput(ctx context.Context, bin, manifest string, o options) (*t
 	}
 	defer p.Stop(30 * time.Second)
 
-	door := &pathResult{name: "front door (activator + gate)"}
-	gate := &pathResult{name: "gate alone"}
+	door := &benchenv.Path{Name: "front door (activator + gate)"}
+	gate := &benchenv.Path{Name: "gate alone"}
 	paths := []struct {
-		res       *pathResult
+		res       *benchenv.Path
 		url, host string
 	}{
 		{door, p.FrontDoorURL(), host},
@@ -71,47 +41,27 @@ func measureThroughput(ctx context.Context, bin, manifest string, o options) (*t
 	for round := 0; round <= o.rounds; round++ {
 		for _, path := range paths {
 			// Round 0 warms both paths up and is not counted.
-			rec, window, err := closedLoop(ctx, path.url, path.host, o.conns, o.duration)
+			rec, window, err := benchenv.ClosedLoop(ctx, path.url, path.host, o.conns, o.duration)
 			if err != nil {
 				return nil, err
 			}
 			if round > 0 {
-				path.res.add(rec, window)
+				path.res.Add(rec, window)
 			}
 		}
 	}
-	for _, r := range []*pathResult{door, gate} {
-		slices.Sort(r.lat)
-	}
-	return &throughput{conns: o.conns, paths: []*pathResult{door, gate}}, nil
-}
-
-// closedLoop sends as fast as conns connections allow for d.
-func closedLoop(ctx context.Context, url, host string, conns int, d time.Duration) (*lab.Recording, time.Duration, error) {
-	load, err := lab.StartLoad(lab.LoadConfig{URL: url, Host: host, Workers: conns, Rate: 1e9, Timeout: 30 * time.Second})
-	if err != nil {
-		return nil, 0, err
-	}
-	start := time.Now()
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rec := load.Stop(stopCtx)
-	return rec, time.Since(start), ctx.Err()
+	return &throughput{conns: o.conns, paths: []*benchenv.Path{door, gate}}, nil
 }
 
 func (t *throughput) print() {
 	fmt.Printf("throughput, %d keep-alive connections, closed loop\n", t.conns)
 	fmt.Printf("  %-32s %10s %8s %10s %10s %10s\n", "path", "req/s", "failed", "p50", "p90", "p99")
 	for _, r := range t.paths {
-		fmt.Printf("  %-32s %10.0f %8d %10s %10s %10s\n", r.name, r.rate(), r.fail, ms(r.pct(0.5)), ms(r.pct(0.9)), ms(r.pct(0.99)))
+		fmt.Printf("  %-32s %10.0f %8d %10s %10s %10s\n", r.Name, r.Rate(), r.Fail, ms(r.Pct(0.5)), ms(r.Pct(0.9)), ms(r.Pct(0.99)))
 	}
-	if g := t.paths[1]; g.rate() > 0 {
+	if g := t.paths[1]; g.Rate() > 0 {
 		fmt.Printf("  front door / gate alone: %.2f of the throughput, p99 %+.2f ms\n",
-			t.paths[0].rate()/g.rate(), float64(t.paths[0].pct(0.99)-g.pct(0.99))/float64(time.Millisecond))
+			t.paths[0].Rate()/g.Rate(), float64(t.paths[0].Pct(0.99)-g.Pct(0.99))/float64(time.Millisecond))
 	}
 }
 

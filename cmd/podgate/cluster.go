@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/cluster"
+	"github.com/podgate/podgate/cluster/install"
 )
 
 func init() { register(newClusterCmd) }
@@ -30,8 +31,8 @@ Needs root. See docs/kubernetes.md.`,
 func newClusterUpCmd() *cobra.Command {
 	var cfg cluster.Config
 	cmd := &cobra.Command{
-		Use:   "up [--dir DIR] [--pod-cidr CIDR] [--listen 127.0.0.1:PORT]",
-		Short: "Start a cluster and run it in the foreground until Ctrl-C",
+		Use:   "up [--dir DIR] [--pod-cidr CIDR] [--listen 127.0.0.1:PORT] [--front-door 127.0.0.1:PORT] [--no-install]",
+		Short: "Start a cluster with podgate installed and run it in the foreground until Ctrl-C",
 		Long: `Start a cluster: the control plane's binaries (a cold build takes 5 to 15
 minutes, then a cache hit), a network namespace with the bridge podgate0
 (the pod CIDR's first address is the node's), the control plane, the node,
@@ -41,6 +42,13 @@ Ready, DIR/kubeconfig holds the admin's credential:
   export KUBECONFIG=DIR/kubeconfig
   kubectl get nodes
 
+Then it installs podgate, as kubectl apply -k deploy/base would on any
+cluster: podgate's image (this podgate, a static binary, in an OCI layout
+in DIR/image that the node runs images from), the webhook and the
+activator started from it, and prints the front door once both are
+ready: --front-door on the host, forwarded to the activator's pods.
+--no-install starts a bare cluster.
+
 Ctrl-C stops everything: the node first (its pods terminate gracefully; a
 second Ctrl-C kills them at once, a third kills everything), the control
 plane, the network. After a crash: podgate cluster down --dir DIR.
@@ -49,8 +57,8 @@ Limits: no kube-proxy (ClusterIPs do not route; pods reach the API server
 at the node's address), no kubelet API (no kubectl logs or exec), volumes
 are ignored.
 
-Exit status: 0 after a clean stop, 1 a failed start or a cluster that
-ended on its own, 2 usage error.`,
+Exit status: 0 after a clean stop, 1 a failed start or install or a
+cluster that ended on its own, 2 usage error.`,
 		Example: `  sudo podgate cluster up --dir /tmp/c1 --listen 127.0.0.1:6443`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,6 +79,9 @@ ended on its own, 2 usage error.`,
 	f.StringVar(&cfg.Listen, "listen", cluster.DefaultListen, "host loopback address of the API server (port 0: a free one)")
 	f.StringVar(&cfg.NodeName, "name", cluster.DefaultNodeName, "the node's name")
 	f.StringArrayVar(&cfg.Images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
+	f.BoolVar(&cfg.NoInstall, "no-install", false, "a bare cluster: no podgate image, webhook, activator or front door")
+	f.StringVar(&cfg.FrontDoor, "front-door", cluster.DefaultFrontDoor, "host loopback address of the front door, forwarded to the activator (port 0: a free one)")
+	f.DurationVar(&cfg.InstallTimeout, "install-timeout", install.DefaultTimeout, "how long the webhook and the activator may take to be ready once applied")
 	return cmd
 }
 

@@ -93,13 +93,15 @@ func ModuleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(gomod))), nil
 }
 
-// BuildPodgate builds the podgate command of this module into dir.
+// BuildPodgate builds the podgate command of this module into dir,
+// static (CGO_ENABLED=0) as scripts/image.sh builds it: `podgate cluster
+// up` puts this very binary into its image.
 func BuildPodgate(ctx context.Context, dir string) (string, error) {
 	return build(ctx, dir, "podgate")
 }
 
 // BuildGate builds podgate-gate, the gate alone (what runs in every pod
-// on a cluster), into dir.
+// on a cluster), into dir, static as its image holds it.
 func BuildGate(ctx context.Context, dir string) (string, error) {
 	return build(ctx, dir, "podgate-gate")
 }
@@ -110,8 +112,9 @@ func build(ctx context.Context, dir, command string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, command)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+command)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/"+command)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/%s: %w", command, err)
 	}

@@ -1,0 +1,239 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podgate/podgate/deploy"
+)
+
+// DefaultTimeout bounds the install: the apply, the pods of the webhook
+// and the activator started from podgate's image, both ready.
+const DefaultTimeout = 3 * time.Minute
+
+// poll is how often Apply's wait asks the API server.
+const poll = 100 * time.Millisecond
+
+// Options is an Apply.
+type Options struct {
+	// Dir receives deploy/base and the overlay (replaced if there).
+	Dir string
+	// Kubeconfig is the admin's, Kubectl the cluster's kubectl.
+	Kubeconfig, Kubectl string
+	// Image is podgate's image by digest (Image.Ref).
+	Image string
+	// Timeout bounds the wait for readiness (default DefaultTimeout).
+	Timeout time.Duration
+}
+
+// overlay is the kustomization cluster up applies: deploy/base (copied
+// beside it from the binary) with podgate's image by digest, one replica
+// of each part (one node), the webhook injecting gates of that image,
+// and readiness probed every second instead of every 5 s: a part's first
+// probe comes as it starts, before it listens, so the period is what the
+// install waits for.
+const overlay = `# Written by podgate cluster up: deploy/base with podgate's image by
+# digest (built from the podgate that started the cluster, in the OCI
+# layout the node runs images from), one replica of each part on this one
+# node, the gates the webhook injects of the same image, and readiness
+# probed every second (ready a probe period after the start).
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- base
+images:
+- name: %[1]s
+  digest: %[2]s
+replicas:
+- name: %[3]s
+  count: 1
+- name: %[4]s
+  count: 1
+patches:
+- target:
+    kind: Deployment
+    name: %[3]s
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --gate-image=%[1]s@%[2]s
+- target:
+    kind: Deployment
+    name: (%[3]s|%[4]s)
+  patch: |-
+    - op: replace
+      path: /spec/template/spec/containers/0/readinessProbe/periodSeconds
+      value: 1
+`
+
+// writeOverlay writes deploy/base and the overlay into dir, replacing
+// what a previous cluster left there.
+func writeOverlay(dir, digest string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	err := fs.WalkDir(deploy.Base, "base", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := fs.ReadFile(deploy.Base, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("write deploy/base to %s: %w", dir, err)
+	}
+	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator)
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
+}
+
+// Apply applies the overlay for opts.Image with kubectl (its kustomize
+// is `kubectl apply -k`'s) and waits until the webhook and the activator
+// are ready and their Services have a ready endpoint: the webhook then
+// answers the API server (the pods that opted in can be created), and
+// the front door reaches an activator.
+func Apply(ctx context.Context, opts Options) error {
+	_, digest, ok := strings.Cut(opts.Image, "@")
+	if !ok {
+		return fmt.Errorf("podgate's image %q: no digest", opts.Image)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if err := writeOverlay(opts.Dir, digest); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, opts.Kubectl, "--kubeconfig", opts.Kubeconfig, "apply", "-k", opts.Dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubectl apply -k %s: %w\n%s", opts.Dir, err, out.String())
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	for {
+		why := notReady(waitCtx, cs)
+		if why == "" {
+			return nil
+		}
+		select {
+		case <-waitCtx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("podgate applied (%s) but not ready within %s: %s", opts.Dir, opts.Timeout, why)
+		case <-time.After(poll):
+		}
+	}
+}
+
+// notReady says what of the install is not ready yet, "" once all is.
+func notReady(ctx context.Context, cs kubernetes.Interface) string {
+	var why []string
+	for _, name := range []string{deploy.Webhook, deploy.Activator} {
+		d, err := cs.AppsV1().Deployments(deploy.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		if w := deploymentNotReady(d); w != "" {
+			why = append(why, fmt.Sprintf("Deployment %s: %s%s", name, w, podsSay(ctx, cs, d)))
+			continue
+		}
+		if !hasReadyEndpoint(ctx, cs, name) {
+			why = append(why, fmt.Sprintf("Service %s: no ready endpoint", name))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+func deploymentNotReady(d *appsv1.Deployment) string {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	st := d.Status
+	if st.ObservedGeneration < d.Generation || st.UpdatedReplicas != want || st.ReadyReplicas != want || st.Replicas != want {
+		return fmt.Sprintf("%d of %d replicas ready (%d updated, %d in all)", st.ReadyReplicas, want, st.UpdatedReplicas, st.Replicas)
+	}
+	return ""
+}
+
+// podsSay is what the Deployment's pods report, for the error of an
+// install that timed out: their phase and whatever their containers wait
+// for.
+func podsSay(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment) string {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return ""
+	}
+	pods, err := cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil || len(pods.Items) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, p := range pods.Items {
+		s := fmt.Sprintf("%s %s", p.Name, p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil {
+				s += fmt.Sprintf(", %s waiting: %s %s", c.Name, w.Reason, w.Message)
+			}
+			if !c.Ready && c.State.Running != nil {
+				s += ", " + c.Name + " running, not ready"
+			}
+		}
+		parts = append(parts, s)
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// hasReadyEndpoint reports whether Service name of podgate's namespace
+// has a ready endpoint.
+func hasReadyEndpoint(ctx context.Context, cs kubernetes.Interface, name string) bool {
+	slices, err := cs.DiscoveryV1().EndpointSlices(deploy.Namespace).List(ctx,
+		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		return false
+	}
+	for _, s := range slices.Items {
+		for _, ep := range s.Endpoints {
+			if endpointReady(ep) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// endpointReady is the EndpointSlice API's rule: a missing ready
+// condition counts as ready.
+func endpointReady(ep discoveryv1.Endpoint) bool {
+	return ep.Conditions.Ready == nil || *ep.Conditions.Ready
+}

@@ -1,0 +1,15 @@
+// Package install is podgate installed on the cluster `podgate cluster
+// up` starts, as `kubectl apply -k deploy/base` installs it on any
+// cluster:
+//
+//   - BuildImage puts a static podgate into an OCI image, in a layout
+//     the node runs images from (podgate itself when it is a static
+//     binary; else one built from the source tree with CGO_ENABLED=0);
+//   - Apply applies deploy/base (embedded in the binary, package deploy)
+//     with that image by digest through a kustomize overlay, with the
+//     cluster's kubectl, and waits until the webhook and the activator
+//     are ready;
+//   - ServeFrontDoor, in the cluster's network namespace, forwards the
+//     host's front door to the activator's ready endpoints, as
+//     kube-proxy would route its Service (there is none).
+package install

@@ -1,0 +1,283 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/podgate/podgate/cluster/install"
+	"github.com/podgate/podgate/deploy"
+	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/ociimage"
+	"github.com/podgate/podgate/wire"
+)
+
+// frontDoorGet sends GET / with host to the front door.
+func (u *upProcess) frontDoorGet(host string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, u.frontDoor+"/", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Host = host
+	c := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: time.Minute}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b)), err
+}
+
+// cmdlines are the command lines of the cluster's processes.
+func (u *upProcess) cmdlines() [][]string {
+	var out [][]string
+	for _, pid := range SessionMembers(u.rec.Pid) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil {
+			out = append(out, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"))
+		}
+	}
+	return out
+}
+
+// namespace creates namespace name with labels and waits for its default
+// ServiceAccount.
+func (u *upProcess) namespace(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if _, err := u.client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitLimit, "the default ServiceAccount of "+name, func() (bool, string) {
+		_, err := u.client.CoreV1().ServiceAccounts(name).Get(t.Context(), "default", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// kubectl runs the cluster's kubectl with its kubeconfig.
+func (u *upProcess) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, err := k8sbin.Path(k8sbin.Kubectl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, append([]string{"--kubeconfig", filepath.Join(u.dir, KubeconfigFile)}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestClusterUpInstallsPodgate(t *testing.T) {
+	u := startInstalled(t, "10.250.5.0/24")
+	t.Logf("cluster up to front door ready: %s by its own count, %s after the start as the test saw it",
+		u.upToDoor, time.Since(u.began).Round(time.Millisecond))
+	ctx := t.Context()
+
+	t.Run("the webhook and the activator run podgate's own binary, from the image the node finds in the cluster's layout", func(t *testing.T) {
+		_, digest, err := ociimage.Build(podgateBin, install.ImageTag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := deploy.Image + "@" + digest.String()
+		for _, name := range []string{deploy.Webhook, deploy.Activator} {
+			d, err := u.client.AppsV1().Deployments(deploy.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			if c.Image != want || len(c.Command) != 0 {
+				t.Errorf("%s runs image %q, command %q; want %s and the image's entrypoint", name, c.Image, c.Command, want)
+			}
+		}
+		// The processes: the image's entrypoint, extracted into the
+		// cluster's directory, with the Deployments' args.
+		cache := filepath.Join(u.dir, imageCacheDir) + "/"
+		found := map[string]bool{}
+		for _, argv := range u.cmdlines() {
+			if len(argv) > 1 && strings.HasPrefix(argv[0], cache) && strings.HasSuffix(argv[0], ociimage.BinaryPath) {
+				found[argv[1]] = true
+			}
+		}
+		if !found["webhook"] || !found["activator"] {
+			t.Errorf("processes run from %s: %v; want podgate webhook and podgate activator", cache, found)
+		}
+	})
+
+	t.Run("an unknown host gets the activator's 404 through the front door", func(t *testing.T) {
+		code, body, err := u.frontDoorGet("nope.shop.example.com")
+		if err != nil || code != http.StatusNotFound || !strings.Contains(body, `no Service "nope" with endpoints in namespace "shop"`) {
+			t.Errorf("front door: %d %q %v; want the activator's 404", code, body, err)
+		}
+	})
+
+	t.Run("an opted-in Deployment gets the gate and is served through the front door", func(t *testing.T) {
+		u.namespace(t, "shop", map[string]string{"podgate.dev/inject": "enabled"})
+		u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", "shop", "--clusterrole=podgate:gate", "--serviceaccount=shop:default")
+		dep := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](2),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: testappSpec(false)},
+			},
+		}
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(wire.GatePort)}}},
+		}
+		if _, err := u.client.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		created := time.Now()
+		if _, err := u.client.AppsV1().Deployments("shop").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var pods []corev1.Pod
+		eventually(t, waitLimit, "two ready pods of web, gated", func() (bool, string) {
+			list, err := u.client.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			if err != nil {
+				return false, err.Error()
+			}
+			pods = list.Items
+			var why []string
+			for _, p := range pods {
+				if ok, w := ready(&p); !ok {
+					why = append(why, p.Name+": "+w)
+				}
+			}
+			return len(pods) == 2 && len(why) == 0, fmt.Sprintf("%d pods %v", len(pods), why)
+		})
+		t.Logf("2 gated pods ready %s after the Deployment was created", time.Since(created).Round(time.Millisecond))
+		for _, p := range pods {
+			gated := false
+			for _, g := range p.Spec.ReadinessGates {
+				gated = gated || g.ConditionType == wire.ContainersReadyCondition
+			}
+			if wire.GateContainer(&p.Spec) == nil || !gated {
+				t.Errorf("pod %s: gate container %v, readiness gate %v; want both injected", p.Name, wire.GateContainer(&p.Spec) != nil, gated)
+			}
+		}
+		seen := map[string]int{}
+		eventually(t, waitLimit, "both pods answering through the front door", func() (bool, string) {
+			code, body, err := u.frontDoorGet("web.shop.example.com")
+			if err != nil || code != http.StatusOK {
+				return false, fmt.Sprintf("%d %q %v", code, body, err)
+			}
+			seen[body]++
+			return len(seen) == 2, fmt.Sprintf("answers %v", seen)
+		})
+		for body := range seen {
+			if body != pods[0].Name && body != pods[1].Name {
+				t.Errorf("answer %q is no pod of web", body)
+			}
+		}
+	})
+
+	t.Run("a gate writes the status of its own pod only", func(t *testing.T) {
+		testGateOwnPodPolicy(t, u)
+	})
+}
+
+// testGateOwnPodPolicy checks deploy/base's policy podgate-gate-own-pod
+// with tokens the API server binds to pods, as a node asks for them: a
+// gate's token patches its own pod's status, and is refused, with the
+// policy's message, another pod's or with no pod binding; an identity
+// with a wildcard is left alone.
+func testGateOwnPodPolicy(t *testing.T, u *upProcess) {
+	ctx := t.Context()
+	const ns = "policy"
+	u.namespace(t, ns, nil)
+	u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", ns, "--clusterrole=podgate:gate", "--serviceaccount="+ns+":default")
+	if _, err := u.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "admin"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "policy-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "admin", Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]*corev1.Pod{}
+	for name, sa := range map[string]string{"a": "default", "b": "default", "ops": "admin"} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.PodSpec{ServiceAccountName: sa, TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sleep", "600"}}}},
+		}
+		created, err := u.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods[name] = created
+	}
+	// A client with a token of sa, bound to pod (none: nil).
+	as := func(sa string, pod *corev1.Pod) kubernetes.Interface {
+		spec := authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}
+		if pod != nil {
+			spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+		}
+		tok, err := u.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &rest.Config{Host: u.config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: u.config.CAData, CAFile: u.config.CAFile}}
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	patch := func(c kubernetes.Interface, pod string) error {
+		p := fmt.Sprintf(`{"status":{"conditions":[{"type":"example.com/policy-test","status":"True","reason":"By%s"}]}}`, pod)
+		_, err := c.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{}, "status")
+		return err
+	}
+	gateOfA, unbound := as("default", pods["a"]), as("default", nil)
+	// The policy takes effect a moment after it is created: wait until it
+	// refuses what it must, then check the rest.
+	eventually(t, waitLimit, "the policy refusing the gate of pod a a patch of pod b", func() (bool, string) {
+		err := patch(gateOfA, "b")
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "podgate-gate-own-pod"), fmt.Sprint(err)
+	})
+	for _, tc := range []struct {
+		name   string
+		client kubernetes.Interface
+		pod    string
+		want   string // "" allowed, else in the Forbidden message
+	}{
+		{"a gate patches its own pod's status", gateOfA, "a", ""},
+		{"a gate is refused another pod's status, named", gateOfA, "b",
+			"podgate: a gate writes the status of its own pod only; system:serviceaccount:policy:default holds the token of pod a (uid " + string(pods["a"].UID) + "), not one of pod b (uid " + string(pods["b"].UID) + ")"},
+		{"a gate's token bound to no pod is refused", unbound, "a", "holds a token bound to no pod, not one of pod a"},
+		{"an identity with a wildcard is left alone", as("admin", pods["ops"]), "b", ""},
+		{"the admin is left alone", u.client, "b", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := patch(tc.client, tc.pod)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("patch pods/status of %s: %v, want it allowed", tc.pod, err)
+			case tc.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("patch pods/status of %s: %v, want Forbidden: %s", tc.pod, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/podgate/podgate/cluster/install"
+)
+
+// imageBuild is install.BuildImage, run while the control plane starts.
+type imageBuild struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed once img and err are set
+	img    install.Image
+	err    error
+}
+
+func startImageBuild(ctx context.Context, cfg Config) *imageBuild {
+	ctx, cancel := context.WithCancel(ctx)
+	b := &imageBuild{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.img, b.err = install.BuildImage(ctx, filepath.Join(cfg.Dir, imageDir), cfg.Executable)
+	}()
+	return b
+}
+
+// wait ends the build if it still runs and waits for it.
+func (b *imageBuild) wait() {
+	b.cancel()
+	<-b.done
+}
+
+// install installs podgate on the cluster whose node is Ready — its
+// image, deploy/base, the webhook and the activator ready — and says
+// where the front door is. Meanwhile it watches the cluster process, ctx
+// and the signals, as Up does: stopped reports that the cluster was
+// stopped (or failed, or the install did), and Up returns err.
+func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info, image *imageBuild, begin time.Time) (stopped bool, err error) {
+	cfg := h.cfg
+	start := time.Now()
+	fmt.Fprintf(cfg.Stderr, "podgate: installing podgate (deploy/base: the webhook, the activator, the gates' rights) from its image (--no-install: a bare cluster)\n")
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		select {
+		case <-image.done:
+		case <-ictx.Done():
+			done <- ictx.Err()
+			return
+		}
+		if image.err != nil {
+			done <- image.err
+			return
+		}
+		done <- install.Apply(ictx, install.Options{Dir: filepath.Join(cfg.Dir, installDir),
+			Kubeconfig: info.Kubeconfig, Kubectl: info.Kubectl, Image: image.img.Ref, Timeout: cfg.InstallTimeout})
+	}()
+	select {
+	case err = <-done:
+	case <-h.exited:
+		cancel()
+		<-done
+		return true, h.failed("while podgate was being installed")
+	case sig := <-sigs:
+		fmt.Fprintf(cfg.Stderr, "podgate: %s: stopping the cluster (again: kill the pods at once)\n", sig)
+		cancel()
+		<-done
+		return true, h.stop(sigs)
+	}
+	if ctx.Err() != nil {
+		return true, h.stop(sigs)
+	}
+	if err != nil {
+		fmt.Fprintf(cfg.Stderr, "podgate: installing podgate failed; stopping the cluster\n")
+		return true, errors.Join(fmt.Errorf("install podgate: %w", err), h.stop(sigs))
+	}
+	info.FrontDoor, info.Image = h.rec.FrontDoor, image.img.Ref
+	fmt.Fprintf(cfg.Stderr, `podgate: podgate installed in %s: image %s (%s), webhook and activator ready
+podgate: front door on %s (cluster up to front door ready: %s)
+
+Host NAME.NAMESPACE.example.com reaches Service NAME in NAMESPACE through
+podgate's activator. Pods opt in to the gate with the label
+podgate.dev/inject=enabled, on the pod or its namespace; their service
+account needs the gate's rights:
+
+  kubectl label namespace shop podgate.dev/inject=enabled
+  kubectl create rolebinding podgate:gate -n shop --clusterrole=podgate:gate --serviceaccount=shop:default
+  curl -H 'Host: web.shop.example.com' %s/
+`, time.Since(start).Round(100*time.Millisecond), image.img.Ref, image.img.Built,
+		info.FrontDoor, time.Since(begin).Round(100*time.Millisecond), info.FrontDoor)
+	return false, nil
+}
+
+// Lookup describes the cluster running in dir, from its pid file and
+// kubeconfig: for tools that started `podgate cluster up` as a process.
+// It fails with an error wrapping ErrNotRunning when none runs there.
+func Lookup(dir string) (Info, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Info{}, err
+	}
+	rec, err := readPidFile(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return Info{}, fmt.Errorf("%w: %s has no %s", ErrNotRunning, dir, PidFile)
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	if !isRecorded(rec) {
+		return Info{}, fmt.Errorf("%w: the cluster process %d of %s has ended", ErrNotRunning, rec.Pid, dir)
+	}
+	info := Info{Server: rec.Server, Pid: rec.Pid, FrontDoor: rec.FrontDoor}
+	if p := filepath.Join(dir, KubeconfigFile); fileExists(p) {
+		info.Kubeconfig = p
+	}
+	return info, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,26 @@
+// Package deploy holds podgate's kustomize manifests (base, knative,
+// examples) as files for kubectl, and the base also embedded in the
+// binary: `podgate cluster up` installs it on the cluster it starts,
+// wherever the binary runs from, without the source tree.
+package deploy
+
+import "embed"
+
+// Base is deploy/base: the namespace podgate-system and its components
+// (webhook, activator, gate-rbac), under "base/".
+//
+//go:embed base
+var Base embed.FS
+
+// Image is the image every manifest of Base names; an overlay's
+// `images:` entry of this name pins it.
+const Image = "ghcr.io/podgate/podgate"
+
+// Namespace is podgate's own namespace in Base.
+const Namespace = "podgate-system"
+
+// The Deployments and Services of Base, by name.
+const (
+	Webhook   = "podgate-webhook"
+	Activator = "podgate-activator"
+)
