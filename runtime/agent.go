@@ -11,17 +11,21 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/runtime/containerconfig"
 	"github.com/podgate/podgate/runtime/env"
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/loopnet"
+	"github.com/podgate/podgate/runtime/podnetwork"
+	"github.com/podgate/podgate/runtime/podwatch"
+	"github.com/podgate/podgate/runtime/podworkers"
 	"github.com/podgate/podgate/runtime/preflight"
 	"github.com/podgate/podgate/runtime/proc"
 )
@@ -99,32 +103,28 @@ type Options struct {
 // Agent is the node agent. Create it with New: it runs every pod its
 // PodSource reports bound to its node, until Shutdown.
 type Agent struct {
-	opts    Options
-	clock   clock.WithDelayedExecution
-	log     *slog.Logger
-	net     PodNetwork
-	sup     *proc.Supervisor
-	runner  *probe.Runner
-	events  *events.Recorder
-	out     *logbuf.Output
-	owners  loopnet.Owners
-	base    []env.Var
-	workDir string
+	opts   Options
+	clock  clock.WithDelayedExecution
+	log    *slog.Logger
+	net    PodNetwork
+	sup    *proc.Supervisor
+	runner *probe.Runner
+	events *events.Recorder
+	out    *logbuf.Output
+	owners loopnet.Owners
+	// resolver resolves containers as the kubelet does before creating
+	// them: the base environment, the images, the default directory.
+	resolver containerconfig.Resolver
 
 	hostIP string // every pod's status.hostIP
 	// loopback: the default network, whose pods share the host's ports
 	// and have nothing to enter.
 	loopback bool
 
-	podsWG sync.WaitGroup // one per pod worker
-
 	stopWatch context.CancelFunc
-	deletions map[types.UID]int64  // grace periods seen, owned by observe
-	gatesSeen map[types.UID]string // readiness gates' conditions seen, owned by observe
+	seen      *podwatch.Seen // owned by observe
 
-	mu       sync.Mutex
-	pods     map[nsName]*pod
-	stopping bool
+	workers  podworkers.Set[*pod]
 	shutdown sync.Once
 }
 
@@ -137,13 +137,8 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Images.Entrypoints == nil {
-		im, err := images.Default()
-		if err != nil {
-			return nil, err
-		}
-		im.Store = opts.Images.Store
-		opts.Images = im
+	if opts.Images, err = opts.Images.OrDefault(); err != nil {
+		return nil, err
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -180,12 +175,8 @@ func New(opts Options) (*Agent, error) {
 		runner:   opts.Runner,
 		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
 		out:      logbuf.NewOutput(opts.Output),
-		base:     env.Base(opts.Getenv),
-		workDir:  opts.WorkDir,
-		pods:     map[nsName]*pod{},
-
-		deletions: map[types.UID]int64{},
-		gatesSeen: map[types.UID]string{},
+		resolver: containerconfig.Resolver{Base: env.Base(opts.Getenv), Images: opts.Images, WorkDir: opts.WorkDir},
+		seen:     podwatch.New(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopWatch = cancel
@@ -219,11 +210,8 @@ func podNetwork(opts *Options) (PodNetwork, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loopback{n}, nil
+	return podnetwork.Loopback(n), nil
 }
-
-// nsName keys the agent's pods.
-type nsName struct{ namespace, name string }
 
 func defaultNodeName() string {
 	h, err := os.Hostname()
@@ -243,9 +231,11 @@ func defaultNodeName() string {
 // the workload and the field path.
 func (a *Agent) Check(ws []*podspec.Workload) error {
 	return preflight.Check(ws, preflight.Options{
-		Containers: a.checkWorkload,
-		Capacity:   a.net.Capacity,
-		Replicas:   a.opts.Replicas,
+		Containers: func(w *podspec.Workload) field.ErrorList {
+			return a.resolver.Workload(w, a.opts.NodeName, a.hostIP)
+		},
+		Capacity: a.net.Capacity,
+		Replicas: a.opts.Replicas,
 	})
 }
 
@@ -256,63 +246,17 @@ func (a *Agent) Check(ws []*podspec.Workload) error {
 func (a *Agent) Shutdown(ctx context.Context) error {
 	var err error
 	a.shutdown.Do(func() {
-		a.mu.Lock()
-		a.stopping = true
-		a.mu.Unlock()
-		// No pod starts any more (observe): these are all.
-		for _, p := range a.allPods() {
-			p.post(evStop{})
-		}
-		done := make(chan struct{})
-		go func() { a.podsWG.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			err = fmt.Errorf("graceful shutdown: %w; killing what is left", ctx.Err())
-			for _, p := range a.allPods() {
-				p.post(evForce{})
-			}
-			<-done
-		}
+		// No pod starts any more (observe): Drain waits for all.
+		err = a.workers.Drain(ctx)
 		a.stopWatch()
 		a.sup.Close()
 	})
 	return err
 }
 
-func (a *Agent) allPods() []*pod {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]*pod, 0, len(a.pods))
-	for _, p := range a.pods {
-		out = append(out, p)
-	}
-	return out
-}
-
-func (a *Agent) addPod(p *pod) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.stopping {
-		return false
-	}
-	a.pods[nsName{p.namespace, p.name}] = p
-	a.podsWG.Add(1)
-	return true
-}
-
-func (a *Agent) removePod(p *pod) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.pods[nsName{p.namespace, p.name}] == p {
-		delete(a.pods, nsName{p.namespace, p.name})
-	}
-}
-
+// pod is the worker of a pod the agent runs, or nil.
 func (a *Agent) pod(namespace, name string) *pod {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.pods[nsName{namespace, name}]
+	return a.workers.Get(podworkers.Key{Namespace: namespace, Name: name})
 }
 
 // NodeName is the node the agent runs pods of.

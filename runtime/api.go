@@ -24,15 +24,5 @@ func (a *Agent) Logs(ctx context.Context, namespace, name string, opts corev1.Po
 	if err != nil {
 		return nil, err
 	}
-	c := p.byName[cname]
-	p.logMu.Lock()
-	buf := c.logs
-	if opts.Previous {
-		buf = c.prev
-	}
-	p.logMu.Unlock()
-	if buf == nil {
-		return nil, podlogs.Unavailable(name, c.name, opts.Previous)
-	}
-	return buf.Reader(ctx, podlogs.ReadOptions(opts, a.clock.Now())), nil
+	return podlogs.Read(ctx, name, cname, &p.byName[cname].output, opts, a.clock.Now())
 }

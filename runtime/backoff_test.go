@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podgate/podgate/runtime/events"
 )
 
 // barrier waits until the pod worker has handled everything queued so far
@@ -68,7 +70,7 @@ spec:
 	if lt := containerStatus(p, "c").LastTerminationState.Terminated; lt == nil || lt.ExitCode != 1 || lt.Reason != "Error" {
 		t.Errorf("lastState = %+v, want terminated with exit code 1, reason Error", lt)
 	}
-	h.waitEvent("crash", ReasonBackOff, fmt.Sprintf("Back-off restarting failed container c in pod crash_default(%s)", p.UID))
+	h.waitEvent("crash", events.ReasonBackOff, fmt.Sprintf("Back-off restarting failed container c in pod crash_default(%s)", p.UID))
 
 	wantRestarts := int32(1)
 	for _, delay := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second, 300 * time.Second} {
@@ -105,7 +107,7 @@ spec:
 	h.waitPod("crash", "restarted at once after a long run, then backing off 10s", func(p *corev1.Pod) bool {
 		return restarts(p, "c") == wantRestarts && crashLooping("10s")(p)
 	})
-	if n := h.events("crash", ReasonBackOff); len(n) != 1 || n[0].Count < 8 {
+	if n := h.events("crash", events.ReasonBackOff); len(n) != 1 || n[0].Count < 8 {
 		t.Errorf("BackOff events = %+v, want one event counted at least 8 times", n)
 	}
 }

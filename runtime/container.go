@@ -6,14 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/runtime/backoff"
-	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/containerconfig"
 	"github.com/podgate/podgate/runtime/kill"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/runtime/restart"
 )
 
 // ContainerIDPrefix is the runtime part of containerID: podgate://<id>.
@@ -25,15 +24,12 @@ const ContainerIDPrefix = "podgate://"
 type container struct {
 	name    string
 	spec    *corev1.Container
-	path    *field.Path
 	init    bool // in spec.initContainers
 	sidecar bool // an init container with restartPolicy Always
 
-	env   *env.List
-	argv  []string
-	dir   string
-	exec  probe.Executor  // runs its exec probes and hooks
-	setup field.ErrorList // why it cannot be started, if anything
+	// cfg is what it runs with (Exec runs its exec probes and hooks;
+	// Errs: why it cannot be started, if anything).
+	cfg containerconfig.Config
 
 	// The current instance.
 	id        string
@@ -46,17 +42,10 @@ type container struct {
 	ready     bool
 	started   bool
 
-	// History.
-	created      bool // an instance has existed
-	restartCount int32
-	logs, prev   *logbuf.Buffer
-	terminated   *corev1.ContainerStateTerminated // the current state, when it is that
-	lastState    corev1.ContainerState
-	waiting      *corev1.ContainerStateWaiting // CrashLoopBackOff while backing off
-	backoff      backoff.CrashLoop
-	notBefore    time.Time // no restart before this
-	succeeded    bool      // a regular init container that exited 0
-	done         bool      // will not be started again
+	// History: the instances' output kept (Logs reads it from other
+	// goroutines), their restarts and states.
+	output logbuf.Kept
+	hist   restart.History
 }
 
 // probeTarget is where this container's probes aim.
@@ -66,8 +55,19 @@ func (c *container) probeTarget(podIP string) probe.Target {
 		Ports: c.spec.Ports,
 		// docs/facts.md §1: only static values take part in $(VAR) expansion.
 		Env:  c.spec.Env,
-		Exec: c.exec,
+		Exec: c.cfg.Exec,
 	}
+}
+
+// kind is where c is in the spec, as the restart rule sees it.
+func (c *container) kind() restart.Kind {
+	switch {
+	case c.sidecar:
+		return restart.Sidecar
+	case c.init:
+		return restart.Init
+	}
+	return restart.Main
 }
 
 // fieldPath is the events' fieldPath for the container.

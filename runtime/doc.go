@@ -8,30 +8,41 @@
 //
 // The pieces, each in its own file:
 //
-//   - Agent (agent.go): options, the preflight Check, graceful shutdown;
-//     it implements api.LogSource.
+//   - Agent (agent.go): options, the preflight Check, graceful shutdown
+//     (the drain of its pod workers, runtime/podworkers); it implements
+//     api.LogSource (api.go).
 //   - node.go: the interfaces to the API, and what the agent does with
-//     what it observes: a new pod gets a worker, a deletion (the API's
-//     deletionTimestamp) starts termination, a removal kills at once.
+//     what it observes (runtime/podwatch tells what is news): a new pod
+//     gets a worker, a deletion (the API's deletionTimestamp) starts
+//     termination, a removal kills at once.
 //   - pod (pod*.go): one goroutine per pod, the kubelet's pod worker. It
 //     alone changes the pod's state; process exits, probe results,
-//     timers and deletions reach it through a queue. Init containers run
-//     in order; native sidecars start in order, each gated on its startup
-//     probe, and stop after the main containers in reverse order.
-//   - probes: one prober.Manager per pod over one shared probe.Runner.
-//   - network.go: PodNetwork, each pod's address and the network its
-//     processes start in (containers, exec probes, exec hooks, through
-//     PodNet.Enter); the default is loopback addresses on the host
-//     (ipam.go), where ports.go checks a container's ports before it
-//     starts. Package podnet/nodenet adapts pod network namespaces.
+//     timers and deletions reach it through a queue. It decides by the
+//     clock-free rules of runtime/startorder (init containers in order,
+//     native sidecars each gated on its startup probe), runtime/restart
+//     (restartPolicy, the container's restart history) and
+//     runtime/termination (the shared grace period; sidecars stop after
+//     the main containers, in reverse order), and publishes the status
+//     runtime/podstatus computes.
+//   - probes: one prober.Manager per pod over one shared probe.Runner
+//     (runtime/podprobes wires them).
+//   - network.go: PodNetwork (runtime/podnetwork's contract), each pod's
+//     address and the network its processes start in (containers, exec
+//     probes, exec hooks, through PodNet.Enter); the default is loopback
+//     addresses on the host (runtime/loopnet, which also checks a
+//     container's ports before it starts). Package podnet/nodenet adapts
+//     pod network namespaces.
 //
-// and, each in a subpackage of its own, what the pod worker uses:
-// runtime/proc (a process group per container, parent-death signal and a
-// guardian process so nothing outlives podgate), runtime/queue (the pod
-// worker's mailbox), runtime/backoff (CrashLoopBackOff), runtime/events
-// (the event recorder), runtime/logbuf (the output kept for logs),
-// runtime/env (a container's environment), runtime/hooks (preStop
-// handlers) and runtime/images (which program a container runs).
+// The other subpackages are the parts the pod worker uses: runtime/proc (a
+// process group per container, parent-death signal and a guardian process
+// so nothing outlives podgate), runtime/kill (one container's stop
+// sequence), runtime/queue (the pod worker's mailbox), runtime/backoff
+// (CrashLoopBackOff), runtime/events (the event recorder, reasons),
+// runtime/logbuf and runtime/podlogs (the output kept, and read as `kubectl
+// logs` does), runtime/containerconfig with runtime/env and runtime/images
+// (what a container runs with), runtime/hooks (lifecycle handlers),
+// runtime/podsetup (what a node adds to a pod) and runtime/preflight
+// (Check's rules); docs/architecture.md lists each with its job.
 //
 // Where podgate deliberately differs from the kubelet it is in the user's
 // favour and said in docs/running.md; the main one: when a liveness or

@@ -18,6 +18,7 @@ import (
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/wire"
 )
@@ -205,7 +206,7 @@ func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
 	if !sawAppStart {
 		t.Error("no pod version showed the app started")
 	}
-	for _, e := range h.events("web", ReasonUnhealthy) {
+	for _, e := range h.events("web", events.ReasonUnhealthy) {
 		switch {
 		case strings.Contains(e.Message, ":8022"):
 			t.Errorf("a probe failed against the gate: %s: %s", e.InvolvedObject.FieldPath, e.Message)
@@ -275,12 +276,12 @@ func TestRoutedProbesRecordWhatDirectProbesRecord(t *testing.T) {
 	for _, want := range []struct {
 		container, reason, message string
 	}{
-		{"web", ReasonProbeWarning, "Startup probe warning: " + redirectBody},
-		{"web", ReasonProbeWarning, "Liveness probe warning: " + redirectBody},
-		{"unready", ReasonUnhealthy, "Liveness probe failed: HTTP probe failed with statuscode: 503"},
-		{"sick", ReasonUnhealthy, "Liveness probe failed: HTTP probe failed with statuscode: 500"},
-		{"grpc", ReasonUnhealthy, `Liveness probe failed: service unhealthy (responded with "NOT_SERVING")`},
-		{"closed", ReasonUnhealthy, "Liveness probe failed: dial tcp POD:8099: connect: connection refused"},
+		{"web", events.ReasonProbeWarning, "Startup probe warning: " + redirectBody},
+		{"web", events.ReasonProbeWarning, "Liveness probe warning: " + redirectBody},
+		{"unready", events.ReasonUnhealthy, "Liveness probe failed: HTTP probe failed with statuscode: 503"},
+		{"sick", events.ReasonUnhealthy, "Liveness probe failed: HTTP probe failed with statuscode: 500"},
+		{"grpc", events.ReasonUnhealthy, `Liveness probe failed: service unhealthy (responded with "NOT_SERVING")`},
+		{"closed", events.ReasonUnhealthy, "Liveness probe failed: dial tcp POD:8099: connect: connection refused"},
 	} {
 		for _, p := range []*corev1.Pod{direct, routed} {
 			msg := strings.ReplaceAll(want.message, "POD", p.Status.PodIP)
@@ -301,7 +302,7 @@ func TestRoutedProbesRecordWhatDirectProbesRecord(t *testing.T) {
 		seen[normalize(direct, e)] = true
 	}
 	for _, e := range h.events("routed", "") {
-		if e.Reason != ReasonUnhealthy && e.Reason != ReasonProbeWarning {
+		if e.Reason != events.ReasonUnhealthy && e.Reason != events.ReasonProbeWarning {
 			continue
 		}
 		if strings.Contains(e.InvolvedObject.FieldPath, wire.GateContainerName) {
@@ -414,7 +415,7 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 `), inject.Options{})
 	p := h.waitPod("drain", "ready", podReady)
 	gateUnready := func() int32 {
-		return h.eventCount("drain", ReasonUnhealthy, "Readiness probe failed") // only the gate has a readiness probe
+		return h.eventCount("drain", events.ReasonUnhealthy, "Readiness probe failed") // only the gate has a readiness probe
 	}
 	unreadyBefore, logBefore := gateUnready(), len(h.logs.String())
 	if err := h.pods.DeletePod(context.Background(), "default", "drain", metav1.DeleteOptions{}); err != nil {
@@ -453,7 +454,7 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 	}
 	h.waitGone("drain")
 	// The gate stopped last: its Killing event is the last one.
-	kills := h.events("drain", ReasonKilling)
+	kills := h.events("drain", events.ReasonKilling)
 	if len(kills) != 2 || kills[1].InvolvedObject.FieldPath != "spec.initContainers{podgate}" {
 		var order []string
 		for _, k := range kills {

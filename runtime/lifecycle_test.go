@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/localcluster"
+	"github.com/podgate/podgate/runtime/events"
 )
 
 func readLines(t *testing.T, path string) []string {
@@ -49,7 +50,7 @@ func TestInitContainersRunInOrder(t *testing.T) {
 	if s := conditionStatus(p, corev1.PodInitialized); s != corev1.ConditionTrue {
 		t.Errorf("Initialized = %s, want True", s)
 	}
-	if ev := h.waitEvent("init", ReasonStarted, "Started container one"); ev.InvolvedObject.FieldPath != "spec.initContainers{one}" {
+	if ev := h.waitEvent("init", events.ReasonStarted, "Started container one"); ev.InvolvedObject.FieldPath != "spec.initContainers{one}" {
 		t.Errorf("fieldPath = %q, want spec.initContainers{one}", ev.InvolvedObject.FieldPath)
 	}
 }
@@ -96,7 +97,7 @@ func TestFailingInitContainer(t *testing.T) {
 		if n := restarts(p, "setup"); n != 0 {
 			t.Errorf("setup restarted %d times, want 0", n)
 		}
-		if n := len(h.events("init", ReasonStarted)); n != 1 {
+		if n := len(h.events("init", events.ReasonStarted)); n != 1 {
 			t.Errorf("%d Started events, want 1 (main never starts)", n)
 		}
 	})
@@ -209,7 +210,7 @@ func TestSidecarStartWaitsForItsStartupProbe(t *testing.T) {
   containers:
   - {name: main, image: busybox, command: ["/bin/sh", "-c", "sleep 600"]}
 `, dir)))
-	h.waitEventCount("sc", ReasonUnhealthy, "Startup probe failed", 2)
+	h.waitEventCount("sc", events.ReasonUnhealthy, "Startup probe failed", 2)
 	p := h.current("sc")
 	if w := containerStatus(p, "main").State.Waiting; w == nil || w.Reason != "PodInitializing" {
 		t.Fatalf("main = %+v before the sidecar started, want waiting PodInitializing", containerStatus(p, "main").State)

@@ -12,6 +12,7 @@ import (
 	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/runtime/loopnet"
+	"github.com/podgate/podgate/runtime/podnetwork"
 )
 
 func TestNetworkOptions(t *testing.T) {
@@ -29,9 +30,9 @@ func TestNetworkOptions(t *testing.T) {
 		wantHostIP string
 	}{
 		{"the loopback network by default, the host at 127.0.0.1", Options{}, "", HostIP},
-		{"a network of the caller's with its host IP", Options{Network: loopback{pool}, HostIP: netip.MustParseAddr("10.244.0.1")}, "", "10.244.0.1"},
-		{"a network of the caller's needs the host IP", Options{Network: loopback{pool}}, "Options.HostIP is required with Options.Network", ""},
-		{"a network of the caller's has its own range", Options{Network: loopback{pool}, HostIP: netip.MustParseAddr("10.244.0.1"), PodCIDR: "127.0.1.0/24"}, "Options.PodCIDR is the loopback network's", ""},
+		{"a network of the caller's with its host IP", Options{Network: podnetwork.Loopback(pool), HostIP: netip.MustParseAddr("10.244.0.1")}, "", "10.244.0.1"},
+		{"a network of the caller's needs the host IP", Options{Network: podnetwork.Loopback(pool)}, "Options.HostIP is required with Options.Network", ""},
+		{"a network of the caller's has its own range", Options{Network: podnetwork.Loopback(pool), HostIP: netip.MustParseAddr("10.244.0.1"), PodCIDR: "127.0.1.0/24"}, "Options.PodCIDR is the loopback network's", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.opts
@@ -57,13 +58,13 @@ func TestNetworkOptions(t *testing.T) {
 // countingNetwork is the loopback network, seen as a network of the
 // caller's: it counts what the agent asks of it.
 type countingNetwork struct {
-	loopback
+	PodNetwork
 	adds, enters, closes atomic.Int32
 }
 
 func (n *countingNetwork) Add(key string) (PodNet, error) {
 	n.adds.Add(1)
-	p, err := n.loopback.Add(key)
+	p, err := n.PodNetwork.Add(key)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func TestAPodsProcessesStartThroughItsNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &countingNetwork{loopback: loopback{pool}}
+	n := &countingNetwork{PodNetwork: podnetwork.Loopback(pool)}
 	h := newHarness(t, func(o *Options) {
 		o.Network, o.HostIP, o.PodCIDR = n, netip.MustParseAddr("127.0.0.1"), ""
 	})

@@ -7,7 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/runtime/podstatus"
+	"github.com/podgate/podgate/runtime/podwatch"
 )
 
 // PodSource is how the agent learns what the API did to the pods bound to
@@ -45,11 +45,12 @@ type EventWriter interface {
 	DeleteEvent(namespace, name string) error
 }
 
-// observe turns what the API did to a pod into the pod worker's events.
-// It runs on the PodSource's goroutine only, which owns a.deletions.
+// observe turns what the API did to a pod into the pod worker's events
+// (package podwatch: only news is passed on). It runs on the PodSource's
+// goroutine only, which owns a.seen.
 func (a *Agent) observe(obj *corev1.Pod, gone bool) {
 	if gone {
-		a.forgetGates(obj.UID)
+		a.seen.Gone(obj.UID)
 	}
 	p := a.pod(obj.Namespace, obj.Name)
 	if p == nil && !gone {
@@ -59,44 +60,26 @@ func (a *Agent) observe(obj *corev1.Pod, gone bool) {
 	if p == nil || p.uid != obj.UID {
 		return
 	}
-	if !gone {
-		a.noteGateConditions(p, obj)
-	}
-	switch {
-	case gone:
+	if gone {
 		// Removed before it stopped (grace period 0): kill what runs.
-		delete(a.deletions, obj.UID)
 		p.post(evForce{})
-	case obj.DeletionTimestamp != nil:
-		grace := int64(30)
-		if g := obj.DeletionGracePeriodSeconds; g != nil {
-			grace = *g
-		}
-		// Every status write comes back as a change: only a new (or a
-		// shorter) deletion is news.
-		if prev, ok := a.deletions[obj.UID]; ok && prev <= grace {
-			return
-		}
-		a.deletions[obj.UID] = grace
+		return
+	}
+	if conds, ok := a.seen.GateConditions(obj); ok {
+		p.post(evConditions{conds: conds})
+	}
+	if grace, ok := a.seen.Deletion(obj); ok {
 		p.post(evDelete{grace: &grace})
 	}
 }
 
-// admit starts the worker of a pod the agent does not run: a new one, or
-// one that finished (Succeeded or Failed), which only waits to be removed
-// once deleted.
+// admit starts the worker of a pod the agent does not run, or removes
+// one that has nothing to stop (podwatch.Admit).
 func (a *Agent) admit(obj *corev1.Pod) {
-	switch obj.Status.Phase {
-	case corev1.PodSucceeded, corev1.PodFailed:
-		if obj.DeletionTimestamp != nil {
-			if err := a.opts.Pods.RemovePod(obj.Namespace, obj.Name, obj.UID); err != nil && !apierrors.IsNotFound(err) {
-				a.log.Warn("remove pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
-			}
-		}
+	switch podwatch.Admit(obj) {
+	case podwatch.Leave:
 		return
-	}
-	if obj.DeletionTimestamp != nil {
-		// Deleted before it ever ran here: nothing to stop.
+	case podwatch.Remove:
 		if err := a.opts.Pods.RemovePod(obj.Namespace, obj.Name, obj.UID); err != nil && !apierrors.IsNotFound(err) {
 			a.log.Warn("remove pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
 		}
@@ -107,8 +90,8 @@ func (a *Agent) admit(obj *corev1.Pod) {
 		a.log.Error("admit pod", "pod", obj.Namespace+"/"+obj.Name, "err", err)
 		return
 	}
-	a.gatesSeen[obj.UID] = podstatus.GatesKey(obj)
-	if !a.addPod(p) {
+	a.seen.Admitted(obj)
+	if !a.workers.Add(p.key(), p) {
 		p.mgr.Stop() // shutting down
 		p.closeNet()
 		return

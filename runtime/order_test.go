@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/podgate/podgate/runtime/events"
 )
 
 // storeSnapshot is what the store showed when SIGTERM reached the
@@ -105,7 +107,7 @@ func TestNotReadyBeforeTheKill(t *testing.T) {
 	}
 
 	h.restarted("order", "c", 1)
-	notReady, sliceNotReady, killing := rec.firstNotReady("order"), rec.firstSliceNotReady("order"), rec.firstEvent("order", ReasonKilling)
+	notReady, sliceNotReady, killing := rec.firstNotReady("order"), rec.firstSliceNotReady("order"), rec.firstEvent("order", events.ReasonKilling)
 	if !(notReady > 0 && notReady < sliceNotReady && sliceNotReady < killing) {
 		t.Errorf("write order (resourceVersion): pod Ready=False %d, endpoint ready=false %d, Killing event %d; want strictly increasing", notReady, sliceNotReady, killing)
 	}
@@ -126,7 +128,7 @@ func (h *harness) snapshot(pod string) storeSnapshot {
 	if ep := endpointOf(h.slice(pod), pod); ep != nil {
 		s.endpointReady, s.serving = ep.Conditions.Ready, ep.Conditions.Serving
 	}
-	s.killingEvents = len(h.events(pod, ReasonKilling))
+	s.killingEvents = len(h.events(pod, events.ReasonKilling))
 	return s
 }
 

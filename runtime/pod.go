@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -11,12 +10,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/runtime/podworkers"
 	"github.com/podgate/podgate/runtime/proc"
 	"github.com/podgate/podgate/runtime/queue"
+	"github.com/podgate/podgate/runtime/startorder"
+	"github.com/podgate/podgate/runtime/termination"
 )
 
 // podEvent is what reaches a pod worker through its queue.
@@ -40,6 +41,9 @@ type (
 	evStop struct{}
 	// evForce: kill every process at once.
 	evForce struct{}
+	// evConditions: the conditions the pod's readiness gates name changed
+	// on the API's pod (their values now; a gate without one is absent).
+	evConditions struct{ conds []corev1.PodCondition }
 	// evBarrier: closed once everything queued before it was handled and
 	// the result published (tests step a fake clock, then wait on it).
 	evBarrier struct{ done chan struct{} }
@@ -63,7 +67,6 @@ type pod struct {
 	mgr             *prober.Manager
 	q               *queue.Queue[podEvent]
 	tasks           sync.WaitGroup // process waiters and killers
-	exited          chan struct{}  // closed when the worker has ended
 	timers          []interface{ Stop() bool }
 
 	prepared      bool               // extras.Prepare succeeded: containers may start
@@ -73,26 +76,29 @@ type pod struct {
 	initialized bool
 	conditions  map[corev1.PodConditionType]corev1.PodCondition
 	// gateConds are the conditions others wrote on the API's pod that its
-	// readiness gates name (readiness_gates.go).
+	// readiness gates name (the gate's wire.ContainersReadyCondition, a
+	// load balancer controller's): the pod is Ready only once every one
+	// of them is True, as the kubelet decides (package podstatus). The
+	// agent learns of them through its PodSource, as the kubelet through
+	// its pod watch (package podwatch tells a change), and publishes Ready
+	// again as soon as one changes, without waiting for a probe.
 	gateConds []corev1.PodCondition
 
-	terminating   bool // deletion or agent shutdown
-	removeAtEnd   bool // delete from the store once everything stopped
-	deletionTime  time.Time
-	deletionGrace int64
-	graceDeadline time.Time
-	forced        bool
-	completing    bool // every main container finished for good (or an init container failed)
-	failedInit    bool
-	finished      bool
-	acks          []chan struct{}
-
-	// logMu guards the containers' log buffer pointers, which Logs reads
-	// from other goroutines.
-	logMu sync.Mutex
+	term        termination.State // deletion, agent shutdown, completion
+	removeAtEnd bool              // delete from the store once everything stopped
+	failedInit  bool
+	finished    bool
+	acks        []chan struct{}
 }
 
 func (p *pod) post(ev podEvent) { p.q.Push(ev) }
+
+// Stop and Force are what the agent's drain asks of the worker
+// (podworkers.Worker).
+func (p *pod) Stop()  { p.post(evStop{}) }
+func (p *pod) Force() { p.post(evForce{}) }
+
+func (p *pod) key() podworkers.Key { return podworkers.Key{Namespace: p.namespace, Name: p.name} }
 
 func (p *pod) ref() events.Object {
 	return events.Object{Namespace: p.namespace, Name: p.name, UID: p.uid}
@@ -106,18 +112,9 @@ func (p *pod) record(c *container, eventType, reason, message string) {
 	p.a.events.Record(p.ref(), events.Event{FieldPath: fp, Type: eventType, Reason: reason, Message: message, Component: events.ComponentKubelet})
 }
 
-// podGrace is the pod's terminationGracePeriodSeconds (default 30).
-func (p *pod) podGrace() time.Duration {
-	if g := p.obj.Spec.TerminationGracePeriodSeconds; g != nil {
-		return time.Duration(*g) * time.Second
-	}
-	return 30 * time.Second
-}
-
 // run is the pod worker's loop: take what happened, decide, publish.
 func (p *pod) run() {
-	defer p.a.podsWG.Done()
-	defer close(p.exited)
+	defer p.a.workers.Done()
 	for {
 		<-p.q.Wake()
 		for _, ev := range p.q.Take() {
@@ -166,87 +163,64 @@ func (p *pod) handle(ev podEvent) {
 // goroutines and report back through the queue.
 func (p *pod) sync() {
 	switch {
-	case p.terminating:
+	case p.term.Terminating:
 		p.syncTermination()
 		return
-	case p.completing:
-		p.syncSidecarShutdown()
+	case p.term.Completed:
+		p.stopNext()
 		return
 	}
 	if !p.prepared {
 		return
 	}
 	now := p.a.clock.Now()
-	if !p.initialized {
-		if !p.syncInit(now) {
-			return
-		}
-		p.initialized = true
+	all := p.containers()
+	step := startorder.Next(startView(all), p.initialized)
+	if step.InitFailed {
+		// A regular init container failed with restartPolicy Never: the
+		// pod has failed; its sidecars go.
+		p.failedInit = true
+		p.term.Complete(now, termination.PodGrace(&p.obj.Spec))
+		p.stopNext()
+		return
 	}
-	for _, c := range p.mains {
-		if !c.running && !c.done {
-			p.maybeStart(c, now)
-		}
+	for _, i := range step.Start {
+		p.maybeStart(all[i], now)
 	}
-	for _, c := range p.inits {
-		if c.sidecar && !c.running && !c.done {
-			p.maybeStart(c, now)
-		}
+	if !step.Initialized {
+		return
 	}
-	if p.allMainsDone() {
+	p.initialized = true
+	// Asked after the starts: one that failed at once may have finished
+	// the pod.
+	if startorder.Complete(startView(all)) {
 		// Every main container finished and none restarts (restartPolicy
 		// Never or OnFailure): the pod is complete; its sidecars go.
-		p.completing = true
-		p.graceDeadline = now.Add(p.podGrace())
-		p.syncSidecarShutdown()
+		p.term.Complete(now, termination.PodGrace(&p.obj.Spec))
+		p.stopNext()
 	}
 }
 
-// syncInit runs the init containers in order. A regular one must exit 0
-// before the next starts; a native sidecar must be Started (its startup
-// probe passed, or running when it has none). It reports whether all are
-// done.
-func (p *pod) syncInit(now time.Time) bool {
-	for _, c := range p.inits {
-		switch {
-		case c.sidecar && c.running:
-			if !c.started {
-				return false
-			}
-			continue
-		case c.succeeded:
-			continue
-		case c.running:
-			return false
-		case c.done:
-			// A regular init container failed with restartPolicy Never:
-			// the pod has failed.
-			p.failedInit = true
-			p.completing = true
-			p.graceDeadline = now.Add(p.podGrace())
-			p.syncSidecarShutdown()
-			return false
-		default:
-			p.maybeStart(c, now)
-			return false
-		}
-	}
-	return true
+// containers are the pod's containers in spec order: init containers,
+// then containers.
+func (p *pod) containers() []*container {
+	return append(append([]*container{}, p.inits...), p.mains...)
 }
 
-func (p *pod) allMainsDone() bool {
-	for _, c := range p.mains {
-		if c.running || !c.done {
-			return false
-		}
+// startView is what the start order knows of cs.
+func startView(cs []*container) []startorder.Container {
+	out := make([]startorder.Container, len(cs))
+	for i, c := range cs {
+		out[i] = startorder.Container{Init: c.init, Sidecar: c.sidecar, Running: c.running,
+			Started: c.started, Succeeded: c.hist.Succeeded, Done: c.hist.Done}
 	}
-	return len(p.mains) > 0
+	return out
 }
 
 // maybeStart starts c unless it is backing off; the timer set when it
 // died brings the worker back in time.
 func (p *pod) maybeStart(c *container, now time.Time) {
-	if c.blocked() || now.Before(c.notBefore) {
+	if c.cfg.Blocked() || now.Before(c.hist.NotBefore) {
 		return
 	}
 	p.startContainer(c)
@@ -279,7 +253,7 @@ func (p *pod) finish() {
 		}
 	}
 	p.closeNet()
-	p.a.removePod(p)
+	p.a.workers.Remove(p.key(), p)
 }
 
 // containerNames lists the containers' names for messages.
@@ -289,15 +263,4 @@ func containerNames(cs []*container) []string {
 		out[i] = c.name
 	}
 	return out
-}
-
-// blocked reports a container that cannot be started at all (its
-// environment could not be resolved); it waits as CreateContainerConfigError.
-func (c *container) blocked() bool { return len(c.setup) > 0 }
-
-func setupMessage(errs field.ErrorList) string {
-	if len(errs) == 1 {
-		return errs[0].Error()
-	}
-	return fmt.Sprint(errs.ToAggregate())
 }

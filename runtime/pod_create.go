@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/env"
@@ -30,7 +29,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	p := &pod{
 		a:         a,
 		namespace: obj.Namespace, name: obj.Name, uid: obj.UID,
-		ip: ip, net: pn, obj: obj.DeepCopy(), q: queue.New[podEvent](), exited: make(chan struct{}),
+		ip: ip, net: pn, obj: obj.DeepCopy(), q: queue.New[podEvent](),
 		conditions: map[corev1.PodConditionType]corev1.PodCondition{},
 		qos:        obj.Status.QOSClass,
 		injected:   podprobes.HasGate(&obj.Spec),
@@ -51,27 +50,18 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 		NodeName: a.opts.NodeName, ServiceAccount: obj.Spec.ServiceAccountName,
 		PodIP: ip.String(), HostIP: a.hostIP,
 	}
-	p.inits, p.mains, _ = a.prepareContainers(field.NewPath("spec"), &p.obj.Spec, info, p.extras.Env, p.enter())
+	p.inits, p.mains = a.newContainers(&p.obj.Spec, info, p.extras.Env, p.enter())
 	p.byName = map[string]*container{}
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
 		p.byName[c.name] = c
 		probes = append(probes, podprobes.Of(c.spec, c.probeTarget(ip.String()), p.injected, a.runner.Run)...)
 	}
-	onProbe := a.opts.OnProbe
-	mgr, err := prober.NewManager(probes, prober.Options{
-		Clock:        a.clock,
-		EveryAttempt: onProbe != nil,
-		OnUpdate: func(u prober.Update) {
-			if onProbe != nil {
-				onProbe(p.namespace, p.name, u)
-				if u.Type == prober.Attempted {
-					return // for the recording only: the pod acts on the others
-				}
-			}
-			p.post(evProbe{u})
-		},
-	})
+	var record func(prober.Update)
+	if onProbe := a.opts.OnProbe; onProbe != nil {
+		record = func(u prober.Update) { onProbe(p.namespace, p.name, u) }
+	}
+	mgr, err := podprobes.NewManager(probes, a.clock, func(u prober.Update) { p.post(evProbe{u}) }, record)
 	if err != nil {
 		// Validation should have caught it; the pod cannot run.
 		p.closeNet()

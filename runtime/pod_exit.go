@@ -1,16 +1,14 @@
 package runtime
 
 import (
-	"fmt"
-	"strings"
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/prober"
 	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/runtime/restart"
+	"github.com/podgate/podgate/runtime/termination"
 )
 
 // onExit handles the end of a container instance.
@@ -20,7 +18,7 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 	}
 	now := metav1.NewTime(p.a.clock.Now())
 	p.a.owners.Remove(c.proc.Pid)
-	c.logs.End()
+	c.output.Get(false).End()
 	probeKill := c.kill != nil && c.kill.Probe
 	c.running, c.proc, c.kill, c.ready, c.started = false, nil, nil, false, false
 	p.mgr.ContainerStopped(c.name, id)
@@ -37,50 +35,17 @@ func (p *pod) onExit(c *container, id string, exit proc.Exit) {
 	}, probeKill)
 }
 
-// afterTermination decides what follows an instance's end: a restart (at
-// once, or after the CrashLoopBackOff delay) or nothing more.
+// afterTermination decides what follows an instance's end (package
+// restart): a restart (at once, or after the CrashLoopBackOff delay) or
+// nothing more.
 func (p *pod) afterTermination(c *container, term corev1.ContainerStateTerminated, probeKill bool) {
-	if p.terminating || p.completing || !p.shouldRestart(c, term.ExitCode, probeKill) {
-		c.terminated = &term
-		c.done = true
-		c.succeeded = c.init && !c.sidecar && term.ExitCode == 0
-		return
+	restarts := !p.term.Ending() && restart.Should(p.obj.Spec.RestartPolicy, c.kind(), term.ExitCode, probeKill)
+	who := restart.Who{Pod: p.name, Namespace: p.namespace, UID: p.uid, Container: c.name}
+	if event := c.hist.End(term, c.kind(), restarts, who); event != "" {
+		p.record(c, corev1.EventTypeWarning, events.ReasonBackOff, event)
 	}
-	c.lastState = corev1.ContainerState{Terminated: &term}
-	c.terminated = nil
-	delay := c.backoff.Next(term.StartedAt.Time, term.FinishedAt.Time)
-	c.notBefore = term.FinishedAt.Add(delay)
-	if delay > 0 {
-		podName := fmt.Sprintf("%s_%s(%s)", p.name, p.namespace, p.uid)
-		c.waiting = &corev1.ContainerStateWaiting{
-			Reason:  "CrashLoopBackOff",
-			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.name, podName),
-		}
-		p.record(c, corev1.EventTypeWarning, ReasonBackOff,
-			fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.name, podName))
-	}
-	p.restartDue(c.notBefore)
-}
-
-// shouldRestart applies the restart policy: native sidecars always
-// restart; a regular init container only after a failure, unless Never;
-// a main container per restartPolicy, where a liveness or startup kill
-// counts as a failure whatever the exit code.
-func (p *pod) shouldRestart(c *container, exitCode int32, probeKill bool) bool {
-	policy := p.obj.Spec.RestartPolicy
-	switch {
-	case c.sidecar:
-		return true
-	case c.init:
-		return exitCode != 0 && policy != corev1.RestartPolicyNever
-	}
-	switch policy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0 || probeKill
-	default:
-		return true
+	if restarts {
+		p.restartDue(c.hist.NotBefore)
 	}
 }
 
@@ -92,7 +57,7 @@ func (p *pod) onProbe(u prober.Update) {
 		return // about an instance that is gone
 	}
 	if eventType, reason, message, ok := u.Event(); ok {
-		if p.terminating && u.Kind == prober.Readiness {
+		if p.term.Terminating && u.Kind == prober.Readiness {
 			// A terminating pod fails readiness by design (the gate's
 			// drain answers 503 every period): counted in the event,
 			// logged once; the gate reports the drain's progress.
@@ -102,7 +67,7 @@ func (p *pod) onProbe(u prober.Update) {
 		}
 	}
 	c.ready, c.started = u.Ready, u.Started
-	if !u.Restart || p.terminating || c.kill != nil {
+	if !u.Restart || p.term.Terminating || c.kill != nil {
 		return
 	}
 	// podgate's order (docs/facts.md §3, seed 004): the container is already not
@@ -110,13 +75,6 @@ func (p *pod) onProbe(u prober.Update) {
 	// the Killing event and before the process hears of it. The kubelet
 	// kills first and only updates the endpoint after the restart.
 	p.publish()
-	grace := p.podGrace()
-	if g := u.TerminationGracePeriodSeconds; g != nil {
-		grace = time.Duration(*g) * time.Second
-	}
-	msg := fmt.Sprintf("Container %s failed %s probe", c.name, strings.ToLower(u.Kind.String()))
-	if p.obj.Spec.RestartPolicy != corev1.RestartPolicyNever || c.sidecar {
-		msg += ", will be restarted"
-	}
-	p.startKill(c, grace, msg, true)
+	grace := termination.ProbeKillGrace(&p.obj.Spec, u.TerminationGracePeriodSeconds)
+	p.startKill(c, grace, restart.ProbeKill(c.name, u.Kind.String(), p.obj.Spec.RestartPolicy, c.kind()), true)
 }

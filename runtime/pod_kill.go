@@ -6,104 +6,56 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/hooks"
 	"github.com/podgate/podgate/runtime/kill"
+	"github.com/podgate/podgate/runtime/termination"
 )
 
 // beginTermination starts the pod's graceful termination (deletion or
-// agent shutdown). grace nil means the pod's terminationGracePeriodSeconds;
-// 0 kills at once. A second call may only shorten the grace period, as a
-// second `kubectl delete --grace-period` can.
+// agent shutdown), or shortens it (package termination). grace nil means
+// the pod's terminationGracePeriodSeconds; 0 kills at once.
 func (p *pod) beginTermination(grace *int64, remove bool) {
-	now := p.a.clock.Now()
-	g := p.podGrace()
+	g := termination.PodGrace(&p.obj.Spec)
 	if grace != nil {
 		g = time.Duration(*grace) * time.Second
 	}
 	p.removeAtEnd = p.removeAtEnd || remove
-	deadline := now.Add(g)
-	if p.terminating {
-		if deadline.Before(p.graceDeadline) {
-			p.graceDeadline, p.deletionTime = deadline, deadline
-			p.deletionGrace = int64(g / time.Second)
-		}
-		if g == 0 {
-			p.forced = true
-		}
+	if !p.term.Begin(p.a.clock.Now(), g) {
 		return
 	}
-	p.terminating = true
 	p.stopPrepare()
-	p.forced = g == 0
-	// The API server sets deletionTimestamp to when the grace period ends.
-	p.deletionTime, p.graceDeadline = deadline, deadline
-	p.deletionGrace = int64(g / time.Second)
 	// Liveness and startup stop; readiness keeps probing (docs/facts.md §2).
 	p.mgr.PodTerminating()
 }
 
-// syncTermination stops the main containers (and a running regular init
-// container) together, then the native sidecars one by one in reverse
+// syncTermination stops the pod's containers in package termination's
 // order, then ends the worker.
 func (p *pod) syncTermination() {
-	if p.forced {
+	if p.term.Forced {
 		p.forceAll()
 	}
-	mainsRunning := false
-	for _, c := range p.regularContainers() {
-		if !c.running {
-			continue
-		}
-		mainsRunning = true
-		if c.kill == nil {
-			p.startKill(c, p.remainingGrace(), "Stopping container "+c.name, false)
-		}
-	}
-	if mainsRunning || p.stopNextSidecar() {
-		return
-	}
-	if p.removeAtEnd {
+	if !p.stopNext() && p.removeAtEnd {
 		p.finished = true
 	}
 }
 
-// syncSidecarShutdown stops the sidecars of a pod whose main containers
-// have all finished.
-func (p *pod) syncSidecarShutdown() {
-	p.stopNextSidecar()
-}
-
-// stopNextSidecar kills the last running sidecar, if its turn has come;
-// it reports whether any sidecar still runs.
-func (p *pod) stopNextSidecar() bool {
-	for i := len(p.inits) - 1; i >= 0; i-- {
-		c := p.inits[i]
-		if !c.sidecar || !c.running {
-			continue
-		}
-		if c.kill == nil {
-			p.startKill(c, p.remainingGrace(), "Stopping container "+c.name, false)
-		}
-		return true
+// stopNext starts the kills whose turn has come (termination.Stop) within
+// what is left of the grace period; it reports whether any container
+// still runs. A completed pod has no regular container left running: for
+// it this stops the native sidecars.
+func (p *pod) stopNext() bool {
+	all := p.containers()
+	view := make([]termination.Container, len(all))
+	for i, c := range all {
+		view[i] = termination.Container{Sidecar: c.sidecar, Running: c.running, Stopping: c.kill != nil}
 	}
-	return false
-}
-
-func (p *pod) regularContainers() []*container {
-	out := append([]*container{}, p.mains...)
-	for _, c := range p.inits {
-		if !c.sidecar {
-			out = append(out, c)
-		}
+	stop, running := termination.Stop(view)
+	for _, i := range stop {
+		c := all[i]
+		p.startKill(c, p.term.Remaining(p.a.clock.Now()), "Stopping container "+c.name, false)
 	}
-	return out
-}
-
-func (p *pod) remainingGrace() time.Duration {
-	if d := p.graceDeadline.Sub(p.a.clock.Now()); d > 0 {
-		return d
-	}
-	return 0
+	return running
 }
 
 // forceAll kills every process of the pod at once.
@@ -127,7 +79,7 @@ func (p *pod) forceAll() {
 // A probe's kill first waits for Options.Withdrawal, and records Killing
 // once it begins.
 func (p *pod) startKill(c *container, grace time.Duration, message string, probeKill bool) {
-	if p.forced {
+	if p.term.Forced {
 		p.startKillNow(c)
 		return
 	}
@@ -136,7 +88,7 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 	withdrawal, namespace, name, ip := p.a.opts.Withdrawal, p.namespace, p.name, p.ip
 	holdKill := probeKill && withdrawal != nil
 	if !holdKill {
-		p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+		p.record(c, corev1.EventTypeNormal, events.ReasonKilling, message)
 	}
 	pr := c.proc
 	var hook *corev1.LifecycleHandler
@@ -149,8 +101,8 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 		if holdKill {
 			// The not-ready status is written (onProbe); the endpoint
 			// goes before the kill begins, and Killing says when it does.
-			awaitWithdrawal(withdrawal, k, pr, namespace, name, ip)
-			p.record(c, corev1.EventTypeNormal, ReasonKilling, message)
+			k.Hold(pr, func(ctx context.Context) { withdrawal.WaitWithdrawn(ctx, namespace, name, ip) })
+			p.record(c, corev1.EventTypeNormal, events.ReasonKilling, message)
 		}
 		var preStop func(context.Context)
 		if hook != nil {
@@ -166,7 +118,7 @@ func (p *pod) startKillNow(c *container) {
 	k := kill.New(false)
 	k.Force()
 	c.kill = k
-	p.record(c, corev1.EventTypeNormal, ReasonKilling, "Stopping container "+c.name)
+	p.record(c, corev1.EventTypeNormal, events.ReasonKilling, "Stopping container "+c.name)
 	c.proc.Kill()
 }
 
@@ -176,6 +128,6 @@ func (p *pod) startKillNow(c *container) {
 func (p *pod) runPreStop(ctx context.Context, c *container, h *corev1.LifecycleHandler) {
 	err := hooks.Run(ctx, h, c.probeTarget(p.ip.String()), p.a.clock)
 	if err != nil && ctx.Err() == nil {
-		p.record(c, corev1.EventTypeWarning, ReasonFailedPreStopHook, "PreStopHook failed: "+err.Error())
+		p.record(c, corev1.EventTypeWarning, events.ReasonFailedPreStopHook, "PreStopHook failed: "+err.Error())
 	}
 }

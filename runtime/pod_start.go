@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/images"
 	"github.com/podgate/podgate/runtime/logbuf"
 	"github.com/podgate/podgate/runtime/proc"
@@ -16,18 +17,9 @@ import (
 func (p *pod) startContainer(c *container) {
 	a := p.a
 	now := a.clock.Now()
-	if c.created {
-		c.restartCount++
-	}
-	c.created = true
+	c.hist.Start()
 	c.id = newContainerID()
-	c.waiting = nil
-	if c.terminated != nil {
-		// A finished instance is being replaced: it becomes lastState.
-		c.lastState = corev1.ContainerState{Terminated: c.terminated}
-		c.terminated = nil
-	}
-	p.record(c, corev1.EventTypeNormal, ReasonPulled,
+	p.record(c, corev1.EventTypeNormal, events.ReasonPulled,
 		fmt.Sprintf("Container image %q already present on machine", c.spec.Image))
 
 	if a.loopback {
@@ -38,27 +30,21 @@ func (p *pod) startContainer(c *container) {
 			return
 		}
 	}
-	pathEnv, _ := c.env.Get("PATH")
-	path, err := images.LookPath(c.argv[0], c.dir, pathEnv)
+	pathEnv, _ := c.cfg.Env.Get("PATH")
+	path, err := images.LookPath(c.cfg.Argv[0], c.cfg.Dir, pathEnv)
 	if err != nil {
 		p.startFailed(c, fmt.Errorf("exec: %w", err))
 		return
 	}
 
-	logs := logbuf.New(a.opts.LogBytes)
-	p.logMu.Lock()
-	if c.logs != nil {
-		c.prev = c.logs
-	}
-	c.logs = logs
-	p.logMu.Unlock()
+	logs := c.output.Next(a.opts.LogBytes)
 	prefix := p.name + "/" + c.name + " | "
 	c.stdout = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 	c.stderr = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 
-	p.record(c, corev1.EventTypeNormal, ReasonCreated, "Created container: "+c.name)
+	p.record(c, corev1.EventTypeNormal, events.ReasonCreated, "Created container: "+c.name)
 	pr, err := a.sup.Start(proc.Spec{
-		Path: path, Args: c.argv, Env: c.env.Strings(), Dir: c.dir,
+		Path: path, Args: c.cfg.Argv, Env: c.cfg.Env.Strings(), Dir: c.cfg.Dir,
 		Stdout: c.stdout, Stderr: c.stderr,
 		Enter: p.enter(),
 	})
@@ -69,7 +55,7 @@ func (p *pod) startContainer(c *container) {
 	}
 	a.owners.Add(pr.Pid, fmt.Sprintf("pod %s/%s container %s", p.namespace, p.name, c.name))
 	c.proc, c.running, c.startedAt = pr, true, now
-	p.record(c, corev1.EventTypeNormal, ReasonStarted, "Started container "+c.name)
+	p.record(c, corev1.EventTypeNormal, events.ReasonStarted, "Started container "+c.name)
 	p.mgr.ContainerStarted(c.name, c.id, now)
 	c.started, c.ready = p.mgr.Started(c.name), p.mgr.Ready(c.name)
 
@@ -89,7 +75,7 @@ func (p *pod) startContainer(c *container) {
 // code 128 and reason StartError, and restarts with the usual backoff.
 func (p *pod) startFailed(c *container, err error) {
 	now := metav1.NewTime(p.a.clock.Now())
-	p.record(c, corev1.EventTypeWarning, ReasonFailed, "Error: "+err.Error())
+	p.record(c, corev1.EventTypeWarning, events.ReasonFailed, "Error: "+err.Error())
 	p.a.log.Error("container failed to start", "pod", p.namespace+"/"+p.name, "container", c.name, "err", err)
 	p.afterTermination(c, corev1.ContainerStateTerminated{
 		ExitCode: 128, Reason: "StartError", Message: err.Error(),

@@ -14,10 +14,10 @@ import (
 func (p *pod) publish() {
 	obj := p.obj.DeepCopy()
 	obj.Status = p.buildStatus()
-	if p.terminating {
-		ts := metav1.NewTime(p.deletionTime)
+	if p.term.Terminating {
+		ts := metav1.NewTime(p.term.Deadline)
 		obj.DeletionTimestamp = &ts
-		g := p.deletionGrace
+		g := p.term.Seconds
 		obj.DeletionGracePeriodSeconds = &g
 	}
 	if err := p.a.opts.Pods.UpdatePodStatus(obj); err != nil && !apierrors.IsNotFound(err) {
@@ -32,23 +32,7 @@ func (p *pod) buildStatus() corev1.PodStatus {
 	if p.startTime.IsZero() {
 		p.startTime = now
 	}
-	view := p.statusView()
-	st := corev1.PodStatus{
-		Phase:     podstatus.Phase(view),
-		HostIP:    p.a.hostIP,
-		HostIPs:   []corev1.HostIP{{IP: p.a.hostIP}},
-		PodIP:     p.ip.String(),
-		PodIPs:    []corev1.PodIP{{IP: p.ip.String()}},
-		StartTime: &p.startTime,
-		QOSClass:  p.qos,
-	}
-	for i := range view.Inits {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, podstatus.ContainerStatus(view, &view.Inits[i]))
-	}
-	for i := range view.Mains {
-		st.ContainerStatuses = append(st.ContainerStatuses, podstatus.ContainerStatus(view, &view.Mains[i]))
-	}
-	st.Conditions = podstatus.Conditions(view, st.Phase, p.conditions, now)
+	st := podstatus.Status(p.statusView(), p.conditions, now)
 	for _, c := range st.Conditions {
 		p.conditions[c.Type] = c
 	}
@@ -60,10 +44,14 @@ func (p *pod) statusView() *podstatus.Pod {
 	v := &podstatus.Pod{
 		Initialized:    p.initialized,
 		FailedInit:     p.failedInit,
-		Terminating:    p.terminating,
+		Terminating:    p.term.Terminating,
 		RestartPolicy:  p.obj.Spec.RestartPolicy,
 		ReadinessGates: p.obj.Spec.ReadinessGates,
 		GateConditions: p.gateConds,
+		HostIP:         p.a.hostIP,
+		PodIP:          p.ip.String(),
+		StartTime:      p.startTime,
+		QOSClass:       p.qos,
 	}
 	for _, c := range p.inits {
 		v.Inits = append(v.Inits, c.statusView())
@@ -77,14 +65,14 @@ func (p *pod) statusView() *podstatus.Pod {
 // statusView is what the status says of c.
 func (c *container) statusView() podstatus.Container {
 	v := podstatus.Container{
-		Name: c.name, Image: c.spec.Image, ID: c.containerID(), Created: c.created,
+		Name: c.name, Image: c.spec.Image, ID: c.containerID(), Created: c.hist.Created,
 		Init: c.init, Sidecar: c.sidecar,
 		Running: c.running, StartedAt: c.startedAt, Started: c.started, Ready: c.ready,
-		RestartCount: c.restartCount, LastState: c.lastState, Terminated: c.terminated, Waiting: c.waiting,
-		Succeeded: c.succeeded, Done: c.done,
+		RestartCount: c.hist.RestartCount, LastState: c.hist.LastState, Terminated: c.hist.Terminated, Waiting: c.hist.Waiting,
+		Succeeded: c.hist.Succeeded, Done: c.hist.Done,
 	}
-	if c.blocked() {
-		v.SetupError = setupMessage(c.setup)
+	if c.cfg.Blocked() {
+		v.SetupError = c.cfg.Message()
 	}
 	return v
 }

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/podsetup"
 )
 
@@ -33,7 +34,7 @@ func (p *pod) startPrepare() {
 	p.tasks.Add(1)
 	go func() {
 		defer p.tasks.Done()
-		failed := func(err error) { p.record(nil, corev1.EventTypeWarning, ReasonFailedMount, err.Error()) }
+		failed := func(err error) { p.record(nil, corev1.EventTypeWarning, events.ReasonFailedMount, err.Error()) }
 		if podsetup.Retry(ctx, p.extras.Prepare, p.a.clock, failed) {
 			p.post(evPrepared{})
 		}

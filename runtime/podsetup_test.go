@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/runtime/events"
 )
 
 // setupRecorder is a PodSetup whose Prepare fails a set number of times,
@@ -78,7 +79,7 @@ func TestPodSetupGivesEnvAndHoldsContainersUntilPrepared(t *testing.T) {
 				t.Errorf("Prepare called %d times, want %d", got, tt.failures+1)
 			}
 			if tt.failures > 0 {
-				h.waitEventCount("setup", ReasonFailedMount, "token not issued yet", tt.failures)
+				h.waitEventCount("setup", events.ReasonFailedMount, "token not issued yet", tt.failures)
 			}
 			if p := rec.pod.Load(); p == nil || p.Name != "setup" {
 				t.Errorf("PodSetup got pod %v, want setup", p)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podgate/podgate/runtime/events"
 )
 
 func TestPortConflicts(t *testing.T) {
@@ -34,7 +36,7 @@ func TestPortConflicts(t *testing.T) {
     ports: [{containerPort: 8080}]
 `))
 		want := "port 8080/TCP of pod default/clash container b is already bound by pod default/clash container a"
-		h.waitEvent("clash", ReasonFailed, want)
+		h.waitEvent("clash", events.ReasonFailed, want)
 		p := h.waitPod("clash", "b failed to start", func(p *corev1.Pod) bool {
 			lt := containerStatus(p, "b").LastTerminationState.Terminated
 			return lt != nil && lt.Reason == "StartError"
@@ -58,6 +60,6 @@ func TestPortConflicts(t *testing.T) {
     command: ["/bin/sh", "-c", "sleep 600"]
     ports: [{containerPort: 8080}]
 `))
-		h.waitEvent("clash", ReasonFailed, fmt.Sprintf("port 8080/TCP of pod default/clash container b is already bound by another process (pid %d, ", os.Getpid()))
+		h.waitEvent("clash", events.ReasonFailed, fmt.Sprintf("port 8080/TCP of pod default/clash container b is already bound by another process (pid %d, ", os.Getpid()))
 	})
 }

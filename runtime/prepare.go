@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime/containerconfig"
 	"github.com/podgate/podgate/runtime/env"
 )
@@ -14,49 +13,22 @@ import (
 // "What a pod gets"). $PORT is the control plane's, in the pod spec.
 const EnvPodIP = containerconfig.EnvPodIP
 
-// prepareContainers resolves every container of the pod: the environment
-// (downward API included), the command line with $(VAR) expanded, the
-// working directory. Problems are kept on the container (it then fails to
-// start with CreateContainerConfigError) and returned. enter starts the
-// exec probes and hooks inside the pod's network (nil: as any process).
-func (a *Agent) prepareContainers(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo, extra []env.Var, enter func(func() error) error) ([]*container, []*container, field.ErrorList) {
-	var errs field.ErrorList
-	var inits, mains []*container
-	for i := range spec.InitContainers {
-		c := a.prepareContainer(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, extra, true, enter)
-		errs = append(errs, c.setup...)
-		inits = append(inits, c)
+// newContainers are the pod worker's containers of spec, resolved as
+// the kubelet does before creating them (package containerconfig): the
+// environment (downward API included), the command line with $(VAR)
+// expanded, the working directory. A problem is kept on its container,
+// which then fails to start with CreateContainerConfigError. enter starts
+// the exec probes and hooks inside the pod's network (nil: as any
+// process).
+func (a *Agent) newContainers(spec *corev1.PodSpec, info env.PodInfo, extra []env.Var, enter func(func() error) error) (inits, mains []*container) {
+	initCfgs, mainCfgs, _ := a.resolver.Pod(field.NewPath("spec"), spec, info, extra, enter)
+	for i, cfg := range initCfgs {
+		s := &spec.InitContainers[i]
+		sidecar := s.RestartPolicy != nil && *s.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		inits = append(inits, &container{name: s.Name, spec: s, init: true, sidecar: sidecar, cfg: cfg})
 	}
-	for i := range spec.Containers {
-		c := a.prepareContainer(&spec.Containers[i], specPath.Child("containers").Index(i), info, extra, false, enter)
-		errs = append(errs, c.setup...)
-		mains = append(mains, c)
+	for i, cfg := range mainCfgs {
+		mains = append(mains, &container{name: spec.Containers[i].Name, spec: &spec.Containers[i], cfg: cfg})
 	}
-	return inits, mains, errs
-}
-
-func (a *Agent) prepareContainer(spec *corev1.Container, path *field.Path, info env.PodInfo, extra []env.Var, init bool, enter func(func() error) error) *container {
-	r := containerconfig.Resolver{Base: a.base, Images: a.opts.Images, WorkDir: a.workDir}
-	cfg := r.Resolve(spec, path, info, extra, enter)
-	return &container{
-		name:    spec.Name,
-		spec:    spec,
-		path:    path,
-		init:    init,
-		sidecar: init && spec.RestartPolicy != nil && *spec.RestartPolicy == corev1.ContainerRestartPolicyAlways,
-		env:     cfg.Env,
-		argv:    cfg.Argv,
-		dir:     cfg.Dir,
-		exec:    cfg.Exec,
-		setup:   cfg.Errs,
-	}
-}
-
-// checkWorkload resolves the workload's containers for a stand-in pod, to
-// report up front what would keep them from starting.
-func (a *Agent) checkWorkload(w *podspec.Workload) field.ErrorList {
-	info := env.PodInfo{Name: w.Name, Namespace: w.Namespace, Labels: w.PodLabels(),
-		Annotations: w.Template.Annotations, NodeName: a.opts.NodeName, PodIP: "127.0.0.1", HostIP: a.hostIP}
-	_, _, errs := a.prepareContainers(w.SpecPath(), w.PodSpec(), info, nil, nil)
-	return errs
+	return inits, mains
 }

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/podgate/podgate/runtime/events"
 )
 
 // The kubelet's own end-to-end probe tests (test/e2e/common/node/
@@ -56,8 +58,8 @@ func TestProbeRestartBehaviours(t *testing.T) {
 `, dir)
 			},
 			check: func(t *testing.T, h *harness, p *corev1.Pod) {
-				h.waitEvent("probe", ReasonKilling, "Container c failed liveness probe, will be restarted")
-				h.waitEvent("probe", ReasonUnhealthy, "Liveness probe failed: cat: ")
+				h.waitEvent("probe", events.ReasonKilling, "Container c failed liveness probe, will be restarted")
+				h.waitEvent("probe", events.ReasonUnhealthy, "Liveness probe failed: cat: ")
 			},
 		},
 		{
@@ -101,7 +103,7 @@ func TestProbeRestartBehaviours(t *testing.T) {
 `
 			},
 			check: func(t *testing.T, h *harness, p *corev1.Pod) {
-				h.waitEvent("probe", ReasonUnhealthy, "Liveness probe failed: HTTP probe failed with statuscode: 500")
+				h.waitEvent("probe", events.ReasonUnhealthy, "Liveness probe failed: HTTP probe failed with statuscode: 500")
 			},
 		},
 		{
@@ -144,7 +146,7 @@ func TestProbeRestartBehaviours(t *testing.T) {
 `
 			},
 			check: func(t *testing.T, h *harness, p *corev1.Pod) {
-				h.waitEvent("probe", ReasonUnhealthy, `Liveness probe failed: command timed out`)
+				h.waitEvent("probe", events.ReasonUnhealthy, `Liveness probe failed: command timed out`)
 			},
 		},
 		{
@@ -166,7 +168,7 @@ func TestProbeRestartBehaviours(t *testing.T) {
 `
 			},
 			check: func(t *testing.T, h *harness, p *corev1.Pod) {
-				h.waitEvent("probe", ReasonUnhealthy, "HTTP probe failed with statuscode: 500")
+				h.waitEvent("probe", events.ReasonUnhealthy, "HTTP probe failed with statuscode: 500")
 			},
 		},
 		{
@@ -189,7 +191,7 @@ func TestProbeRestartBehaviours(t *testing.T) {
 			// The redirect to another host is not followed: a warning, i.e.
 			// a success, every period.
 			noRestartAfter: func(h *harness) {
-				h.waitEventCount("probe", ReasonProbeWarning, "Liveness probe warning: Probe terminated redirects", 5)
+				h.waitEventCount("probe", events.ReasonProbeWarning, "Liveness probe warning: Probe terminated redirects", 5)
 			},
 		},
 		{
@@ -211,7 +213,7 @@ func TestProbeRestartBehaviours(t *testing.T) {
 `
 			},
 			check: func(t *testing.T, h *harness, p *corev1.Pod) {
-				h.waitEvent("probe", ReasonKilling, "Container c failed startup probe, will be restarted")
+				h.waitEvent("probe", events.ReasonKilling, "Container c failed startup probe, will be restarted")
 			},
 		},
 		{
@@ -232,10 +234,10 @@ func TestProbeRestartBehaviours(t *testing.T) {
 `, dir)
 			},
 			noRestartAfter: func(h *harness) {
-				h.waitEventCount("probe", ReasonUnhealthy, "Startup probe failed", 5)
+				h.waitEventCount("probe", events.ReasonUnhealthy, "Startup probe failed", 5)
 			},
 			check: func(t *testing.T, h *harness, p *corev1.Pod) {
-				if n := h.eventCount("probe", ReasonUnhealthy, "Liveness"); n != 0 {
+				if n := h.eventCount("probe", events.ReasonUnhealthy, "Liveness"); n != 0 {
 					t.Errorf("%d liveness failures while the startup probe had not passed, want none", n)
 				}
 				if cs := containerStatus(p, "c"); cs.Started == nil || *cs.Started {
@@ -262,7 +264,7 @@ func TestProbeRestartBehaviours(t *testing.T) {
 `
 			},
 			check: func(t *testing.T, h *harness, p *corev1.Pod) {
-				h.waitEvent("probe", ReasonUnhealthy, "Liveness probe failed: ")
+				h.waitEvent("probe", events.ReasonUnhealthy, "Liveness probe failed: ")
 			},
 		},
 		{
@@ -303,7 +305,7 @@ func TestProbeRestartBehaviours(t *testing.T) {
 				if n := restarts(p, "c"); n != 0 {
 					t.Fatalf("restartCount = %d, want 0; events: %v", n, h.events("probe", ""))
 				}
-				if n := len(h.events("probe", ReasonKilling)); n != 0 {
+				if n := len(h.events("probe", events.ReasonKilling)); n != 0 {
 					t.Errorf("%d Killing events, want none", n)
 				}
 			}
@@ -404,7 +406,7 @@ func TestReadinessProbeTiming(t *testing.T) {
       periodSeconds: 1
 `))
 		deadline := time.Now().Add(waitLimit)
-		for h.eventCount("probe", ReasonUnhealthy, "Readiness probe failed") < 5 {
+		for h.eventCount("probe", events.ReasonUnhealthy, "Readiness probe failed") < 5 {
 			if time.Now().After(deadline) {
 				t.Fatal("readiness probe did not fail 5 times")
 			}

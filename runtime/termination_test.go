@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/runtime/events"
 	"github.com/podgate/podgate/runtime/kill"
 )
 
@@ -94,8 +95,8 @@ func TestTerminatingPod(t *testing.T) {
 	t.Run("liveness is disabled while terminating", func(t *testing.T) {
 		// Readiness fails every second on the same file: two failures
 		// mean liveness had two chances to fail too.
-		h.waitEventCount("probe", ReasonUnhealthy, "Readiness probe failed", 2)
-		if n := h.eventCount("probe", ReasonUnhealthy, "Liveness"); n != 0 {
+		h.waitEventCount("probe", events.ReasonUnhealthy, "Readiness probe failed", 2)
+		if n := h.eventCount("probe", events.ReasonUnhealthy, "Liveness"); n != 0 {
 			t.Errorf("%d liveness failures while terminating, want none", n)
 		}
 		if n := restarts(h.current("probe"), "c"); n != 0 {
@@ -104,7 +105,7 @@ func TestTerminatingPod(t *testing.T) {
 	})
 	t.Run("the pod is gone after SIGKILL at the grace period", func(t *testing.T) {
 		h.waitGone("probe")
-		if n := len(h.events("probe", ReasonKilling)); n != 1 {
+		if n := len(h.events("probe", events.ReasonKilling)); n != 1 {
 			t.Errorf("%d Killing events, want 1 (Stopping container c)", n)
 		}
 		h.waitNoEndpoints("probe", "no endpoint once the pod is gone")

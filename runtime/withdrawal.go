@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"net/netip"
-
-	"github.com/podgate/podgate/runtime/kill"
 )
 
 // EndpointWithdrawal holds a liveness or startup kill until the pod's
@@ -21,20 +19,4 @@ type EndpointWithdrawal interface {
 	// container exited meanwhile), or at a bound of its own: a kill is
 	// held up, never called off.
 	WaitWithdrawn(ctx context.Context, namespace, name string, ip netip.Addr)
-}
-
-// awaitWithdrawal runs w for the pod before kill k of process pr starts,
-// cut short when k is forced or pr exits.
-func awaitWithdrawal(w EndpointWithdrawal, k *kill.Kill, pr kill.Process, namespace, name string, ip netip.Addr) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-pr.Done():
-		case <-k.Forcing():
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
-	w.WaitWithdrawn(ctx, namespace, name, ip)
 }

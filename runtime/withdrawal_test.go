@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/runtime/events"
 )
 
 // heldWithdrawal is an EndpointWithdrawal whose endpoint is withdrawn
@@ -104,14 +106,14 @@ func TestALivenessKillWaitsForTheEndpointsWithdrawal(t *testing.T) {
 			}
 			// Held: not ready, and neither Killing nor SIGTERM yet.
 			h.waitPod("held", "not ready while the kill is held", func(p *corev1.Pod) bool { return !podReady(p) })
-			if n := len(h.events("held", ReasonKilling)); n != 0 {
+			if n := len(h.events("held", events.ReasonKilling)); n != 0 {
 				t.Errorf("%d Killing events while the kill is held, want none", n)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "term")); err == nil {
 				t.Error("the container got SIGTERM while the kill was held")
 			}
 			tc.end(h, w)
-			h.waitEvent("held", ReasonKilling, "")
+			h.waitEvent("held", events.ReasonKilling, "")
 			deadline := time.Now().Add(waitLimit)
 			for {
 				w.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/runtime/events"
 )
 
 // roles are what the child does in its new namespace, by childEnv. Each
@@ -371,7 +372,7 @@ func strandedRole(cidr, _ string) error {
 		evs, _ := n.store.Events.List("default")
 		var seen []string
 		for _, e := range evs {
-			if e.Reason == runtime.ReasonFailed && strings.Contains(e.Message, "process spawner stopped") &&
+			if e.Reason == events.ReasonFailed && strings.Contains(e.Message, "process spawner stopped") &&
 				strings.Contains(e.Message, "could not return to its network namespace") {
 				return true, ""
 			}

@@ -7,10 +7,13 @@
 package containerconfig
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/expansion"
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/runtime/env"
 	"github.com/podgate/podgate/runtime/images"
@@ -28,6 +31,19 @@ type Config struct {
 	Exec probe.Executor // runs its exec probes and hooks
 	// Errs is why the container cannot be started, if anything.
 	Errs field.ErrorList
+}
+
+// Blocked reports a container that cannot be started at all: it waits as
+// CreateContainerConfigError, with Message.
+func (c Config) Blocked() bool { return len(c.Errs) > 0 }
+
+// Message is what a Blocked container waits with: its one problem, or
+// all of them.
+func (c Config) Message() string {
+	if len(c.Errs) == 1 {
+		return c.Errs[0].Error()
+	}
+	return fmt.Sprint(c.Errs.ToAggregate())
 }
 
 // Resolver holds what every container of a node shares.
@@ -57,4 +73,31 @@ func (r Resolver) Resolve(spec *corev1.Container, path *field.Path, info env.Pod
 	}
 	cfg.Exec = r.Images.Executor(probe.HostExecutor{Dir: cfg.Dir, Env: vars.Strings(), Enter: enter})
 	return cfg
+}
+
+// Pod resolves every container of spec, found at specPath: its init
+// containers, then its containers, each Config with its own problems, and
+// those of them all.
+func (r Resolver) Pod(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo, extra []env.Var, enter func(func() error) error) (inits, mains []Config, errs field.ErrorList) {
+	for i := range spec.InitContainers {
+		cfg := r.Resolve(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, extra, enter)
+		errs = append(errs, cfg.Errs...)
+		inits = append(inits, cfg)
+	}
+	for i := range spec.Containers {
+		cfg := r.Resolve(&spec.Containers[i], specPath.Child("containers").Index(i), info, extra, enter)
+		errs = append(errs, cfg.Errs...)
+		mains = append(mains, cfg)
+	}
+	return inits, mains, errs
+}
+
+// Workload resolves w's containers for a stand-in pod of node nodeName
+// (whose pods reach it at hostIP) and reports what would keep them from
+// starting, before anything runs.
+func (r Resolver) Workload(w *podspec.Workload, nodeName, hostIP string) field.ErrorList {
+	info := env.PodInfo{Name: w.Name, Namespace: w.Namespace, Labels: w.PodLabels(),
+		Annotations: w.Template.Annotations, NodeName: nodeName, PodIP: "127.0.0.1", HostIP: hostIP}
+	_, _, errs := r.Pod(w.SpecPath(), w.PodSpec(), info, nil, nil)
+	return errs
 }

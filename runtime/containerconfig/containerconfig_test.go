@@ -2,11 +2,13 @@ package containerconfig
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/runtime/env"
 )
 
@@ -53,6 +55,119 @@ func TestResolveAsTheKubeletBeforeCreate(t *testing.T) {
 			}
 			if cfg.Exec == nil || cfg.Env == nil {
 				t.Errorf("no executor or environment: %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestABlockedContainerWaitsWithItsProblems(t *testing.T) {
+	t.Parallel()
+	p := field.NewPath("spec", "containers").Index(0)
+	one := field.Required(p.Child("image"), "no entrypoint")
+	two := field.Invalid(p.Child("env").Index(0), "X", "bad")
+	for _, tc := range []struct {
+		name        string
+		errs        field.ErrorList
+		wantBlocked bool
+		wantMessage string
+	}{
+		{"no problem: it starts", nil, false, ""},
+		{"one problem is its own message", field.ErrorList{one}, true, one.Error()},
+		{"several are listed together", field.ErrorList{one, two}, true, "[" + one.Error() + ", " + two.Error() + "]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{Errs: tc.errs}
+			if c.Blocked() != tc.wantBlocked {
+				t.Fatalf("Blocked = %v, want %v", c.Blocked(), tc.wantBlocked)
+			}
+			if tc.wantBlocked && c.Message() != tc.wantMessage {
+				t.Fatalf("Message = %q, want %q", c.Message(), tc.wantMessage)
+			}
+		})
+	}
+}
+
+func TestPodResolvesInitContainersThenContainersAtTheirPaths(t *testing.T) {
+	t.Parallel()
+	r := Resolver{Base: []env.Var{{Name: "PATH", Value: "/usr/bin:/bin"}}, WorkDir: "/node/work"}
+	info := env.PodInfo{Name: "web-1", Namespace: "ns", PodIP: "10.0.0.7"}
+	ok := func(name string) corev1.Container {
+		return corev1.Container{Name: name, Command: []string{"/bin/echo", name}}
+	}
+	bad := func(name string) corev1.Container { return corev1.Container{Name: name, Image: "no-such-image"} }
+	for _, tc := range []struct {
+		name      string
+		spec      corev1.PodSpec
+		wantInits []string // each one's argv[1]
+		wantMains []string
+		wantErrs  []string // the problems' field paths, in order
+	}{
+		{"containers only", corev1.PodSpec{Containers: []corev1.Container{ok("a"), ok("b")}}, nil, []string{"a", "b"}, nil},
+		{"init containers first", corev1.PodSpec{InitContainers: []corev1.Container{ok("i")}, Containers: []corev1.Container{ok("a")}},
+			[]string{"i"}, []string{"a"}, nil},
+		{"every problem at its own path, init containers first",
+			corev1.PodSpec{InitContainers: []corev1.Container{bad("i")}, Containers: []corev1.Container{ok("a"), bad("b")}},
+			[]string{""}, []string{"a", ""}, []string{"spec.initContainers[0].command", "spec.containers[1].command"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inits, mains, errs := r.Pod(field.NewPath("spec"), &tc.spec, info, nil, nil)
+			argv1 := func(cs []Config) []string {
+				var out []string
+				for _, c := range cs {
+					if len(c.Argv) > 1 {
+						out = append(out, c.Argv[1])
+					} else {
+						out = append(out, "")
+					}
+				}
+				return out
+			}
+			if got := argv1(inits); !slices.Equal(got, tc.wantInits) {
+				t.Errorf("init containers %q, want %q", got, tc.wantInits)
+			}
+			if got := argv1(mains); !slices.Equal(got, tc.wantMains) {
+				t.Errorf("containers %q, want %q", got, tc.wantMains)
+			}
+			var paths []string
+			for _, e := range errs {
+				paths = append(paths, e.Field)
+			}
+			if !slices.Equal(paths, tc.wantErrs) {
+				t.Errorf("problems at %q, want %q", paths, tc.wantErrs)
+			}
+		})
+	}
+}
+
+func TestWorkloadReportsWhatWouldKeepItsContainersFromStarting(t *testing.T) {
+	t.Parallel()
+	r := Resolver{Base: []env.Var{{Name: "PATH", Value: "/usr/bin:/bin"}}, WorkDir: "/node/work"}
+	for _, tc := range []struct {
+		name     string
+		manifest string
+		wantErrs int
+	}{
+		{"a container with a command starts", `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: app, image: example.com/app, command: ["/bin/true"]}]
+`, 0},
+		{"an image without a local entrypoint does not", `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: app, image: example.com/app}]
+`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := podspec.Load(strings.NewReader(tc.manifest), "m.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := r.Workload(m.Workloads[0], "node-1", "127.0.0.1")
+			if len(errs) != tc.wantErrs {
+				t.Fatalf("problems %v, want %d", errs, tc.wantErrs)
 			}
 		})
 	}

@@ -4,5 +4,6 @@
 // stored instead of adding another; events are named POD.<hex
 // nanoseconds>, unique even when a fake clock gives two the same time; and
 // only the newest Limit are kept. Where they are stored is the caller's
-// Writer: the events API.
+// Writer: the events API. The reasons the node agent's events carry are
+// the kubelet's (reasons.go).
 package events

@@ -64,6 +64,21 @@ func Default() (Map, error) {
 	}, nil
 }
 
+// OrDefault is m, or Default when m maps no image (Entrypoints nil: no
+// --image given), with m's Store kept: the test app and the gate run
+// without flags.
+func (m Map) OrDefault() (Map, error) {
+	if m.Entrypoints != nil {
+		return m, nil
+	}
+	d, err := Default()
+	if err != nil {
+		return m, err
+	}
+	d.Store = m.Store
+	return d, nil
+}
+
 // CheckFlags checks that every --image flag is written NAME=PATH (whether
 // PATH runs is FromFlags's question, later), so commands can refuse a
 // misspelt flag as a usage error before anything starts.

@@ -64,3 +64,36 @@ func TestImagesOfTheStoreRunAsKubernetesRunsAnImage(t *testing.T) {
 		})
 	}
 }
+
+func TestOrDefaultRunsTheTestAppAndGateWithoutFlagsKeepingTheStore(t *testing.T) {
+	t.Parallel()
+	store := mapStore{"example.com/app:1": {entrypoint: []string{"/app"}}}
+	for _, tc := range []struct {
+		name       string
+		in         Map
+		wantImages []string // mapped after OrDefault
+		wantStore  bool
+	}{
+		{"no --image: the test app and the gate", Map{}, []string{TestappImage}, false},
+		{"no --image, a store: the defaults and the store", Map{Store: store}, []string{TestappImage}, true},
+		{"--image given: as it is", Map{Entrypoints: map[string][]string{"x": {"/x"}}, Store: store}, []string{"x"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.in.OrDefault()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, image := range tc.wantImages {
+				if _, ok := got.Entrypoints[image]; !ok {
+					t.Errorf("image %s not mapped: %v", image, got.Entrypoints)
+				}
+			}
+			if tc.in.Entrypoints != nil && len(got.Entrypoints) != len(tc.in.Entrypoints) {
+				t.Errorf("entrypoints %v, want the given ones only", got.Entrypoints)
+			}
+			if (got.Store != nil) != tc.wantStore {
+				t.Errorf("store kept: %v, want %v", got.Store != nil, tc.wantStore)
+			}
+		})
+	}
+}

@@ -3,7 +3,9 @@
 // once the grace period is over, but never sooner than MinGrace after
 // SIGTERM. A kill may be forced at any point (a second delete with
 // --grace-period=0, the agent giving up), which ends the hook and sends
-// SIGKILL at once.
+// SIGKILL at once. A kill may be held before it begins (Hold: the node
+// waiting for the pod's endpoint to be withdrawn), until it is forced or
+// the process exits.
 package kill
 
 import (
@@ -48,9 +50,22 @@ func New(probe bool) *Kill {
 // SIGKILL follows at once. Safe to call more than once and concurrently.
 func (k *Kill) Force() { k.forceOnce.Do(func() { close(k.force) }) }
 
-// Forcing is closed once Force is called: what precedes the kill (the
-// node waiting for the endpoint's withdrawal) ends there too.
-func (k *Kill) Forcing() <-chan struct{} { return k.force }
+// Hold runs wait before the stop sequence begins (the node waiting for
+// the pod's endpoint to be withdrawn), with a context that ends once the
+// kill is forced or p exits: a kill is held up, never called off.
+func (k *Kill) Hold(p Process, wait func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-p.Done():
+		case <-k.force:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	wait(ctx)
+}
 
 // Forced reports whether Force was called.
 func (k *Kill) Forced() bool {

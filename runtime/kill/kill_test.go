@@ -153,3 +153,53 @@ func TestKillSequence(t *testing.T) {
 		})
 	}
 }
+
+func TestHoldEndsWhenTheWaitEndsTheKillIsForcedOrTheProcessExits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		force     bool // Force while held
+		exit      bool // the process exits while held
+		waitsOver bool // the wait returns on its own
+		wantCtx   bool // the wait's context ended
+	}{
+		{"the wait returns on its own", false, false, true, false},
+		{"a forced kill ends the hold", true, false, false, true},
+		{"the process exiting ends the hold", false, true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			p := &fakeProcess{clk: clk, start: clk.Now(), term: never, kill: never, done: make(chan struct{})}
+			k := New(true)
+			held := make(chan struct{})
+			ctxEnded := false
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				k.Hold(p, func(ctx context.Context) {
+					close(held)
+					if tc.waitsOver {
+						return
+					}
+					<-ctx.Done()
+					ctxEnded = true
+				})
+			}()
+			<-held
+			switch {
+			case tc.force:
+				k.Force()
+			case tc.exit:
+				p.Kill()
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Hold did not return")
+			}
+			if ctxEnded != tc.wantCtx {
+				t.Fatalf("the wait's context ended: %v, want %v", ctxEnded, tc.wantCtx)
+			}
+		})
+	}
+}

@@ -5,7 +5,9 @@
 package podlogs
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -64,4 +66,15 @@ func Unavailable(pod, container string, previous bool) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod))
 	}
 	return apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, pod, "ContainerCreating"))
+}
+
+// Read is the reader a request gets of a container's kept output: the
+// current instance's or, with opts.Previous, the one before; Unavailable
+// when there is none.
+func Read(ctx context.Context, pod, container string, kept *logbuf.Kept, opts corev1.PodLogOptions, now time.Time) (io.ReadCloser, error) {
+	buf := kept.Get(opts.Previous)
+	if buf == nil {
+		return nil, Unavailable(pod, container, opts.Previous)
+	}
+	return buf.Reader(ctx, ReadOptions(opts, now)), nil
 }

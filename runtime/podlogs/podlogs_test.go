@@ -1,12 +1,17 @@
 package podlogs
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/runtime/logbuf"
 )
 
 func TestContainerPicksAsTheAPIServer(t *testing.T) {
@@ -87,6 +92,56 @@ func TestUnavailableSaysWhy(t *testing.T) {
 			err := Unavailable("p", "c", tc.previous)
 			if !apierrors.IsBadRequest(err) || err.Error() != tc.want {
 				t.Fatalf("error %v, want 400 %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadGivesTheCurrentOrPreviousInstancesOutput(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	for _, tc := range []struct {
+		name      string
+		instances []string // each instance's output, oldest first
+		previous  bool
+		want      string
+		wantErr   string
+	}{
+		{"nothing started yet is a 400", nil, false, "", "is waiting to start"},
+		{"the current instance's output", []string{"one\n"}, false, "one\n", ""},
+		{"no previous instance is a 400", []string{"one\n"}, true, "", "previous terminated container"},
+		{"the previous instance's output", []string{"one\n", "two\n"}, true, "one\n", ""},
+		{"after a restart the current is the new one", []string{"one\n", "two\n"}, false, "two\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var kept logbuf.Kept
+			for _, out := range tc.instances {
+				buf := kept.Next(0)
+				w := logbuf.NewLineWriter("", nil, buf, clock)
+				if _, err := w.Write([]byte(out)); err != nil {
+					t.Fatal(err)
+				}
+				w.Flush()
+				buf.End()
+			}
+			r, err := Read(context.Background(), "p", "app", &kept, corev1.PodLogOptions{Previous: tc.previous}, now)
+			if tc.wantErr != "" {
+				if err == nil || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Read = %v, want a 400 with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			got, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("read %q, want %q", got, tc.want)
 			}
 		})
 	}

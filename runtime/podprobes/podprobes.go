@@ -3,13 +3,15 @@
 // probes against the container's target, a probe the gate injector routed
 // through the gate's admin port marked so that the gate's answer carries
 // the original probe's message, and Knative's "probe aggressively"
-// (periodSeconds 0) run every second, as often as a kubelet can.
+// (periodSeconds 0) run every second, as often as a kubelet can; and
+// a pod's prober.Manager, which a recording may listen to (NewManager).
 package podprobes
 
 import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/podspec"
@@ -63,6 +65,26 @@ func RoutedThroughGate(spec *corev1.Probe) bool {
 	}
 	_, _, err := gateenv.ParseProbePath(h.Path)
 	return err == nil
+}
+
+// NewManager runs the probes of one pod on clk. act hears the updates the
+// pod acts on; record, when set, hears every update first, an Attempted
+// one for each tick included (successes too): a recording of the pod's
+// probes, which the pod does not act on.
+func NewManager(probes []prober.Probe, clk clock.Clock, act, record func(prober.Update)) (*prober.Manager, error) {
+	return prober.NewManager(probes, prober.Options{
+		Clock:        clk,
+		EveryAttempt: record != nil,
+		OnUpdate: func(u prober.Update) {
+			if record != nil {
+				record(u)
+				if u.Type == prober.Attempted {
+					return
+				}
+			}
+			act(u)
+		},
+	})
 }
 
 // HasGate reports a pod with the gate injected.

@@ -2,10 +2,14 @@ package podprobes
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
@@ -110,5 +114,67 @@ func TestHasGate(t *testing.T) {
 		if got := HasGate(&tc.spec); got != tc.want {
 			t.Errorf("%s: HasGate = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestNewManagerGivesTheRecordingEveryAttemptAndThePodTheRest: with a
+// recording, every tick reaches it as Attempted, and the pod never hears
+// those; without one there are none.
+func TestNewManagerGivesTheRecordingEveryAttemptAndThePodTheRest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		recording bool
+	}{
+		{"with a recording", true},
+		{"without one", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			var mu sync.Mutex
+			var acted, recorded []prober.UpdateType
+			act := func(u prober.Update) { mu.Lock(); acted = append(acted, u.Type); mu.Unlock() }
+			var record func(prober.Update)
+			if tc.recording {
+				record = func(u prober.Update) { mu.Lock(); recorded = append(recorded, u.Type); mu.Unlock() }
+			}
+			ok := func(context.Context) probe.Outcome { return probe.Outcome{Result: probe.Success} }
+			m, err := NewManager([]prober.Probe{{Container: "app", Kind: prober.Readiness,
+				Spec: &corev1.Probe{PeriodSeconds: 1}, Attempt: ok}}, clk, act, record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Stop()
+			m.ContainerStarted("app", "c1", clk.Now())
+			// Updates come from ticks, delivered on the Manager's
+			// goroutine: step the fake clock until both have heard theirs.
+			heard := func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(acted) > 0 && (!tc.recording || slices.Contains(recorded, prober.Attempted))
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for !heard() {
+				if time.Now().After(deadline) {
+					t.Fatal("no update within 10s")
+				}
+				clk.Step(time.Second)
+				time.Sleep(time.Millisecond)
+			}
+			m.Stop() // every update delivered
+			mu.Lock()
+			defer mu.Unlock()
+			for _, typ := range acted {
+				if typ == prober.Attempted {
+					t.Fatal("the pod heard an Attempted update")
+				}
+			}
+			if tc.recording && !slices.Contains(recorded, prober.Attempted) {
+				t.Fatalf("the recording heard %v, no Attempted", recorded)
+			}
+			if !tc.recording && len(recorded) != 0 {
+				t.Fatalf("recorded %v without a recording", recorded)
+			}
+		})
 	}
 }

@@ -48,6 +48,35 @@ type Pod struct {
 	// wrote on the pod that they name.
 	ReadinessGates []corev1.PodReadinessGate
 	GateConditions []corev1.PodCondition
+
+	// Where and since when it runs, and its QoS class (the API server's).
+	HostIP, PodIP string
+	StartTime     metav1.Time
+	QOSClass      corev1.PodQOSClass
+}
+
+// Status is the pod's whole status now: the phase, the addresses, the
+// start time and QoS class, each container's status, and the conditions
+// (prev: the ones reported last, whose transition times carry on).
+func Status(p *Pod, prev map[corev1.PodConditionType]corev1.PodCondition, now metav1.Time) corev1.PodStatus {
+	start := p.StartTime
+	st := corev1.PodStatus{
+		Phase:     Phase(p),
+		HostIP:    p.HostIP,
+		HostIPs:   []corev1.HostIP{{IP: p.HostIP}},
+		PodIP:     p.PodIP,
+		PodIPs:    []corev1.PodIP{{IP: p.PodIP}},
+		StartTime: &start,
+		QOSClass:  p.QOSClass,
+	}
+	for i := range p.Inits {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, ContainerStatus(p, &p.Inits[i]))
+	}
+	for i := range p.Mains {
+		st.ContainerStatuses = append(st.ContainerStatuses, ContainerStatus(p, &p.Mains[i]))
+	}
+	st.Conditions = Conditions(p, st.Phase, prev, now)
+	return st
 }
 
 func (p *Pod) anyRunning() bool {

@@ -189,3 +189,52 @@ func TestConditionsKeepTheirTransitionTimeUntilTheirStatusChanges(t *testing.T) 
 		t.Errorf("PodScheduled without a scheduler = %+v, want True at %v", s, t0)
 	}
 }
+
+func TestStatusPutsThePodsPlaceContainersAndConditionsTogether(t *testing.T) {
+	t.Parallel()
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	sidecar := Container{Name: "gate", Init: true, Sidecar: true, Running: true, Started: true, Ready: true, Created: true}
+	for _, tc := range []struct {
+		name      string
+		pod       Pod
+		wantPhase corev1.PodPhase
+		wantInits int
+		wantMains int
+		wantReady corev1.ConditionStatus
+	}{
+		{"a running pod with a sidecar", Pod{Initialized: true, Inits: []Container{sidecar}, Mains: []Container{running}},
+			corev1.PodRunning, 1, 1, corev1.ConditionTrue},
+		{"a pod still initializing", Pod{Inits: []Container{{Name: "setup", Init: true}}, Mains: []Container{waiting}},
+			corev1.PodPending, 1, 1, corev1.ConditionFalse},
+		{"a pod whose only container succeeded", Pod{Initialized: true, RestartPolicy: corev1.RestartPolicyNever, Mains: []Container{exited0}},
+			corev1.PodSucceeded, 0, 1, corev1.ConditionFalse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.pod
+			p.HostIP, p.PodIP, p.StartTime, p.QOSClass = "127.0.0.1", "127.0.0.5", t0, corev1.PodQOSBestEffort
+			st := Status(&p, nil, t0)
+			if st.Phase != tc.wantPhase {
+				t.Errorf("phase %s, want %s", st.Phase, tc.wantPhase)
+			}
+			if st.HostIP != "127.0.0.1" || len(st.HostIPs) != 1 || st.HostIPs[0].IP != "127.0.0.1" ||
+				st.PodIP != "127.0.0.5" || len(st.PodIPs) != 1 || st.PodIPs[0].IP != "127.0.0.5" {
+				t.Errorf("addresses host %s %v pod %s %v, want 127.0.0.1 and 127.0.0.5", st.HostIP, st.HostIPs, st.PodIP, st.PodIPs)
+			}
+			if st.StartTime == nil || !st.StartTime.Equal(&t0) || st.QOSClass != corev1.PodQOSBestEffort {
+				t.Errorf("start time %v, QoS %s; want %v, BestEffort", st.StartTime, st.QOSClass, t0)
+			}
+			if len(st.InitContainerStatuses) != tc.wantInits || len(st.ContainerStatuses) != tc.wantMains {
+				t.Errorf("%d init and %d container statuses, want %d and %d", len(st.InitContainerStatuses), len(st.ContainerStatuses), tc.wantInits, tc.wantMains)
+			}
+			var ready corev1.ConditionStatus
+			for _, c := range st.Conditions {
+				if c.Type == corev1.PodReady {
+					ready = c.Status
+				}
+			}
+			if ready != tc.wantReady {
+				t.Errorf("Ready %q, want %q", ready, tc.wantReady)
+			}
+		})
+	}
+}

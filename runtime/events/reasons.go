@@ -1,4 +1,4 @@
-package runtime
+package events
 
 // Event reasons the node agent records, as the kubelet names them.
 const (
@@ -14,9 +14,9 @@ const (
 	// ReasonFailedPreStopHook is the event of a preStop hook that failed;
 	// the kill goes on regardless, as the kubelet's does.
 	ReasonFailedPreStopHook = "FailedPreStopHook"
-	// ReasonFailedMount is the event of a pod whose PodExtras.Prepare
-	// failed (it is tried again): the kubelet's for a volume it could not
-	// set up, which is what kubenode's Prepare makes (the pod's
-	// service-account token, CA and namespace).
+	// ReasonFailedMount is the event of a pod whose
+	// runtime.PodExtras.Prepare failed (it is tried again): the kubelet's
+	// for a volume it could not set up, which is what kubenode's Prepare
+	// makes (the pod's service-account token, CA and namespace).
 	ReasonFailedMount = "FailedMount"
 )
