@@ -25,10 +25,11 @@ import (
 const BinaryPath = "/podgate"
 
 // imagePath is the image's PATH. The gate container the injector adds
-// runs `podgate` (and its startup probe `podgate gate wait`); a container
-// runtime finds a command without a slash on the container's PATH, which
-// starts from the image's, so "/" on it makes `podgate` the image's
-// /podgate (ko puts its /ko-app on PATH the same way).
+// runs the image's entrypoint and its startup probe `/podgate gate wait`,
+// but gates injected by older podgates say `command: [podgate]`; a
+// container runtime finds a command without a slash on the container's
+// PATH, which starts from the image's, so "/" on it makes `podgate` the
+// image's /podgate (ko puts its /ko-app on PATH the same way).
 const imagePath = "PATH=/"
 
 // epoch is every timestamp in the image: the Unix epoch, as ko and

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/podgate/podgate/gateenv"
 )
 
 const testRef = "example.test/hello:v1"
@@ -82,6 +84,11 @@ func TestBuildMakesOneFileImage(t *testing.T) {
 	}
 	if !slices.Equal(cfg.Config.Entrypoint, []string{"/podgate"}) || cfg.OS != "linux" || cfg.Architecture != goruntime.GOARCH {
 		t.Errorf("config: entrypoint %q, platform %s/%s; want [/podgate] linux/%s", cfg.Config.Entrypoint, cfg.OS, cfg.Architecture, goruntime.GOARCH)
+	}
+	// The injector names the program by this path (the gate's startup
+	// probe, `/podgate gate wait`), and the node agent maps it.
+	if BinaryPath != gateenv.ImageBinary {
+		t.Errorf("the images hold their program at %s, the injector and the node agent say %s", BinaryPath, gateenv.ImageBinary)
 	}
 	if !cfg.Created.Equal(time.Unix(0, 0)) {
 		t.Errorf("created %s, want the epoch", cfg.Created)
