@@ -116,8 +116,9 @@ type Info struct {
 	Kubectl string
 	// FrontDoor is the front door's URL, http://127.0.0.1:PORT ("" for
 	// a cluster without podgate installed); Image the reference of
-	// podgate's image, by digest, that the install runs.
-	FrontDoor, Image string
+	// podgate's image, by digest, that the install runs, and GateImage
+	// the gate's, which the webhook injects.
+	FrontDoor, Image, GateImage string
 }
 
 // Check reports a configuration Up would refuse (a flag's value), before
