@@ -53,8 +53,9 @@ const (
 	// components' logs; podsDir the pods' service-account credentials.
 	controlPlaneDir = "controlplane"
 	podsDir         = "pods"
-	// imageDir is the OCI image layout of podgate's image (and the static
-	// binary built for it, when podgate itself is not one), imageCacheDir
+	// imageDir is the OCI image layout of podgate's image and the gate's
+	// (and the static binaries built for them: podgate-gate, and podgate
+	// when podgate itself is not static), imageCacheDir
 	// the programs the node extracts from it, installDir the kustomize
 	// overlay cluster up applies.
 	imageDir      = "image"
