@@ -146,7 +146,7 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--gate-image="+gateRef) {
 			t.Errorf("webhook args %q; want --gate-image=%s", args, gateRef)
 		}
-		if out := u.stderr.String(); !strings.Contains(out, "the gate's "+gateRef) || !strings.Contains(out, "the gate podgate-gate built from the source tree") {
+		if out := u.stderr.String(); !strings.Contains(out, "gate image "+gateRef) || !strings.Contains(out, "the gate podgate-gate built from the source tree") {
 			t.Errorf("cluster up does not name the gate's image and how it was built:\n%s", out)
 		}
 		if out, err := exec.Command(gateImg.Binary, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "podgate-gate ") {

@@ -82,7 +82,7 @@ func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info,
 		return true, errors.Join(fmt.Errorf("install podgate: %w", err), h.stop(sigs))
 	}
 	info.FrontDoor, info.Image, info.GateImage = h.rec.FrontDoor, image.img.Ref, image.img.GateRef
-	fmt.Fprintf(cfg.Stderr, `podgate: podgate installed in %s: image %s, the gate's %s (%s), webhook and activator ready
+	fmt.Fprintf(cfg.Stderr, `podgate: podgate installed in %s: image %s, gate image %s (%s), webhook and activator ready
 podgate: front door on %s (cluster up to front door ready: %s)
 
 Host NAME.NAMESPACE.example.com reaches Service NAME in NAMESPACE through

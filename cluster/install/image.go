@@ -38,7 +38,7 @@ type Image struct {
 	Ref string
 	// GateRef is the gate's image by digest, as the webhook injects it:
 	// podgate-gate's, or Ref when there was no podgate-gate to build
-	// (podgate's own image runs the gate too, at twice the memory).
+	// (podgate's own image runs the gate too, at nearly twice the memory).
 	GateRef string
 	// Built says what the images hold and how long they took.
 	Built string
