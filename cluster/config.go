@@ -53,8 +53,9 @@ const (
 	// components' logs; podsDir the pods' service-account credentials.
 	controlPlaneDir = "controlplane"
 	podsDir         = "pods"
-	// imageDir is the OCI image layout of podgate's image (and the static
-	// binary built for it, when podgate itself is not one), imageCacheDir
+	// imageDir is the OCI image layout of podgate's image and the gate's
+	// (and the static binaries built for them: podgate-gate, and podgate
+	// when podgate itself is not static), imageCacheDir
 	// the programs the node extracts from it, installDir the kustomize
 	// overlay cluster up applies.
 	imageDir      = "image"
@@ -116,8 +117,9 @@ type Info struct {
 	Kubectl string
 	// FrontDoor is the front door's URL, http://127.0.0.1:PORT ("" for
 	// a cluster without podgate installed); Image the reference of
-	// podgate's image, by digest, that the install runs.
-	FrontDoor, Image string
+	// podgate's image, by digest, that the install runs, and GateImage
+	// the gate's, which the webhook injects.
+	FrontDoor, Image, GateImage string
 }
 
 // Check reports a configuration Up would refuse (a flag's value), before

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,13 +48,14 @@ func (u *upProcess) frontDoorGet(host string) (int, string, error) {
 	return resp.StatusCode, strings.TrimSpace(string(b)), err
 }
 
-// cmdlines are the command lines of the cluster's processes.
-func (u *upProcess) cmdlines() [][]string {
-	var out [][]string
+// processes are the cluster's processes by pid, with their command
+// lines.
+func (u *upProcess) processes() map[int][]string {
+	out := map[int][]string{}
 	for _, pid := range SessionMembers(u.rec.Pid) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err == nil {
-			out = append(out, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"))
+			out[pid] = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		}
 	}
 	return out
@@ -113,13 +115,42 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		// cluster's directory, with the Deployments' args.
 		cache := filepath.Join(u.dir, imageCacheDir) + "/"
 		found := map[string]bool{}
-		for _, argv := range u.cmdlines() {
+		for _, argv := range u.processes() {
 			if len(argv) > 1 && strings.HasPrefix(argv[0], cache) && strings.HasSuffix(argv[0], ociimage.BinaryPath) {
 				found[argv[1]] = true
 			}
 		}
 		if !found["webhook"] || !found["activator"] {
 			t.Errorf("processes run from %s: %v; want podgate webhook and podgate activator", cache, found)
+		}
+	})
+
+	// The gate's image, podgate-gate built from the source tree (the
+	// test runs cluster up there), in the same layout.
+	layout, err := ociimage.OpenLayout(filepath.Join(u.dir, imageDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout.CacheDir = t.TempDir()
+	gateImg, err := layout.Resolve(install.GateImageTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateRef := deploy.GateImage + "@" + gateImg.Digest.String()
+
+	t.Run("the webhook injects the gate's image by digest, built from the source tree into the same layout", func(t *testing.T) {
+		d, err := u.client.AppsV1().Deployments(deploy.Namespace).Get(ctx, deploy.Webhook, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--gate-image="+gateRef) {
+			t.Errorf("webhook args %q; want --gate-image=%s", args, gateRef)
+		}
+		if out := u.stderr.String(); !strings.Contains(out, "gate image "+gateRef) || !strings.Contains(out, "the gate podgate-gate built from the source tree") {
+			t.Errorf("cluster up does not name the gate's image and how it was built:\n%s", out)
+		}
+		if out, err := exec.Command(gateImg.Binary, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "podgate-gate ") {
+			t.Errorf("the gate image's program, version: %q, %v; want podgate-gate", out, err)
 		}
 	})
 
@@ -174,10 +205,15 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 			for _, g := range p.Spec.ReadinessGates {
 				gated = gated || g.ConditionType == wire.ContainersReadyCondition
 			}
-			if wire.GateContainer(&p.Spec) == nil || !gated {
-				t.Errorf("pod %s: gate container %v, readiness gate %v; want both injected", p.Name, wire.GateContainer(&p.Spec) != nil, gated)
+			g := wire.GateContainer(&p.Spec)
+			if g == nil || !gated {
+				t.Fatalf("pod %s: gate container %v, readiness gate %v; want both injected", p.Name, g != nil, gated)
+			}
+			if g.Image != gateRef || len(g.Command) != 0 || !slices.Equal(g.Args, []string{"gate"}) {
+				t.Errorf("pod %s: gate image %s, command %q, args %q; want %s's entrypoint with [gate]", p.Name, g.Image, g.Command, g.Args, gateRef)
 			}
 		}
+		testGatesRunTheGateImage(t, u, len(pods))
 		seen := map[string]int{}
 		eventually(t, waitLimit, "both pods answering through the front door", func() (bool, string) {
 			code, body, err := u.frontDoorGet("web.shop.example.com")
@@ -197,6 +233,36 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 	t.Run("a gate writes the status of its own pod only", func(t *testing.T) {
 		testGateOwnPodPolicy(t, u)
 	})
+}
+
+// testGatesRunTheGateImage checks that the gate processes of the
+// cluster's pods (want of them) run the gate image's program, extracted
+// from the layout into the node's image cache: podgate-gate, not the
+// node's own podgate.
+func testGatesRunTheGateImage(t *testing.T, u *upProcess, want int) {
+	t.Helper()
+	cache := filepath.Join(u.dir, imageCacheDir) + "/"
+	var gates []string
+	for pid, argv := range u.processes() {
+		if len(argv) < 2 || argv[1] != "gate" || (len(argv) > 2 && argv[2] == "wait") {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil {
+			continue // it ended meanwhile
+		}
+		gates = append(gates, exe)
+		if !strings.HasPrefix(exe, cache) || !strings.HasSuffix(exe, ociimage.BinaryPath) {
+			t.Errorf("gate process %d runs %s (%q); want the image's %s from %s", pid, exe, argv, ociimage.BinaryPath, cache)
+			continue
+		}
+		if out, err := exec.Command(exe, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "podgate-gate ") {
+			t.Errorf("gate process %d's program %s, version: %q, %v; want podgate-gate", pid, exe, out, err)
+		}
+	}
+	if len(gates) != want {
+		t.Errorf("%d gate processes %q; want one per pod, %d", len(gates), gates, want)
+	}
 }
 
 // testGateOwnPodPolicy checks deploy/base's policy podgate-gate-own-pod

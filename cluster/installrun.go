@@ -59,7 +59,8 @@ func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info,
 			return
 		}
 		done <- install.Apply(ictx, install.Options{Dir: filepath.Join(cfg.Dir, installDir),
-			Kubeconfig: info.Kubeconfig, Kubectl: info.Kubectl, Image: image.img.Ref, Timeout: cfg.InstallTimeout})
+			Kubeconfig: info.Kubeconfig, Kubectl: info.Kubectl, Image: image.img.Ref, GateImage: image.img.GateRef,
+			Timeout: cfg.InstallTimeout})
 	}()
 	select {
 	case err = <-done:
@@ -80,8 +81,8 @@ func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info,
 		fmt.Fprintf(cfg.Stderr, "podgate: installing podgate failed; stopping the cluster\n")
 		return true, errors.Join(fmt.Errorf("install podgate: %w", err), h.stop(sigs))
 	}
-	info.FrontDoor, info.Image = h.rec.FrontDoor, image.img.Ref
-	fmt.Fprintf(cfg.Stderr, `podgate: podgate installed in %s: image %s (%s), webhook and activator ready
+	info.FrontDoor, info.Image, info.GateImage = h.rec.FrontDoor, image.img.Ref, image.img.GateRef
+	fmt.Fprintf(cfg.Stderr, `podgate: podgate installed in %s: image %s, gate image %s (%s), webhook and activator ready
 podgate: front door on %s (cluster up to front door ready: %s)
 
 Host NAME.NAMESPACE.example.com reaches Service NAME in NAMESPACE through
@@ -92,7 +93,7 @@ account needs the gate's rights:
   kubectl label namespace shop podgate.dev/inject=enabled
   kubectl create rolebinding podgate:gate -n shop --clusterrole=podgate:gate --serviceaccount=shop:default
   curl -H 'Host: web.shop.example.com' %s/
-`, time.Since(start).Round(100*time.Millisecond), image.img.Ref, image.img.Built,
+`, time.Since(start).Round(100*time.Millisecond), image.img.Ref, image.img.GateRef, image.img.Built,
 		info.FrontDoor, time.Since(begin).Round(100*time.Millisecond), info.FrontDoor)
 	return false, nil
 }

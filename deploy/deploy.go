@@ -12,9 +12,14 @@ import "embed"
 //go:embed base
 var Base embed.FS
 
-// Image is the image every manifest of Base names; an overlay's
-// `images:` entry of this name pins it.
+// Image is podgate's image, the one every manifest of Base names; an
+// overlay's `images:` entry of this name pins it.
 const Image = "ghcr.io/podgate/podgate"
+
+// GateImage is the gate's own image (podgate-gate, the gate alone): the
+// webhook injects it (its --gate-image, by default this one), and
+// deploy/knative makes it Knative's queue sidecar.
+const GateImage = "ghcr.io/podgate/podgate-gate"
 
 // Namespace is podgate's own namespace in Base.
 const Namespace = "podgate-system"

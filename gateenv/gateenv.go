@@ -96,8 +96,22 @@ const (
 
 // Ports, names and paths of the gate.
 const (
-	// DefaultImage is the gate image unless the injector is told otherwise.
-	DefaultImage = "ghcr.io/podgate/podgate"
+	// DefaultImage is the gate image unless the injector is told otherwise:
+	// GateImage.
+	DefaultImage = GateImage
+	// GateImage is the gate's own image: podgate-gate (cmd/podgate-gate),
+	// the gate alone, which runs in every pod — about half the memory of
+	// a gate of the one podgate binary, which links the node, the webhook
+	// and the control plane besides.
+	GateImage = "ghcr.io/podgate/podgate-gate"
+	// PodgateImage is podgate's own image, the one binary with every
+	// subcommand: the webhook and the activator run it, and it runs the
+	// gate too (`podgate gate`), as older injections ask of it.
+	PodgateImage = "ghcr.io/podgate/podgate"
+	// ImageBinary is where both images hold their program, and their
+	// entrypoint: a container of either runs `/podgate ARGS`, and the
+	// gate's startup probe `/podgate gate wait`.
+	ImageBinary = "/podgate"
 
 	// DefaultRevisionTimeoutSeconds is Knative's default request timeout.
 	DefaultRevisionTimeoutSeconds = 300

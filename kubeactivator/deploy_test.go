@@ -166,8 +166,8 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 		for k, v := range knativeKeys {
 			withPodgate[k] = v
 		}
-		withPodgate["queue-sidecar-image"] = "ghcr.io/podgate/podgate:latest"
-		podgateOnly := map[string]string{"queue-sidecar-image": "ghcr.io/podgate/podgate:latest"}
+		withPodgate["queue-sidecar-image"] = "ghcr.io/podgate/podgate-gate:latest"
+		podgateOnly := map[string]string{"queue-sidecar-image": "ghcr.io/podgate/podgate-gate:latest"}
 		for _, tc := range []struct {
 			name string
 			// install makes Knative's ConfigMap (Knative itself is not

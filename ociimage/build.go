@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -25,10 +28,11 @@ import (
 const BinaryPath = "/podgate"
 
 // imagePath is the image's PATH. The gate container the injector adds
-// runs `podgate` (and its startup probe `podgate gate wait`); a container
-// runtime finds a command without a slash on the container's PATH, which
-// starts from the image's, so "/" on it makes `podgate` the image's
-// /podgate (ko puts its /ko-app on PATH the same way).
+// runs the image's entrypoint and its startup probe `/podgate gate wait`,
+// but gates injected by older podgates say `command: [podgate]`; a
+// container runtime finds a command without a slash on the container's
+// PATH, which starts from the image's, so "/" on it makes `podgate` the
+// image's /podgate (ko puts its /ko-app on PATH the same way).
 const imagePath = "PATH=/"
 
 // epoch is every timestamp in the image: the Unix epoch, as ko and
@@ -208,12 +212,22 @@ func WriteLayout(dir, ref string, img v1.Image) error {
 // WriteTarball writes img under ref (NAME:TAG) as a tarball that `docker
 // load`, `kind load image-archive` and `ctr images import` read.
 func WriteTarball(path, ref string, img v1.Image) error {
-	tag, err := parseTag(ref)
-	if err != nil {
-		return fmt.Errorf("write image tarball %s: %w", path, err)
+	return WriteTarballs(path, map[string]v1.Image{ref: img})
+}
+
+// WriteTarballs writes several images, each under its ref (NAME:TAG), as
+// one tarball (podgate's image and the gate's, loaded together).
+func WriteTarballs(path string, images map[string]v1.Image) error {
+	refs := make(map[name.Reference]v1.Image, len(images))
+	for ref, img := range images {
+		tag, err := parseTag(ref)
+		if err != nil {
+			return fmt.Errorf("write image tarball %s: %w", path, err)
+		}
+		refs[tag] = img
 	}
-	if err := tarball.WriteToFile(path, tag, img); err != nil {
-		return fmt.Errorf("write image %s to tarball %s: %w", ref, path, err)
+	if err := tarball.MultiRefWriteToFile(path, refs); err != nil {
+		return fmt.Errorf("write images %s to tarball %s: %w", strings.Join(slices.Sorted(maps.Keys(images)), ", "), path, err)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/podgate/podgate/gateenv"
 )
 
 const testRef = "example.test/hello:v1"
@@ -82,6 +84,11 @@ func TestBuildMakesOneFileImage(t *testing.T) {
 	}
 	if !slices.Equal(cfg.Config.Entrypoint, []string{"/podgate"}) || cfg.OS != "linux" || cfg.Architecture != goruntime.GOARCH {
 		t.Errorf("config: entrypoint %q, platform %s/%s; want [/podgate] linux/%s", cfg.Config.Entrypoint, cfg.OS, cfg.Architecture, goruntime.GOARCH)
+	}
+	// The injector names the program by this path (the gate's startup
+	// probe, `/podgate gate wait`), and the node agent maps it.
+	if BinaryPath != gateenv.ImageBinary {
+		t.Errorf("the images hold their program at %s, the injector and the node agent say %s", BinaryPath, gateenv.ImageBinary)
 	}
 	if !cfg.Created.Equal(time.Unix(0, 0)) {
 		t.Errorf("created %s, want the epoch", cfg.Created)
@@ -182,5 +189,42 @@ func TestWriteTarballHoldsTheImage(t *testing.T) {
 	}
 	if _, ok := names[cfgName.String()]; !ok {
 		t.Errorf("the tarball (%v) lacks the config %s of image %s", names, cfgName, dig)
+	}
+}
+
+func TestWriteTarballsHoldsEveryImageUnderItsTag(t *testing.T) {
+	a, _ := mustBuild(t, helloBinary(t, "hello A"), testRef)
+	b, _ := mustBuild(t, helloBinary(t, "hello B"), "example.test/gate:v1")
+	p := filepath.Join(t.TempDir(), "both.tar")
+	if err := WriteTarballs(p, map[string]v1.Image{testRef: a, "example.test/gate:v1": b}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var manifest string
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Name == "manifest.json" {
+			b, _ := io.ReadAll(tr)
+			manifest = string(b)
+		}
+	}
+	for _, ref := range []string{testRef, "example.test/gate:v1"} {
+		if !strings.Contains(manifest, `"RepoTags":["`+ref+`"]`) {
+			t.Errorf("manifest.json %q does not tag an image %s", manifest, ref)
+		}
+	}
+	if err := WriteTarballs(p, map[string]v1.Image{testRef + "@sha256:" + strings.Repeat("a", 64): a}); err == nil || !strings.Contains(err.Error(), "written under a tag") {
+		t.Errorf("a reference with a digest: %v, want refused", err)
 	}
 }

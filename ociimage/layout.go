@@ -40,6 +40,9 @@ type Image struct {
 	Digest v1.Hash
 	// Binary is the program the image runs, extracted from its layer.
 	Binary string
+	// Program is that program's path in the image (/podgate in podgate's
+	// images): an exec in a container of the image names it so.
+	Program string
 	// Entrypoint and Cmd are the image's, their program (the first word
 	// of Entrypoint, or of Cmd when there is no Entrypoint) replaced by
 	// Binary.
@@ -102,21 +105,21 @@ func (l Layout) Resolve(ref string) (Image, error) {
 }
 
 // Entrypoint is Resolve in the form the node agent asks (runtime's
-// ImageStore): found is false, with no error, for an image the layout
+// images.Store): found is false, with no error, for an image the layout
 // does not hold, which then runs as if there were no layout.
-func (l Layout) Entrypoint(image string) (entrypoint, cmd []string, found bool, err error) {
+func (l Layout) Entrypoint(image string) (entrypoint, cmd []string, program string, found bool, err error) {
 	if _, perr := parseReference(image); perr != nil {
 		// Not a name a layout can hold.
-		return nil, nil, false, nil
+		return nil, nil, "", false, nil
 	}
 	img, err := l.Resolve(image)
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil, false, nil
+		return nil, nil, "", false, nil
 	}
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, "", false, err
 	}
-	return img.Entrypoint, img.Cmd, true, nil
+	return img.Entrypoint, img.Cmd, img.Program, true, nil
 }
 
 func (l Layout) resolve(raw string) (Image, error) {
@@ -166,7 +169,7 @@ func (l Layout) resolve(raw string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	img := Image{Digest: mdesc.Digest, Binary: bin,
+	img := Image{Digest: mdesc.Digest, Binary: bin, Program: argv[0],
 		Entrypoint: append([]string{}, cfg.Config.Entrypoint...), Cmd: append([]string{}, cfg.Config.Cmd...)}
 	if len(img.Entrypoint) > 0 {
 		img.Entrypoint[0] = bin

@@ -83,9 +83,12 @@ func TestResolveFindsTheImageByTagAndByDigest(t *testing.T) {
 			if !strings.HasPrefix(img.Binary, l.CacheDir) {
 				t.Errorf("program %s is outside the cache %s", img.Binary, l.CacheDir)
 			}
-			ep, cmd, found, err := l.Entrypoint(tc.ref)
-			if err != nil || !found || !slices.Equal(ep, img.Entrypoint) || len(cmd) != 0 {
-				t.Errorf("Entrypoint(%s) = %q, %q, %v, %v; want Resolve's", tc.ref, ep, cmd, found, err)
+			if img.Program != BinaryPath {
+				t.Errorf("program in the image %q, want %s", img.Program, BinaryPath)
+			}
+			ep, cmd, prog, found, err := l.Entrypoint(tc.ref)
+			if err != nil || !found || !slices.Equal(ep, img.Entrypoint) || len(cmd) != 0 || prog != img.Program {
+				t.Errorf("Entrypoint(%s) = %q, %q, %q, %v, %v; want Resolve's", tc.ref, ep, cmd, prog, found, err)
 			}
 		})
 	}
@@ -294,7 +297,7 @@ func TestResolveRefusesAChangedImage(t *testing.T) {
 			if errors.Is(err, ErrNotFound) {
 				t.Errorf("%v is ErrNotFound: the image is there, it must not run as if absent", err)
 			}
-			if _, _, found, eerr := l.Entrypoint(testRef); eerr == nil || found {
+			if _, _, _, found, eerr := l.Entrypoint(testRef); eerr == nil || found {
 				t.Errorf("Entrypoint: found %v, err %v; want the error", found, eerr)
 			}
 			var files []string
@@ -334,7 +337,7 @@ func TestResolveNamesWhatTheLayoutHolds(t *testing.T) {
 					t.Errorf("error %q does not name %s", err, w)
 				}
 			}
-			if ep, _, found, err := l.Entrypoint(tc.ref); found || err != nil || ep != nil {
+			if ep, _, _, found, err := l.Entrypoint(tc.ref); found || err != nil || ep != nil {
 				t.Errorf("Entrypoint(%s) = %q, %v, %v; want not found and no error: it runs as without a layout", tc.ref, ep, found, err)
 			}
 		})
@@ -370,7 +373,7 @@ func TestResolveNamesWhatTheLayoutHolds(t *testing.T) {
 		if _, err := l.Resolve("example.test/hello@sha256:short"); err == nil || errors.Is(err, ErrNotFound) {
 			t.Errorf("Resolve = %v, want a reference error", err)
 		}
-		if _, _, found, err := l.Entrypoint("Not A Name"); found || err != nil {
+		if _, _, _, found, err := l.Entrypoint("Not A Name"); found || err != nil {
 			t.Errorf("Entrypoint of a name no layout can hold = %v, %v; want not found", found, err)
 		}
 	})

@@ -9,9 +9,9 @@ import (
 // storedImages is an images.Store holding one image, a shell command.
 type storedImages map[string][]string
 
-func (s storedImages) Entrypoint(image string) ([]string, []string, bool, error) {
+func (s storedImages) Entrypoint(image string) ([]string, []string, string, bool, error) {
 	ep, ok := s[image]
-	return ep, nil, ok, nil
+	return ep, nil, "/bin/sh", ok, nil
 }
 
 func TestAnAgentRunsImagesOfItsStore(t *testing.T) {

@@ -33,23 +33,25 @@ type Options struct {
 	Dir string
 	// Kubeconfig is the admin's, Kubectl the cluster's kubectl.
 	Kubeconfig, Kubectl string
-	// Image is podgate's image by digest (Image.Ref).
-	Image string
+	// Image is podgate's image by digest (Image.Ref), GateImage the
+	// gate's (Image.GateRef), which the webhook injects.
+	Image, GateImage string
 	// Timeout bounds the wait for readiness (default DefaultTimeout).
 	Timeout time.Duration
 }
 
 // overlay is the kustomization cluster up applies: deploy/base (copied
 // beside it from the binary) with podgate's image by digest, one replica
-// of each part (one node), the webhook injecting gates of that image,
-// and readiness probed every second instead of every 5 s: a part's first
-// probe comes as it starts, before it listens, so the period is what the
-// install waits for.
+// of each part (one node), the webhook injecting gates of the gate's
+// image by digest, and readiness probed every second instead of every
+// 5 s: a part's first probe comes as it starts, before it listens, so the
+// period is what the install waits for.
 const overlay = `# Written by podgate cluster up: deploy/base with podgate's image by
 # digest (built from the podgate that started the cluster, in the OCI
 # layout the node runs images from), one replica of each part on this one
-# node, the gates the webhook injects of the same image, and readiness
-# probed every second (ready a probe period after the start).
+# node, the gates the webhook injects of the gate's image by digest (in
+# the same layout), and readiness probed every second (ready a probe
+# period after the start).
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -69,7 +71,7 @@ patches:
   patch: |-
     - op: add
       path: /spec/template/spec/containers/0/args/-
-      value: --gate-image=%[1]s@%[2]s
+      value: --gate-image=%[5]s
 - target:
     kind: Deployment
     name: (%[3]s|%[4]s)
@@ -80,8 +82,9 @@ patches:
 `
 
 // writeOverlay writes deploy/base and the overlay into dir, replacing
-// what a previous cluster left there.
-func writeOverlay(dir, digest string) error {
+// what a previous cluster left there: podgate's image of digest, and the
+// webhook injecting gateImage.
+func writeOverlay(dir, digest, gateImage string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -102,11 +105,11 @@ func writeOverlay(dir, digest string) error {
 	if err != nil {
 		return fmt.Errorf("write deploy/base to %s: %w", dir, err)
 	}
-	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator)
+	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator, gateImage)
 	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
-// Apply applies the overlay for opts.Image with kubectl (its kustomize
+// Apply applies the overlay for opts.Image and opts.GateImage with kubectl (its kustomize
 // is `kubectl apply -k`'s) and waits until the webhook and the activator
 // are ready and their Services have a ready endpoint: the webhook then
 // answers the API server (the pods that opted in can be created), and
@@ -116,10 +119,13 @@ func Apply(ctx context.Context, opts Options) error {
 	if !ok {
 		return fmt.Errorf("podgate's image %q: no digest", opts.Image)
 	}
+	if !strings.Contains(opts.GateImage, "@") {
+		return fmt.Errorf("the gate's image %q: no digest", opts.GateImage)
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	if err := writeOverlay(opts.Dir, digest); err != nil {
+	if err := writeOverlay(opts.Dir, digest, opts.GateImage); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, opts.Kubectl, "--kubeconfig", opts.Kubeconfig, "apply", "-k", opts.Dir)

@@ -26,11 +26,21 @@ const modulePath = "github.com/podgate/podgate"
 // manifests name the image by digest.
 const ImageTag = deploy.Image + ":cluster"
 
-// Image is podgate's image in the cluster's OCI layout.
+// GateImageTag is the tag of the gate's image in the cluster's layout;
+// the webhook injects it by digest.
+const GateImageTag = deploy.GateImage + ":cluster"
+
+// Image is what the install runs: podgate's image and the gate's, in the
+// cluster's OCI layout.
 type Image struct {
-	// Ref is the image by digest, as the install's manifests name it.
+	// Ref is podgate's image by digest, as the install's manifests name
+	// it.
 	Ref string
-	// Built says what the image holds and how long it took.
+	// GateRef is the gate's image by digest, as the webhook injects it:
+	// podgate-gate's, or Ref when there was no podgate-gate to build
+	// (podgate's own image runs the gate too, at nearly twice the memory).
+	GateRef string
+	// Built says what the images hold and how long they took.
 	Built string
 }
 
@@ -40,18 +50,75 @@ type Image struct {
 // podgate's source with CGO_ENABLED=0 (into dir), when this is run from
 // there (go run ./cmd/podgate, say). An image holds nothing but the
 // binary, so a dynamically linked one could not run from it.
+//
+// The gate's image goes into the same layout: podgate-gate, the gate
+// alone, built from the source tree (static, into dir, meanwhile) when
+// this is run from there; elsewhere there is no podgate-gate to build,
+// and the gate runs from podgate's own image, as Built then says.
 func BuildImage(ctx context.Context, dir, executable string) (Image, error) {
 	begin := time.Now()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Image{}, fmt.Errorf("podgate's image: %w", err)
 	}
+	root, inTree := sourceTree(ctx)
+	gateCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gate := make(chan gateBuild, 1)
+	if inTree {
+		go func() {
+			bin, err := buildStatic(gateCtx, root, "./cmd/podgate-gate", filepath.Join(dir, GateBinary))
+			gate <- gateBuild{bin, err}
+		}()
+	} else {
+		gate <- gateBuild{}
+	}
+	img, err := podgateImage(ctx, dir, executable, root, inTree)
+	if err != nil {
+		cancel()
+		<-gate // the build writes into dir: over before BuildImage returns
+		return Image{}, err
+	}
+	g := <-gate
+	img.GateRef = img.Ref
+	gateHow := "the gate from podgate's image (not run from podgate's source tree: no podgate-gate to build)"
+	if inTree {
+		if g.err != nil {
+			return Image{}, fmt.Errorf("the gate's image: %w (run cluster up outside the source tree for a gate from podgate's own image)", g.err)
+		}
+		gi, digest, err := ociimage.Build(g.bin, GateImageTag)
+		if err != nil {
+			return Image{}, err
+		}
+		if err := ociimage.WriteLayout(dir, GateImageTag, gi); err != nil {
+			return Image{}, err
+		}
+		img.GateRef, gateHow = deploy.GateImage+"@"+digest.String(), "the gate podgate-gate built from the source tree"
+	}
+	img.Built = fmt.Sprintf("%s, %s, in %s", img.Built, gateHow, time.Since(begin).Round(10*time.Millisecond))
+	return img, nil
+}
+
+// gateBuild is podgate-gate's build from the source tree: the binary, or
+// why not ("" with no error: not built).
+type gateBuild struct {
+	bin string
+	err error
+}
+
+// podgateImage writes podgate's image into the layout dir: executable
+// when it is static, else podgate built from the source tree at root
+// (inTree). Its Built says which.
+func podgateImage(ctx context.Context, dir, executable, root string, inTree bool) (Image, error) {
 	bin, how := executable, "podgate's own binary"
 	static, err := isStatic(bin)
 	if err != nil {
 		return Image{}, fmt.Errorf("podgate's image: %w", err)
 	}
 	if !static {
-		if bin, err = buildStatic(ctx, dir); err != nil {
+		if !inTree {
+			return Image{}, fmt.Errorf("podgate's image: %s is dynamically linked, and an image holds nothing but a static binary: %w", executable, errNoSource)
+		}
+		if bin, err = buildStatic(ctx, root, "./cmd/podgate", filepath.Join(dir, StaticBinary)); err != nil {
 			return Image{}, fmt.Errorf("podgate's image: %s is dynamically linked, and an image holds nothing but a static binary: %w", executable, err)
 		}
 		how = "a static podgate built from the source tree"
@@ -63,10 +130,7 @@ func BuildImage(ctx context.Context, dir, executable string) (Image, error) {
 	if err := ociimage.WriteLayout(dir, ImageTag, img); err != nil {
 		return Image{}, err
 	}
-	return Image{
-		Ref:   deploy.Image + "@" + digest.String(),
-		Built: fmt.Sprintf("%s in %s", how, time.Since(begin).Round(10*time.Millisecond)),
-	}, nil
+	return Image{Ref: deploy.Image + "@" + digest.String(), Built: how}, nil
 }
 
 // isStatic reports whether the ELF binary at path has no program
@@ -85,30 +149,41 @@ func isStatic(path string) (bool, error) {
 	return true, nil
 }
 
-// StaticBinary is where BuildImage puts a podgate it builds, in the
-// layout's directory.
-const StaticBinary = "podgate"
+// StaticBinary and GateBinary are where BuildImage puts a podgate and a
+// podgate-gate it builds, in the layout's directory.
+const (
+	StaticBinary = "podgate"
+	GateBinary   = "podgate-gate"
+)
 
-// buildStatic builds podgate with CGO_ENABLED=0 into dir, from the
-// module of the working directory, which must be podgate's.
-func buildStatic(ctx context.Context, dir string) (string, error) {
-	noSource := errors.New("run cluster up from podgate's source tree (it builds a static podgate there), use a podgate built with CGO_ENABLED=0 (scripts/image.sh's, or CGO_ENABLED=0 go build ./cmd/podgate), or --no-install")
+// errNoSource says what to do when a static podgate is needed and there
+// is no source tree to build one from.
+var errNoSource = errors.New("run cluster up from podgate's source tree (it builds a static podgate there), use a podgate built with CGO_ENABLED=0 (scripts/image.sh's, or CGO_ENABLED=0 go build ./cmd/podgate), or --no-install")
+
+// sourceTree is the root of podgate's source tree when the working
+// directory is in one (its module is podgate's).
+func sourceTree(ctx context.Context) (string, bool) {
 	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", noSource
+		return "", false
 	}
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	if mod, err := moduleOf(filepath.Join(root, "go.mod")); err != nil || mod != modulePath {
-		return "", noSource
+		return "", false
 	}
-	out := filepath.Join(dir, StaticBinary)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/podgate")
+	return root, true
+}
+
+// buildStatic builds the command pkg of the source tree root with
+// CGO_ENABLED=0 into out.
+func buildStatic(ctx context.Context, root, pkg, out string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("CGO_ENABLED=0 go build ./cmd/podgate in %s: %w\n%s", root, err, stderr.String())
+		return "", fmt.Errorf("CGO_ENABLED=0 go build %s in %s: %w\n%s", pkg, root, err, stderr.String())
 	}
 	return out, nil
 }

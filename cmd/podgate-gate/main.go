@@ -3,9 +3,11 @@
 // every pod, so what it links is memory on every pod: the one `podgate`
 // binary also carries the node agent, the webhook, the control plane
 // tools and their Kubernetes libraries, whose package initialisers run in
-// any subcommand (docs/benchmarks.md measures both). The gate image ships
-// this binary under the name `podgate`, so the injected container's
-// command (`podgate gate`) and Knative's bare entrypoint work unchanged.
+// any subcommand (docs/benchmarks.md measures both). The gate's image
+// (ghcr.io/podgate/podgate-gate) ships this binary at /podgate, its
+// entrypoint, as podgate's image ships podgate: the injected gate
+// (`args: [gate]`), its startup probe (`/podgate gate wait`) and
+// Knative's bare entrypoint run either image alike.
 package main
 
 import (

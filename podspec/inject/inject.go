@@ -280,10 +280,12 @@ const (
 func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Container {
 	env := append(cfg.Encode(), gateenv.DownwardAPIEnv(opts.Local)...)
 	c := corev1.Container{
-		Name:    wire.GateContainerName,
-		Image:   opts.GateImage,
-		Command: []string{"podgate"},
-		Args:    []string{"gate"},
+		Name:  wire.GateContainerName,
+		Image: opts.GateImage,
+		// The image's entrypoint (/podgate, in the gate image and in
+		// podgate's alike) with the subcommand: no command, so the
+		// container runs what its image holds.
+		Args: []string{"gate"},
 		Ports: []corev1.ContainerPort{
 			{Name: "queue-port", ContainerPort: wire.GatePort, Protocol: corev1.ProtocolTCP},
 			{Name: wire.GateAdminPortName, ContainerPort: wire.GateAdminPort, Protocol: corev1.ProtocolTCP},
@@ -318,7 +320,7 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 	// `podgate gate wait` waits for it instead.
 	c.StartupProbe = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-			Command: []string{"podgate", "gate", "wait", "--timeout", fmt.Sprintf("%ds", gateWaitSeconds-1)},
+			Command: []string{gateenv.ImageBinary, "gate", "wait", "--timeout", fmt.Sprintf("%ds", gateWaitSeconds-1)},
 		}},
 		TimeoutSeconds:   gateWaitSeconds,
 		PeriodSeconds:    1,

@@ -243,16 +243,19 @@ func TestInjectGateContainer(t *testing.T) {
 					t.Errorf("gate restartPolicy %v, want Always (a native sidecar)", g.RestartPolicy)
 				}
 				sp := g.StartupProbe
-				if sp == nil || sp.Exec == nil || strings.Join(sp.Exec.Command, " ") != "podgate gate wait --timeout 9s" ||
+				// The image's program by its path in the image: both the
+				// gate image and podgate's hold it at /podgate.
+				if sp == nil || sp.Exec == nil || strings.Join(sp.Exec.Command, " ") != "/podgate gate wait --timeout 9s" ||
 					sp.TimeoutSeconds != 10 || sp.PeriodSeconds != 1 {
-					t.Errorf("gate startup probe %+v, want exec podgate gate wait --timeout 9s, timeout 10, period 1", sp)
+					t.Errorf("gate startup probe %+v, want exec /podgate gate wait --timeout 9s, timeout 10, period 1", sp)
 				}
 			}
 			if g.Name != wire.GateContainerName || g.Image != "registry.test/gate:v1" {
 				t.Fatalf("gate %s (%s), want the gate with the given image", g.Name, g.Image)
 			}
-			if strings.Join(append(g.Command, g.Args...), " ") != "podgate gate" {
-				t.Errorf("gate runs %v %v", g.Command, g.Args)
+			// The image's entrypoint with the subcommand.
+			if len(g.Command) != 0 || strings.Join(g.Args, " ") != "gate" {
+				t.Errorf("gate runs command %q args %q, want the image's entrypoint with [gate]", g.Command, g.Args)
 			}
 			var ports []int32
 			for _, p := range g.Ports {

@@ -71,7 +71,7 @@ func (r Resolver) Resolve(spec *corev1.Container, path *field.Path, info env.Pod
 	if cfg.Dir == "" {
 		cfg.Dir = r.WorkDir
 	}
-	cfg.Exec = r.Images.Executor(probe.HostExecutor{Dir: cfg.Dir, Env: vars.Strings(), Enter: enter})
+	cfg.Exec = r.Images.Executor(spec.Image, probe.HostExecutor{Dir: cfg.Dir, Env: vars.Strings(), Enter: enter})
 	return cfg
 }
 

@@ -25,9 +25,10 @@ type Map struct {
 	// Entrypoints maps an image (as written, or without its tag or digest)
 	// to the argv that stands for its ENTRYPOINT.
 	Entrypoints map[string][]string
-	// Self, when set, is the program a command "podgate" runs: the gate
-	// container the injector adds says `command: [podgate]`, which locally
-	// is this binary wherever it lives.
+	// Self, when set, is the program a command "podgate" runs (podgate's
+	// images put /podgate on their PATH, and gates injected by older
+	// podgates say `command: [podgate]`), which locally is this binary
+	// wherever it lives.
 	Self string
 	// Store, when set, holds images on this machine (podgate's
 	// --image-layout): a container without a command whose image it holds
@@ -41,15 +42,18 @@ type Map struct {
 // extracted from its checked layer).
 type Store interface {
 	// Entrypoint returns image's ENTRYPOINT and CMD, their program a path
-	// on this machine; found is false, with no error, for an image the
-	// store does not hold. An error means it holds the image but cannot
-	// run it (a blob that fails its digest, another platform).
-	Entrypoint(image string) (entrypoint, cmd []string, found bool, err error)
+	// on this machine, and program, where that program is in the image
+	// (an exec probe or hook in a container of the image names it so);
+	// found is false, with no error, for an image the store does not
+	// hold. An error means it holds the image but cannot run it (a blob
+	// that fails its digest, another platform).
+	Entrypoint(image string) (entrypoint, cmd []string, program string, found bool, err error)
 }
 
 // Default maps the test app's image to this binary's `testapp`
-// subcommand and the gate's image, and the command "podgate", to this
-// binary.
+// subcommand, the gate's image and podgate's (whose `gate` both run the
+// gate), and the command "podgate", to this binary: `podgate run` runs
+// its gates without flags or images.
 func Default() (Map, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -58,7 +62,8 @@ func Default() (Map, error) {
 	return Map{
 		Entrypoints: map[string][]string{
 			TestappImage:         {exe, "testapp"},
-			gateenv.DefaultImage: {exe},
+			gateenv.GateImage:    {exe},
+			gateenv.PodgateImage: {exe},
 		},
 		Self: exe,
 	}, nil
@@ -162,7 +167,7 @@ func (m Map) Argv(image string, command, args []string, path *field.Path) ([]str
 		return argv, nil
 	}
 	if m.Store != nil {
-		ep, cmd, found, err := m.Store.Entrypoint(image)
+		ep, cmd, _, found, err := m.Store.Entrypoint(image)
 		if err != nil {
 			return nil, field.Invalid(path.Child("image"), image, err.Error())
 		}
@@ -232,22 +237,64 @@ func LookPath(name, dir, pathEnv string) (string, error) {
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
-// Executor runs a container's exec probes and hooks on this host as h
-// says (its working directory, environment and network). A command
-// "podgate" runs Self, as a container's command does: the gate's startup
-// probe is `podgate gate wait`.
-func (m Map) Executor(h probe.HostExecutor) probe.Executor {
-	return hostExecutor{HostExecutor: h, self: m.Self}
+// Executor runs the exec probes and hooks of a container of image on
+// this host as h says (its working directory, environment and network).
+// A container runtime runs them in the container's filesystem, the
+// image's; here the one file of an image podgate knows is its program,
+// so a command naming the image's program by its path in the image runs
+// the program that stands for it on this machine — the gate's startup
+// probe is `/podgate gate wait` — and a command "podgate" runs Self, as a
+// container's command does.
+func (m Map) Executor(image string, h probe.HostExecutor) probe.Executor {
+	e := hostExecutor{HostExecutor: h, self: m.Self}
+	e.inImage, e.program = m.program(image)
+	return e
+}
+
+// program is image's program: its path in the image and the program on
+// this machine that runs for it ("" for an image whose program is not
+// known). The Store says for its images; podgate's own images (the
+// gate's and podgate's), mapped in Entrypoints, hold theirs at
+// gateenv.ImageBinary.
+func (m Map) program(image string) (inImage, local string) {
+	if m.Store != nil {
+		ep, cmd, prog, found, err := m.Store.Entrypoint(image)
+		if err != nil {
+			return "", "" // the container cannot start: Argv says why
+		}
+		if found {
+			if len(ep) == 0 {
+				ep = cmd
+			}
+			if len(ep) == 0 || prog == "" {
+				return "", ""
+			}
+			return prog, ep[0]
+		}
+	}
+	if r := repository(image); r != gateenv.GateImage && r != gateenv.PodgateImage {
+		return "", ""
+	}
+	if ep, ok := m.entrypoint(image); ok && len(ep) > 0 {
+		return gateenv.ImageBinary, ep[0]
+	}
+	return "", ""
 }
 
 type hostExecutor struct {
 	probe.HostExecutor
-	self string
+	self             string
+	inImage, program string
 }
 
 func (e hostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, error) {
-	if len(argv) > 0 && argv[0] == "podgate" && e.self != "" {
-		argv = append([]string{e.self}, argv[1:]...)
+	if len(argv) > 0 {
+		switch {
+		case argv[0] == "podgate" && e.self != "":
+			argv = append([]string{e.self}, argv[1:]...)
+		case e.inImage != "" && filepath.Clean(argv[0]) == e.inImage:
+			argv = append([]string{e.program}, argv[1:]...)
+		}
 	}
 	return e.HostExecutor.Exec(ctx, argv)
 }

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 )
 
@@ -123,16 +124,84 @@ func TestFromFlags(t *testing.T) {
 	}
 }
 
-func TestExecutorRunsSelfForPodgate(t *testing.T) {
+// An exec probe or hook runs, in a container runtime, in the container's
+// filesystem: its image's. Here the one file of an image podgate knows is
+// its program.
+func TestExecutorFindsTheImagesProgramAsTheContainerWould(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	self := filepath.Join(dir, "self")
-	if err := os.WriteFile(self, []byte("#!/bin/sh\necho self \"$@\" in \"$PWD\" as $WHO\n"), 0o755); err != nil {
+	script := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho "+name+" \"$@\" in \"$PWD\" as $WHO\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	self, stored, app, mapped := script("self"), script("stored-gate"), script("stored-app"), script("mapped-gate")
+	store := mapStore{
+		"registry.test/gate@sha256:1": {entrypoint: []string{stored}, program: "/podgate"},
+		"registry.test/app:v1":        {cmd: []string{app, "serve"}, program: "/usr/local/bin/app"},
+		"registry.test/tampered":      {err: errors.New("digest mismatch")},
+	}
+	defaults := Map{Self: self, Entrypoints: map[string][]string{gateenv.GateImage: {self}, gateenv.PodgateImage: {self}}}
+	withStore := defaults
+	withStore.Store = store
+	mappedGate := Map{Self: self}
+	mappedGate.Set(gateenv.GateImage, mapped)
+	for _, tc := range []struct {
+		name  string
+		m     Map
+		image string
+		argv  []string
+		want  string // the output, or "error" when nothing ran
+	}{
+		{"the command podgate is this binary, whatever the image", defaults, "busybox", []string{"podgate", "gate", "wait"}, "self gate wait"},
+		{"/podgate in the gate image without a layout is this binary", defaults, gateenv.GateImage + ":v1", []string{"/podgate", "gate", "wait"}, "self gate wait"},
+		{"/podgate in podgate's image by digest is this binary", defaults, gateenv.PodgateImage + "@sha256:2", []string{"/podgate", "gate", "wait"}, "self gate wait"},
+		{"/podgate in the gate image of the store is the image's program", withStore, "registry.test/gate@sha256:1", []string{"/podgate", "gate", "wait"}, "stored-gate gate wait"},
+		{"an image's program with only a cmd, by its path in the image", withStore, "registry.test/app:v1", []string{"/usr/local/bin/app", "check"}, "stored-app check"},
+		{"the gate image mapped with --image is the mapped program", mappedGate, gateenv.GateImage, []string{"/podgate", "gate", "wait"}, "mapped-gate gate wait"},
+		{"the gate image not in the store falls back to the defaults", withStore, gateenv.GateImage, []string{"/podgate", "gate", "wait"}, "self gate wait"},
+		{"/podgate in another image is a path on this machine", defaults, "busybox", []string{"/podgate", "gate"}, "error"},
+		{"an image the store cannot run maps nothing", withStore, "registry.test/tampered", []string{"/podgate"}, "error"},
+		{"other commands in podgate's image run as written", defaults, gateenv.GateImage, []string{"/bin/echo", "hi"}, "hi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := tc.m.Executor(tc.image, probe.HostExecutor{Dir: dir, Env: []string{"WHO=container", "PATH=/usr/bin:/bin"}})
+			out, code, err := e.Exec(context.Background(), tc.argv)
+			if tc.want == "error" {
+				if err == nil {
+					t.Errorf("ran: %q, exit %d; want an error (no such program here)", out, code)
+				}
+				return
+			}
+			want := tc.want
+			if strings.HasPrefix(want, "self") || strings.HasPrefix(want, "stored") || strings.HasPrefix(want, "mapped") {
+				want += " in " + dir + " as container"
+			}
+			if err != nil || code != 0 || strings.TrimSpace(string(out)) != want {
+				t.Errorf("ran: %q, exit %d, %v; want %q", out, code, err, want)
+			}
+		})
+	}
+}
+
+func TestDefaultRunsTheGateOfEitherImageAsThisBinary(t *testing.T) {
+	t.Parallel()
+	m, err := Default()
+	if err != nil {
 		t.Fatal(err)
 	}
-	e := Map{Self: self}.Executor(probe.HostExecutor{Dir: dir, Env: []string{"WHO=container", "PATH=/usr/bin:/bin"}})
-	out, code, err := e.Exec(context.Background(), []string{"podgate", "gate", "wait"})
-	if err != nil || code != 0 || strings.TrimSpace(string(out)) != "self gate wait in "+dir+" as container" {
-		t.Errorf("podgate ran: %q, exit %d, %v", out, code, err)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := field.NewPath("spec", "initContainers").Index(0)
+	// The injected gate: no command, args [gate].
+	for _, image := range []string{gateenv.DefaultImage, gateenv.GateImage + ":v1", gateenv.PodgateImage + "@sha256:abc"} {
+		argv, ferr := m.Argv(image, nil, []string{"gate"}, path)
+		if ferr != nil || strings.Join(argv, " ") != exe+" gate" {
+			t.Errorf("%s: argv %q, %v; want %s gate", image, argv, ferr, exe)
+		}
 	}
 }

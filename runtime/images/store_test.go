@@ -6,11 +6,15 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podgate/podgate/gateenv"
 )
 
-// storeImage is one image of a mapStore: what it runs, or why it cannot.
+// storeImage is one image of a mapStore: what it runs (program: its
+// path in the image), or why it cannot.
 type storeImage struct {
 	entrypoint, cmd []string
+	program         string
 	err             error
 }
 
@@ -18,12 +22,12 @@ type storeImage struct {
 // is the one on disk).
 type mapStore map[string]storeImage
 
-func (s mapStore) Entrypoint(image string) ([]string, []string, bool, error) {
+func (s mapStore) Entrypoint(image string) ([]string, []string, string, bool, error) {
 	im, ok := s[image]
 	if !ok {
-		return nil, nil, false, nil
+		return nil, nil, "", false, nil
 	}
-	return im.entrypoint, im.cmd, im.err == nil, im.err
+	return im.entrypoint, im.cmd, im.program, im.err == nil, im.err
 }
 
 func TestImagesOfTheStoreRunAsKubernetesRunsAnImage(t *testing.T) {
@@ -74,8 +78,8 @@ func TestOrDefaultRunsTheTestAppAndGateWithoutFlagsKeepingTheStore(t *testing.T)
 		wantImages []string // mapped after OrDefault
 		wantStore  bool
 	}{
-		{"no --image: the test app and the gate", Map{}, []string{TestappImage}, false},
-		{"no --image, a store: the defaults and the store", Map{Store: store}, []string{TestappImage}, true},
+		{"no --image: the test app and the gate", Map{}, []string{TestappImage, gateenv.GateImage, gateenv.PodgateImage}, false},
+		{"no --image, a store: the defaults and the store", Map{Store: store}, []string{TestappImage, gateenv.GateImage}, true},
 		{"--image given: as it is", Map{Entrypoints: map[string][]string{"x": {"/x"}}, Store: store}, []string{"x"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

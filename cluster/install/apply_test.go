@@ -1,0 +1,64 @@
+package install
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/podgate/podgate/deploy"
+	"github.com/podgate/podgate/internal/k8sbin"
+)
+
+// The overlay as kubectl's kustomize builds it: every Deployment of
+// podgate's image by digest, the webhook injecting the gate's image by
+// its digest.
+func TestTheOverlayPinsPodgatesImageAndInjectsTheGatesByDigest(t *testing.T) {
+	kubectl, err := k8sbin.Path(k8sbin.Kubectl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		digest  = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+		gateRef = deploy.GateImage + "@sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	)
+	dir := t.TempDir()
+	if err := writeOverlay(dir, digest, gateRef); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(kubectl, "kustomize", dir).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v", dir, err)
+	}
+	deployments := map[string]appsv1.Deployment{}
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("kubectl kustomize's output: %v", err)
+		}
+		if d.Kind == "Deployment" {
+			deployments[d.Name] = d
+		}
+	}
+	for _, name := range []string{deploy.Webhook, deploy.Activator} {
+		d, ok := deployments[name]
+		if !ok {
+			t.Fatalf("no Deployment %s in:\n%s", name, out)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if c.Image != deploy.Image+"@"+digest {
+			t.Errorf("%s: image %s, want podgate's by digest", name, c.Image)
+		}
+		if gated := slices.Contains(c.Args, "--gate-image="+gateRef); gated != (name == deploy.Webhook) {
+			t.Errorf("%s: args %q; want --gate-image=%s on the webhook only", name, c.Args, gateRef)
+		}
+	}
+}
