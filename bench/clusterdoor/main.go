@@ -70,32 +70,6 @@ func main() {
 // service is the benchmark's service, bench/doorbench's.
 const service = "bench"
 
-const twoContainers = `apiVersion: serving.knative.dev/v1
-kind: Service
-metadata:
-  name: bench
-spec:
-  template:
-    spec:
-      terminationGracePeriodSeconds: 4
-      containers:
-        - name: app
-          image: ghcr.io/podgate/testapp
-          ports:
-            - containerPort: 8080
-          readinessProbe:
-            httpGet: {path: /readyz}
-            periodSeconds: 1
-            failureThreshold: 1
-        - name: sidecar
-          image: ghcr.io/podgate/testapp
-          args: ["--port", "8090"]
-          readinessProbe:
-            httpGet: {path: /readyz, port: 8090}
-            periodSeconds: 1
-            failureThreshold: 1
-`
-
 func run(ctx context.Context, o options) error {
 	if o.rounds < 1 || o.conns < 1 || o.duration <= 0 {
 		return errors.New("-rounds and -conns must be at least 1, -duration positive")
@@ -114,7 +88,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	m, err := manifest.Parse([]byte(twoContainers))
+	m, err := manifest.Parse([]byte(benchenv.TwoContainers))
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	manifest := filepath.Join(dir, "two-containers.yaml")
-	if err := os.WriteFile(manifest, []byte(twoContainers), 0o644); err != nil {
+	if err := os.WriteFile(manifest, []byte(benchenv.TwoContainers), 0o644); err != nil {
 		return err
 	}
 
@@ -107,32 +107,3 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("\nload avg   %s (at end)\n", benchenv.ReadLoadavg())
 	return nil
 }
-
-// twoContainers is the seed's two-container service with kubelet probes
-// tight enough to see a 2 s flip: a failed readiness check takes the
-// container out at once (failureThreshold 1), every second.
-const twoContainers = `apiVersion: serving.knative.dev/v1
-kind: Service
-metadata:
-  name: bench
-spec:
-  template:
-    spec:
-      terminationGracePeriodSeconds: 4
-      containers:
-        - name: app
-          image: ghcr.io/podgate/testapp
-          ports:
-            - containerPort: 8080
-          readinessProbe:
-            httpGet: {path: /readyz}
-            periodSeconds: 1
-            failureThreshold: 1
-        - name: sidecar
-          image: ghcr.io/podgate/testapp
-          args: ["--port", "8090"]
-          readinessProbe:
-            httpGet: {path: /readyz, port: 8090}
-            periodSeconds: 1
-            failureThreshold: 1
-`
