@@ -22,6 +22,7 @@ import (
 
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/manifest"
 	"github.com/podgate/podgate/recording"
 )
 
@@ -91,7 +92,7 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 	bin := podgateBinary(t)
 	dir := t.TempDir()
 	execFile := filepath.Join(dir, "live")
-	m, err := lab.ReadManifest("../../examples/exec-liveness.yaml", "/tmp/podgate-example-exec-liveness", execFile)
+	m, err := manifest.Read("../../examples/exec-liveness.yaml", "/tmp/podgate-example-exec-liveness", execFile)
 	if err != nil {
 		t.Fatal(err)
 	}
