@@ -422,6 +422,7 @@ func (m *Model) finish(routes map[uint64]route) {
 		if len(p.Ready) > 0 && p.Ready[0].State == "ready" && p.Ready[0].From.After(p.firstSeen) {
 			p.Ready = append([]Span{{From: p.firstSeen, To: p.Ready[0].From, State: "not-ready", Detail: "not ready yet"}}, p.Ready...)
 		}
+		p.readyFromEndpoint(m.Endpoints)
 		p.Ready = endSpans(p.Ready, m.End)
 		p.Gate = endSpans(p.Gate, m.End)
 		for _, c := range p.Containers {
@@ -440,6 +441,31 @@ func (m *Model) finish(routes map[uint64]route) {
 		e.Spans = endSpans(e.Spans, m.End)
 	}
 	slices.SortStableFunc(m.Unrouted, func(a, b Request) int { return a.Sent.Compare(b.Sent) })
+}
+
+// readyFromEndpoint moves each change of the pod's readiness back to
+// when its endpoint showed the same change, where the endpoints' watch
+// saw that first. The endpoint follows the pod's status (podgate run
+// updates it within the same write), and two watches of one API see a
+// write at instants apart: without this, a request the front door
+// released the moment it saw the endpoint ready would count as sent to
+// a pod not ready yet.
+func (p *Pod) readyFromEndpoint(eps []*Endpoint) {
+	for i := 1; i < len(p.Ready); i++ {
+		ready := p.Ready[i].State == "ready"
+		at := p.Ready[i].From
+		for _, e := range eps {
+			if e.Pod != p.Key {
+				continue
+			}
+			for _, sp := range e.Spans {
+				if (sp.State == "ready") == ready && sp.From.After(p.Ready[i-1].From) && sp.From.Before(at) {
+					at = sp.From
+				}
+			}
+		}
+		p.Ready[i-1].To, p.Ready[i].From = at, at
+	}
 }
 
 // window is the stretch around a kill at t in which the pod should get

@@ -3,6 +3,7 @@ package timeline
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,6 +110,42 @@ func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
 				t.Errorf("kill %+v, want at +20s of app, window %s–%s", k, m.Rel(tt.from), m.Rel(tt.to))
 			}
 		})
+	}
+}
+
+// Two watches of one API see a write at instants apart: where the
+// endpoints' watch saw a change of the pod's readiness before the pods'
+// watch, the pod changed then. A request released the moment the front
+// door saw the endpoint ready is not sent to a pod not ready yet.
+func TestReadinessChangesWhenTheEndpointShowedItFirst(t *testing.T) {
+	s := &scenario.Scenario{}
+	s.StartPod(0, "web-a", "10.244.0.2", false) // the condition before the endpoint
+	s.Endpoint(10.000, "web-a", "10.244.0.2", false, false)
+	s.Cond(10.004, "web-a", "Ready", "False", "ContainersNotReady")
+	s.Event(10.005, "web-a", "app", "Killing", "Container app failed liveness probe, will be restarted")
+	s.State(11, "web-a", "app", "running", "", false, 1, "web-a-app-1")
+	s.Endpoint(12.000, "web-a", "10.244.0.2", true, false)
+	s.Request(12.001, "web-a", 200, "", time.Second, false)
+	s.Cond(12.003, "web-a", "Ready", "True", "")
+	h, facts := s.RoundTrip(t, "")
+	m, err := Build(h, facts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Pods[0]
+	var spans []string
+	for _, sp := range p.Ready {
+		spans = append(spans, fmt.Sprintf("%s from %s", sp.State, m.Rel(sp.From)))
+	}
+	want := "not-ready from +00:00.000, ready from +00:01.020, not-ready from +00:10.000, ready from +00:12.000"
+	if got := strings.Join(spans, ", "); got != want {
+		t.Errorf("ready spans: %s\nwant:        %s", got, want)
+	}
+	if k := p.Kills; len(k) != 1 || !k[0].From.Equal(scenario.At(10)) || !k[0].To.Equal(scenario.At(12)) {
+		t.Errorf("kills %+v, want one with the window +10s–+12s", k)
+	}
+	if p.NotReadyAt(scenario.At(12.001)) {
+		t.Error("the request released at +12.001s counts as sent to a pod not ready")
 	}
 }
 
