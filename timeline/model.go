@@ -405,6 +405,7 @@ func (m *Model) finish(routes map[uint64]route) {
 	for _, p := range m.Pods {
 		namespaces[p.Namespace] = true
 	}
+	decisions := m.frontDoorDecisions()
 	for _, p := range m.Pods {
 		if len(namespaces) > 1 {
 			p.Name = p.Key
@@ -423,6 +424,7 @@ func (m *Model) finish(routes map[uint64]route) {
 			p.Ready = append([]Span{{From: p.firstSeen, To: p.Ready[0].From, State: "not-ready", Detail: "not ready yet"}}, p.Ready...)
 		}
 		p.readyFromEndpoint(m.Endpoints)
+		p.readyFromFrontDoor(decisions)
 		p.Ready = endSpans(p.Ready, m.End)
 		p.Gate = endSpans(p.Gate, m.End)
 		for _, c := range p.Containers {
@@ -462,6 +464,62 @@ func (p *Pod) readyFromEndpoint(eps []*Endpoint) {
 				if (sp.State == "ready") == ready && sp.From.After(p.Ready[i-1].From) && sp.From.Before(at) {
 					at = sp.From
 				}
+			}
+		}
+		p.Ready[i-1].To, p.Ready[i].From = at, at
+	}
+}
+
+// decisions are the front door's routing decisions that say what it
+// knew: each request sent to a pod (routed or released), by pod key,
+// and each request held for want of a ready pod, by target.
+type decisions struct {
+	sent map[string][]decision
+	held map[string][]time.Time
+}
+
+type decision struct {
+	at     time.Time
+	target string
+}
+
+func (m *Model) frontDoorDecisions() decisions {
+	d := decisions{sent: map[string][]decision{}, held: map[string][]time.Time{}}
+	for _, f := range m.sorted {
+		if f.Kind != recording.KindRoute {
+			continue
+		}
+		switch f.Route.Decision {
+		case recording.DecisionRouted, recording.DecisionReleased:
+			if f.Pod != "" {
+				key := f.Namespace + "/" + f.Pod
+				d.sent[key] = append(d.sent[key], decision{f.Time, f.Route.Target})
+			}
+		case recording.DecisionHeld:
+			d.held[f.Route.Target] = append(d.held[f.Route.Target], f.Time)
+		}
+	}
+	return d
+}
+
+// readyFromFrontDoor moves a change of the pod back to ready to the first
+// request the front door sent it after holding requests of the same
+// target: holding shows the front door knew no pod was ready, sending
+// to the pod afterwards that it saw this one ready again — through the
+// same API, on a watch that was quicker than the recording's.
+func (p *Pod) readyFromFrontDoor(d decisions) {
+	for i := 1; i < len(p.Ready); i++ {
+		if p.Ready[i].State != "ready" {
+			continue
+		}
+		since, at := p.Ready[i-1].From, p.Ready[i].From
+		for _, s := range d.sent[p.Key] {
+			if !s.at.After(since) || !s.at.Before(at) {
+				continue
+			}
+			if slices.ContainsFunc(d.held[s.target], func(h time.Time) bool { return h.After(since) && h.Before(s.at) }) {
+				at = s.at
+				break
 			}
 		}
 		p.Ready[i-1].To, p.Ready[i].From = at, at

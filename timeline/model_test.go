@@ -149,6 +149,39 @@ func TestReadinessChangesWhenTheEndpointShowedItFirst(t *testing.T) {
 	}
 }
 
+// The front door holding requests shows it knew no pod was ready;
+// sending one to the pod afterwards shows it saw the pod ready again,
+// whatever the recording's watch saw later. A request sent to the pod
+// while the front door did not know yet is still counted.
+func TestReadyAgainWhenTheFrontDoorSentAfterHolding(t *testing.T) {
+	s := &scenario.Scenario{}
+	s.StartPod(0, "web-a", "10.244.0.2", false)
+	s.Cond(10.000, "web-a", "Ready", "False", "ContainersNotReady")
+	s.Endpoint(10.001, "web-a", "10.244.0.2", false, false)
+	s.Request(10.002, "web-a", 200, "", 0, false) // the front door did not know yet
+	s.Request(12.000, "web-a", 200, "", 1500*time.Millisecond, false)
+	s.Endpoint(12.002, "web-a", "10.244.0.2", true, false)
+	s.Cond(12.003, "web-a", "Ready", "True", "")
+	h, facts := s.RoundTrip(t, "")
+	m, err := Build(h, facts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Pods[0]
+	if got := p.Ready[len(p.Ready)-1].From; !got.Equal(scenario.At(12)) {
+		t.Errorf("ready again from %s, want +00:12.000, when the front door released the held request", m.Rel(got))
+	}
+	var counted []string
+	for _, r := range p.Requests {
+		if p.NotReadyAt(r.Sent) {
+			counted = append(counted, m.Rel(r.Sent))
+		}
+	}
+	if strings.Join(counted, ",") != "+00:10.002" {
+		t.Errorf("requests sent while not ready: %v, want the one at +00:10.002", counted)
+	}
+}
+
 func TestKillsComeFromRestartFlagsWithoutEvents(t *testing.T) {
 	s := &scenario.Scenario{}
 	s.StartPod(0, "web-a", "10.244.0.2", false)

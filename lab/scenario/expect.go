@@ -300,23 +300,53 @@ func (j *judge) noTraffic(n *NoTraffic) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var bad []timeline.Request
-	for _, q := range p.Requests {
-		if n.Always || p.NotReadyAt(q.Sent) {
-			bad = append(bad, q)
+	if n.Always {
+		if len(p.Requests) > 0 {
+			return "", fmt.Errorf("the front door sent it %d requests, want none:\n%s", len(p.Requests), j.timelineList(p.Requests))
 		}
+		return "the front door sent it no request", nil
 	}
-	var notReady []string
+	fd := j.frontDoor()
+	var windows []string
+	var bad, early []timeline.Request
+	seen := map[uint64]bool{}
+	judge := func(from, to time.Time) {
+		counted, before, _ := fd.inWindow(p, from, to)
+		for _, q := range counted {
+			if !seen[q.ID] {
+				seen[q.ID] = true
+				bad = append(bad, q)
+			}
+		}
+		for _, q := range before {
+			if !seen[q.ID] {
+				seen[q.ID] = true
+				early = append(early, q)
+			}
+		}
+		windows = append(windows, j.m.Rel(from)+"–"+j.m.Rel(to))
+	}
 	for _, s := range p.Ready {
 		if s.State != "ready" {
-			notReady = append(notReady, j.m.Rel(s.From)+"–"+j.m.Rel(s.To))
+			judge(s.From, s.To)
 		}
 	}
-	where := fmt.Sprintf("not ready %s", strings.Join(notReady, ", "))
-	if len(bad) > 0 {
-		return "", fmt.Errorf("the front door sent it %d requests when it should not (%s):\n%s", len(bad), where, j.timelineList(bad))
+	for _, k := range p.Kills {
+		judge(k.From, k.To)
 	}
-	return fmt.Sprintf("the front door sent it %d requests, none while it was not ready (%s)", len(p.Requests), where), nil
+	where := "not ready " + strings.Join(windows, ", ")
+	if len(bad) > 0 {
+		return "", fmt.Errorf("the front door sent it %d requests while it was not ready, after it knew (%s):\n%s", len(bad), where, j.timelineList(bad))
+	}
+	return fmt.Sprintf("the front door sent it %d requests, none while it was not ready (%s)%s", len(p.Requests), where, j.earlyWords(early)), nil
+}
+
+// earlyWords reports the requests sent while the news was on its way.
+func (j *judge) earlyWords(early []timeline.Request) string {
+	if len(early) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d sent before the front door learned of it:\n%s", len(early), j.timelineList(early))
 }
 
 func (j *judge) timelineList(qs []timeline.Request) string {
@@ -332,12 +362,12 @@ func (j *judge) timelineList(qs []timeline.Request) string {
 }
 
 // killed judges the kills of the scenario (not those of podgate's stop)
-// as the timeline does: the requests sent to the pod in each kill's
-// window, from when it stopped being ready (or the kill) until it was
-// ready again.
+// in the windows the timeline draws: the requests sent to the pod from
+// when it stopped being ready (or the kill) until it was ready again.
 func (j *judge) killed(most int) (string, error) {
+	fd := j.frontDoor()
 	var windows []string
-	var bad []timeline.Request
+	var bad, early []timeline.Request
 	for _, p := range j.m.Pods {
 		for _, k := range p.Kills {
 			if !j.r.stopping.IsZero() && !k.At.Before(j.r.stopping) {
@@ -347,14 +377,9 @@ func (j *judge) killed(most int) (string, error) {
 			if !k.To.IsZero() {
 				until = "ready again at " + j.m.Rel(k.To)
 			}
-			n := 0
-			for _, q := range p.Requests {
-				if !q.Sent.Before(k.From) && (k.To.IsZero() || q.Sent.Before(k.To)) {
-					bad = append(bad, q)
-					n++
-				}
-			}
-			windows = append(windows, fmt.Sprintf("%s of %s killed at %s (not ready from %s, %s): %d sent", k.Container, p.Name, j.m.Rel(k.At), j.m.Rel(k.From), until, n))
+			counted, before, _ := fd.inWindow(p, k.From, k.To)
+			bad, early = append(bad, counted...), append(early, before...)
+			windows = append(windows, fmt.Sprintf("%s of %s killed at %s (not ready from %s, %s): %d sent", k.Container, p.Name, j.m.Rel(k.At), j.m.Rel(k.From), until, len(counted)))
 		}
 	}
 	if len(windows) == 0 {
@@ -362,9 +387,9 @@ func (j *judge) killed(most int) (string, error) {
 	}
 	detail := strings.Join(windows, "\n")
 	if len(bad) > most {
-		return "", fmt.Errorf("%d requests sent to a pod in a kill's window, want at most %d:\n%s\n%s", len(bad), most, detail, j.timelineList(bad))
+		return "", fmt.Errorf("%d requests sent to a pod in a kill's window after the front door knew, want at most %d:\n%s\n%s", len(bad), most, detail, j.timelineList(bad))
 	}
-	return detail, nil
+	return detail + j.earlyWords(early), nil
 }
 
 func (j *judge) eventWords(e *EventRule) string {
