@@ -405,7 +405,7 @@ func (m *Model) finish(routes map[uint64]route) {
 	for _, p := range m.Pods {
 		namespaces[p.Namespace] = true
 	}
-	decisions := m.frontDoorDecisions()
+
 	for _, p := range m.Pods {
 		if len(namespaces) > 1 {
 			p.Name = p.Key
@@ -424,7 +424,7 @@ func (m *Model) finish(routes map[uint64]route) {
 			p.Ready = append([]Span{{From: p.firstSeen, To: p.Ready[0].From, State: "not-ready", Detail: "not ready yet"}}, p.Ready...)
 		}
 		p.readyFromEndpoint(m.Endpoints)
-		p.readyFromFrontDoor(decisions)
+		p.readyFromProbes(m.sorted)
 		p.Ready = endSpans(p.Ready, m.End)
 		p.Gate = endSpans(p.Gate, m.End)
 		for _, c := range p.Containers {
@@ -470,59 +470,43 @@ func (p *Pod) readyFromEndpoint(eps []*Endpoint) {
 	}
 }
 
-// decisions are the front door's routing decisions that say what it
-// knew: each request sent to a pod (routed or released), by pod key,
-// and each request held for want of a ready pod, by target.
-type decisions struct {
-	sent map[string][]decision
-	held map[string][]time.Time
-}
-
-type decision struct {
-	at     time.Time
-	target string
-}
-
-func (m *Model) frontDoorDecisions() decisions {
-	d := decisions{sent: map[string][]decision{}, held: map[string][]time.Time{}}
-	for _, f := range m.sorted {
-		if f.Kind != recording.KindRoute {
-			continue
-		}
-		switch f.Route.Decision {
-		case recording.DecisionRouted, recording.DecisionReleased:
-			if f.Pod != "" {
-				key := f.Namespace + "/" + f.Pod
-				d.sent[key] = append(d.sent[key], decision{f.Time, f.Route.Target})
-			}
-		case recording.DecisionHeld:
-			d.held[f.Route.Target] = append(d.held[f.Route.Target], f.Time)
-		}
-	}
-	return d
-}
-
-// readyFromFrontDoor moves a change of the pod back to ready to the first
-// request the front door sent it after holding requests of the same
-// target: holding shows the front door knew no pod was ready, sending
-// to the pod afterwards that it saw this one ready again — through the
-// same API, on a watch that was quicker than the recording's.
-func (p *Pod) readyFromFrontDoor(d decisions) {
+// readyFromProbes moves a change of the pod back to ready to the node
+// agent's probe attempt that made it: a readiness (or startup) probe
+// whose published state turned to success last, when nothing else that
+// holds a pod's readiness (the gate's verdict, a readiness gate's
+// condition) turned ready after it. The agent records its attempts as
+// they come and writes the status from them, which the recording sees
+// through a watch; the front door, on a quicker watch of the same API,
+// may send the pod a request in between.
+func (p *Pod) readyFromProbes(facts []recording.Fact) {
 	for i := 1; i < len(p.Ready); i++ {
 		if p.Ready[i].State != "ready" {
 			continue
 		}
 		since, at := p.Ready[i-1].From, p.Ready[i].From
-		for _, s := range d.sent[p.Key] {
-			if !s.at.After(since) || !s.at.Before(at) {
+		var probe, other time.Time
+		last := map[string]string{} // container/probe → published state
+		for _, f := range facts {
+			if f.Namespace+"/"+f.Pod != p.Key || f.Time.After(at) {
 				continue
 			}
-			if slices.ContainsFunc(d.held[s.target], func(h time.Time) bool { return h.After(since) && h.Before(s.at) }) {
-				at = s.at
-				break
+			switch {
+			case f.Kind == recording.KindProbe && f.Probe.Probe != "liveness":
+				key := f.Container + "/" + f.Probe.Probe
+				if f.Probe.State == "success" && last[key] != "success" && f.Time.After(since) {
+					probe = f.Time
+				}
+				last[key] = f.Probe.State
+			case f.Kind == recording.KindGate && f.Gate.Ready && f.Time.After(since):
+				other = f.Time
+			case f.Kind == recording.KindCondition && f.Condition.Status == "True" && f.Time.After(since) &&
+				f.Condition.Type != "Ready" && f.Condition.Type != "ContainersReady":
+				other = f.Time
 			}
 		}
-		p.Ready[i-1].To, p.Ready[i].From = at, at
+		if !probe.IsZero() && probe.After(other) && probe.Before(at) {
+			p.Ready[i-1].To, p.Ready[i].From = probe, probe
+		}
 	}
 }
 

@@ -149,36 +149,61 @@ func TestReadinessChangesWhenTheEndpointShowedItFirst(t *testing.T) {
 	}
 }
 
-// The front door holding requests shows it knew no pod was ready;
-// sending one to the pod afterwards shows it saw the pod ready again,
-// whatever the recording's watch saw later. A request sent to the pod
-// while the front door did not know yet is still counted.
-func TestReadyAgainWhenTheFrontDoorSentAfterHolding(t *testing.T) {
-	s := &scenario.Scenario{}
-	s.StartPod(0, "web-a", "10.244.0.2", false)
-	s.Cond(10.000, "web-a", "Ready", "False", "ContainersNotReady")
-	s.Endpoint(10.001, "web-a", "10.244.0.2", false, false)
-	s.Request(10.002, "web-a", 200, "", 0, false) // the front door did not know yet
-	s.Request(12.000, "web-a", 200, "", 1500*time.Millisecond, false)
-	s.Endpoint(12.002, "web-a", "10.244.0.2", true, false)
-	s.Cond(12.003, "web-a", "Ready", "True", "")
-	h, facts := s.RoundTrip(t, "")
-	m, err := Build(h, facts, Options{})
-	if err != nil {
-		t.Fatal(err)
+// The node agent records its probe attempts as they come and writes the
+// status from them, which the recording sees later, through a watch: a
+// pod is ready again at the attempt that made it so, unless something
+// else that holds its readiness (the gate's verdict) turned ready after.
+// A request sent after that attempt is not sent to a pod not ready; one
+// sent before it is.
+func TestReadyAgainAtTheProbeThatMadeIt(t *testing.T) {
+	tests := []struct {
+		name      string
+		gateLater bool
+		readyAt   float64
+		counted   string
+	}{
+		{"the probe passed last", false, 11.999, "+00:10.002"},
+		{"the gate's verdict came after the probe", true, 12.002, "+00:10.002,+00:12.000"},
 	}
-	p := m.Pods[0]
-	if got := p.Ready[len(p.Ready)-1].From; !got.Equal(scenario.At(12)) {
-		t.Errorf("ready again from %s, want +00:12.000, when the front door released the held request", m.Rel(got))
-	}
-	var counted []string
-	for _, r := range p.Requests {
-		if p.NotReadyAt(r.Sent) {
-			counted = append(counted, m.Rel(r.Sent))
-		}
-	}
-	if strings.Join(counted, ",") != "+00:10.002" {
-		t.Errorf("requests sent while not ready: %v, want the one at +00:10.002", counted)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scenario.Scenario{}
+			s.StartPod(0, "web-a", "10.244.0.2", false)
+			probe := func(sec float64, result, state string) {
+				s.Add(sec, recording.Fact{Kind: recording.KindProbe, Pod: "web-a", Container: "app",
+					Probe: &recording.Probe{Probe: "readiness", Result: result, State: state}})
+			}
+			probe(10.000, "failure", "failure")
+			s.Cond(10.001, "web-a", "Ready", "False", "ContainersNotReady")
+			s.Endpoint(10.0015, "web-a", "10.244.0.2", false, false)
+			s.Request(10.002, "web-a", 200, "", 0, false) // sent while not ready
+			probe(11.999, "success", "success")
+			if tt.gateLater {
+				s.Gate(11.9995, "web-a", false, "app not ready")
+				s.Gate(12.001, "web-a", true, "")
+			}
+			s.Request(12.000, "web-a", 200, "", 1500*time.Millisecond, false)
+			s.Endpoint(12.002, "web-a", "10.244.0.2", true, false)
+			s.Cond(12.003, "web-a", "Ready", "True", "")
+			h, facts := s.RoundTrip(t, "")
+			m, err := Build(h, facts, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := m.Pods[0]
+			if got := p.Ready[len(p.Ready)-1].From; !got.Equal(scenario.At(tt.readyAt)) {
+				t.Errorf("ready again from %s, want %s", m.Rel(got), m.Rel(scenario.At(tt.readyAt)))
+			}
+			var counted []string
+			for _, r := range p.Requests {
+				if p.NotReadyAt(r.Sent) {
+					counted = append(counted, m.Rel(r.Sent))
+				}
+			}
+			if strings.Join(counted, ",") != tt.counted {
+				t.Errorf("requests sent while not ready: %v, want %s", counted, tt.counted)
+			}
+		})
 	}
 }
 

@@ -20,6 +20,10 @@ import (
 type judge struct {
 	r *runner
 	m *timeline.Model
+	// namespace holds the scenario's pods; output is the containers'
+	// output (World.Output).
+	namespace string
+	output    func() string
 }
 
 // listed is how many requests a failure message lists.
@@ -288,7 +292,7 @@ func (j *judge) recorded(alias string) (*timeline.Pod, error) {
 	if bp == nil {
 		return nil, fmt.Errorf("no pod was bound to %q", alias)
 	}
-	p := j.m.Pod(j.r.w.Namespace() + "/" + bp.name)
+	p := j.m.Pod(j.namespace + "/" + bp.name)
 	if p == nil {
 		return nil, fmt.Errorf("the recording has no pod %s", bp.name)
 	}
@@ -440,7 +444,7 @@ func (j *judge) drainedFirst(alias string) (string, error) {
 			containers = append(containers, c.Name)
 		}
 	}
-	if err := lab.DrainedFirst(j.r.w.Output(), j.podName(alias), containers); err != nil {
+	if err := lab.DrainedFirst(j.output(), j.podName(alias), containers); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("the gate drained before SIGTERM reached %s", strings.Join(containers, ", ")), nil

@@ -63,7 +63,10 @@ func Parse(data []byte, file string) (*Scenario, error) {
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, invalid(field.ErrorList{field.Invalid(field.NewPath("<document>"), nil, "is not valid YAML: "+err.Error())})
+		// One line: the YAML library lists its errors on lines of their own.
+		msg := strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")), " ")
+		msg = strings.ReplaceAll(msg, "yaml: unmarshal errors: ", "")
+		return nil, invalid(field.ErrorList{field.Invalid(field.NewPath("<document>"), nil, "is not valid YAML: "+msg)})
 	}
 	if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, invalid(field.ErrorList{field.Required(field.NewPath("<document>"), "the file is empty")})

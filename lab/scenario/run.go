@@ -248,7 +248,7 @@ func (r *runner) finish(cfg Config, res *Result, work, runFile string, began tim
 		if cfg.Table {
 			table = textTable(m)
 		}
-		j := &judge{r: r, m: m}
+		j := &judge{r: r, m: m, namespace: r.w.Namespace(), output: r.w.Output}
 		for _, e := range s.Expect {
 			res.Verdicts = append(res.Verdicts, j.judge(e))
 		}
