@@ -161,7 +161,7 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.route(1, -1, 2, "web", 200)
 			w.ready(10, false)
 			w.fact(10.002, recording.Fact{Kind: recording.KindEvent, Pod: "web", Container: "app", Event: &recording.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})
-			w.route(2, -1, 10.003, "web", 200)    // the news on its way
+			w.route(2, -1, 10.003, "web", 200)     // the news on its way
 			w.route(3, 10.010, 12.002, "web", 200) // held, released when ready again
 			w.ready(12, true)
 			return Expectation{RequestsSentToKilledPod: intp(0)}
