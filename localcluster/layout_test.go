@@ -80,6 +80,7 @@ var allowedDeps = map[string][]string{
 	"deploy":                  {},
 	"cluster/install":         {"ociimage", "deploy", "podnet"},
 	"lab/manifest":            {"wire"},
+	"lab/scenario":            {"lab", "lab/manifest", "apiclient", "api/resources", "objstore", "recording", "timeline", "timeline/render", "specdecode", "wire"},
 	"hack/image":              {"ociimage"},
 	"internal/kubeconfig":     {},
 	"internal/loopback":       {},

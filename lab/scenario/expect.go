@@ -398,11 +398,11 @@ func (j *judge) killed(most int) (string, error) {
 
 func (j *judge) eventWords(e *EventRule) string {
 	s := e.Reason
-	if e.Pod != "" {
-		s += " of " + e.Pod
-	}
 	if e.Container != "" {
-		s += " container " + e.Container
+		s += " of container " + e.Container
+	}
+	if e.Pod != "" {
+		s += fmt.Sprintf(" in %s (%s)", e.Pod, j.podName(e.Pod))
 	}
 	if e.Message != "" {
 		s += fmt.Sprintf(" saying %q", e.Message)
