@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podgate/podgate/lab/labrun"
 	"github.com/podgate/podgate/lab/scenario"
 )
 
@@ -24,7 +25,7 @@ func newLabCmd() *cobra.Command {
 
 func newLabRunCmd() *cobra.Command {
 	var (
-		cfg   scenario.Config
+		cfg   labrun.Config
 		world string
 		quiet bool
 	)
@@ -59,11 +60,11 @@ docs/timeline.md#scenarios.`,
 			ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg.Table, cfg.Out = !quiet, cmd.OutOrStdout()
-			results, err := scenario.Run(ctx, cfg, scenarios)
+			results, err := labrun.Run(ctx, cfg, scenarios)
 			if err != nil {
 				return invalidf("%v", err)
 			}
-			summary, ok := scenario.Summary(results)
+			summary, ok := labrun.Summary(results)
 			fmt.Fprint(cmd.OutOrStdout(), summary)
 			if !ok {
 				return withCode(exitInvalid)
@@ -75,7 +76,7 @@ docs/timeline.md#scenarios.`,
 	f.StringVar(&cfg.RecordDir, "record-dir", ".", "write each scenario's recording (NAME.jsonl) here, and podgate's output (NAME.log) when it failed")
 	f.StringVar(&cfg.SVGDir, "svg-dir", "", "write each scenario's picture (NAME.svg) here (default: --record-dir)")
 	f.IntVar(&cfg.Parallel, "parallel", 1, "run this many scenarios at once")
-	f.StringVar(&cfg.PodCIDR, "pod-cidr", scenario.DefaultPodCIDR, "the first scenario's pod range (inside 127.0.0.0/8); each next scenario takes the next range of its size")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", labrun.DefaultPodCIDR, "the first scenario's pod range (inside 127.0.0.0/8); each next scenario takes the next range of its size")
 	f.StringVar(&world, "world", "local", "where the scenarios run: local (podgate run)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "leave out the timeline tables")
 	return cmd

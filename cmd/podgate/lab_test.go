@@ -120,7 +120,7 @@ expect:
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInvalid {
 		t.Fatalf("podgate lab run: %v, want exit 1\n%s", err, out)
 	}
-	for _, want := range []string{"FAIL  step 3 (wait): ", "context deadline exceeded", "PASS  podgate stopped cleanly", "FAIL never", "0 of 1 scenarios passed", "failed: never"} {
+	for _, want := range []string{`FAIL  step 3 (wait {"service":"not-serving"}): `, "context deadline exceeded", "PASS  podgate stopped cleanly", "FAIL never", "0 of 1 scenarios passed", "failed: never"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output has no %q:\n%s", want, out)
 		}

@@ -1,13 +1,10 @@
-// Package scenario runs scenario files: a scenario's manifests under
-// `podgate run` (the lab's Local world), load through its front door,
-// timed steps (waits for states, the test app's toggles, pod deletions,
-// marked instants), and expectations the run is judged by. Each run
-// writes a recording (the run's own, with the scenario's marks), a
-// picture of it (timeline/render's SVG) and a verdict: PASS or FAIL per
-// expectation, each failure naming its rule, the numbers and the
-// instants. `podgate lab run FILE...` is Run; docs/timeline.md#scenarios
+// Package scenario is the scenario file format: a scenario's manifests,
+// the load through the front door, its timed steps (waits for states,
+// the test app's toggles, pod deletions, marked instants) and the
+// expectations its run is judged by (apiVersion podgate.dev/v1alpha1,
+// kind Scenario). Parse decodes a file strictly — unknown and duplicate
+// fields, wrong types — and checks it, every problem with its field
+// path; a step or a rule may name only the marks and pods of earlier
+// steps. Package lab/labrun runs scenarios; docs/timeline.md#scenarios
 // documents the format.
-//
-// The steps are the lab's (package lab): the same waits, toggles and
-// judgements as the seed tests, driven by a file instead of Go.
 package scenario

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,6 +53,28 @@ func Read(path string) (*Scenario, error) {
 	return Parse(data, path)
 }
 
+// ReadAll reads and checks every file before anything runs: a run does
+// not start with a file that cannot.
+func ReadAll(files []string) ([]*Scenario, error) {
+	var out []*Scenario
+	var errs []error
+	names := map[string]string{}
+	for _, f := range files {
+		s, err := Read(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if other, dup := names[s.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s: name: %q is the name of %s too: their recordings would overwrite each other", f, s.Name, other))
+			continue
+		}
+		names[s.Name] = f
+		out = append(out, s)
+	}
+	return out, errors.Join(errs...)
+}
+
 // Parse decodes a scenario strictly — unknown and duplicate fields,
 // wrong types — and checks it: every problem is reported at once, each
 // with its field path; file names the input in the errors and is where
@@ -84,6 +107,17 @@ func Parse(data []byte, file string) (*Scenario, error) {
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// StepAt is how long after the scenario started step i may begin (0:
+// at once).
+func (s *Scenario) StepAt(i int) time.Duration { return s.timing[i].at }
+
+// StepTimeout bounds step i: its timeout, or DefaultStepTimeout.
+func (s *Scenario) StepTimeout(i int) time.Duration { return s.timing[i].timeout }
+
+// LoadDuration is how long the load runs at least (0: until the steps
+// are done).
+func (s *Scenario) LoadDuration() time.Duration { return s.load.duration }
 
 // stepTiming is a step's parsed durations.
 type stepTiming struct {

@@ -1,4 +1,4 @@
-package scenario
+package labrun
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/scenario"
 	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/timeline"
 	"github.com/podgate/podgate/wire"
@@ -30,7 +31,7 @@ type judge struct {
 const listed = 10
 
 // judge judges one expectation; long because it is one case per rule.
-func (j *judge) judge(e Expectation) Verdict {
+func (j *judge) judge(e scenario.Expectation) Verdict {
 	var v Verdict
 	var err error
 	switch {
@@ -86,7 +87,7 @@ func (j *judge) at(mark string) string {
 	return fmt.Sprintf("%q (never reached)", mark)
 }
 
-func (j *judge) window(w *Window) string {
+func (j *judge) window(w *scenario.Window) string {
 	from, to := "the start", "the end"
 	if w.From != "" {
 		from = j.at(w.From)
@@ -97,7 +98,7 @@ func (j *judge) window(w *Window) string {
 	return "from " + from + " to " + to
 }
 
-func (j *judge) answer(a *Answer) string {
+func (j *judge) answer(a *scenario.Answer) string {
 	s := fmt.Sprint(a.Status)
 	if a.Body != "" {
 		s += fmt.Sprintf(" %q", a.Body)
@@ -152,11 +153,11 @@ func (j *judge) failed(most int) (string, error) {
 }
 
 // matches reports whether q is the answer a describes, sent at or after t.
-func matches(q lab.Request, a *Answer, t time.Time) bool {
+func matches(q lab.Request, a *scenario.Answer, t time.Time) bool {
 	return q.Err == "" && q.Status == a.Status && strings.HasPrefix(q.Body, a.Body) && !q.Start.Before(t)
 }
 
-func (j *judge) failedOnly(a *Answer) (string, error) {
+func (j *judge) failedOnly(a *scenario.Answer) (string, error) {
 	rec, err := j.requests()
 	if err != nil {
 		return "", err
@@ -178,7 +179,7 @@ func (j *judge) failedOnly(a *Answer) (string, error) {
 	return fmt.Sprintf("%d of %d requests failed, each so", len(f), len(rec.Requests)), nil
 }
 
-func (j *judge) answered(a *Answer) (string, error) {
+func (j *judge) answered(a *scenario.Answer) (string, error) {
 	rec, err := j.requests()
 	if err != nil {
 		return "", err
@@ -209,7 +210,7 @@ func counts(rec *lab.Recording) string {
 }
 
 // stretch is a window's instants.
-func (j *judge) stretch(w *Window) (from, to time.Time, err error) {
+func (j *judge) stretch(w *scenario.Window) (from, to time.Time, err error) {
 	if from, err = j.instant(w.From, time.Time{}); err != nil {
 		return from, to, err
 	}
@@ -217,7 +218,7 @@ func (j *judge) stretch(w *Window) (from, to time.Time, err error) {
 	return from, to, err
 }
 
-func (j *judge) noneServed(w *Window) (string, error) {
+func (j *judge) noneServed(w *scenario.Window) (string, error) {
 	rec, err := j.requests()
 	if err != nil {
 		return "", err
@@ -233,7 +234,7 @@ func (j *judge) noneServed(w *Window) (string, error) {
 	return fmt.Sprintf("%d requests were sent in it; none was served before its end", len(sent)), nil
 }
 
-func (j *judge) released(w *Window) (string, error) {
+func (j *judge) released(w *scenario.Window) (string, error) {
 	rec, err := j.requests()
 	if err != nil {
 		return "", err
@@ -299,7 +300,7 @@ func (j *judge) recorded(alias string) (*timeline.Pod, error) {
 	return p, nil
 }
 
-func (j *judge) noTraffic(n *NoTraffic) (string, error) {
+func (j *judge) noTraffic(n *scenario.NoTraffic) (string, error) {
 	p, err := j.recorded(n.Pod)
 	if err != nil {
 		return "", err
@@ -396,7 +397,7 @@ func (j *judge) killed(most int) (string, error) {
 	return detail + j.earlyWords(early), nil
 }
 
-func (j *judge) eventWords(e *EventRule) string {
+func (j *judge) eventWords(e *scenario.EventRule) string {
 	s := e.Reason
 	if e.Container != "" {
 		s += " of container " + e.Container
@@ -410,7 +411,7 @@ func (j *judge) eventWords(e *EventRule) string {
 	return s
 }
 
-func (j *judge) event(e *EventRule) (string, error) {
+func (j *judge) event(e *scenario.EventRule) (string, error) {
 	pod := ""
 	if e.Pod != "" {
 		pod = j.podName(e.Pod)

@@ -1,7 +1,8 @@
-package scenario
+package labrun
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,12 +14,13 @@ import (
 
 	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/scenario"
 )
 
 // runner is one scenario being run: its world, its timeline of marks,
 // its load and what the steps bound and saw.
 type runner struct {
-	s    *Scenario
+	s    *scenario.Scenario
 	w    lab.World
 	tl   *lab.Timeline
 	load *lab.Load
@@ -59,25 +61,26 @@ func (r *runner) steps(ctx context.Context) Verdict {
 		if err := r.step(ctx, i, st); err != nil {
 			r.tl.Mark(fmt.Sprintf("step %d failed", i+1))
 			r.stopLoad(10 * time.Second)
-			return Verdict{Rule: fmt.Sprintf("step %d (%s)", i+1, st.words()), Detail: err.Error()}
+			return Verdict{Rule: fmt.Sprintf("step %d (%s)", i+1, stepWords(st)), Detail: err.Error()}
 		}
 	}
-	if d := r.s.load.duration; r.load != nil && d > 0 {
+	if d := r.s.LoadDuration(); r.load != nil && d > 0 {
 		// The load runs at least its duration.
 		select {
 		case <-time.After(time.Until(r.loadStarted.Add(d))):
 		case <-ctx.Done():
 		}
 	}
-	r.stopLoad(DefaultStepTimeout)
+	r.stopLoad(scenario.DefaultStepTimeout)
 	return Verdict{Rule: fmt.Sprintf("steps: all %d done", len(r.s.Steps)), Pass: true, Detail: fmt.Sprintf("in %s", time.Since(begun).Round(100*time.Millisecond))}
 }
 
 // words names a step in a verdict.
-func (st Step) words() string {
+func stepWords(st scenario.Step) string {
 	switch {
 	case st.Wait != nil:
-		return "wait"
+		w, _ := json.Marshal(st.Wait)
+		return "wait " + string(w)
 	case st.Load != "":
 		return "load: " + st.Load
 	case st.Toggle != nil:
@@ -90,16 +93,16 @@ func (st Step) words() string {
 	return "at " + st.At
 }
 
-func (r *runner) step(ctx context.Context, i int, st Step) error {
-	t := r.s.timing[i]
-	if t.at > 0 {
+func (r *runner) step(ctx context.Context, i int, st scenario.Step) error {
+	if at := r.s.StepAt(i); at > 0 {
 		select {
-		case <-time.After(time.Until(r.tl.Origin().Add(t.at))):
+		case <-time.After(time.Until(r.tl.Origin().Add(at))):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	timeout := r.s.StepTimeout(i)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
 	switch {
@@ -108,7 +111,7 @@ func (r *runner) step(ctx context.Context, i int, st Step) error {
 	case st.Load == "start":
 		err = r.startLoad()
 	case st.Load == "stop":
-		r.stopLoad(t.timeout)
+		r.stopLoad(timeout)
 	case st.Toggle != nil:
 		err = r.toggle(ctx, st.Toggle)
 	case st.Delete != "":
@@ -151,7 +154,7 @@ func (r *runner) stop() Verdict {
 	r.stopLoad(10 * time.Second)
 	v := Verdict{Rule: "podgate stopped cleanly", Pass: true}
 	r.stopping = time.Now()
-	if err := r.w.Stop(DefaultStepTimeout); err != nil {
+	if err := r.w.Stop(scenario.DefaultStepTimeout); err != nil {
 		v.Pass, v.Detail = false, err.Error()
 	}
 	return v
@@ -173,7 +176,7 @@ func (r *runner) since(name string) time.Time {
 	return t
 }
 
-func (r *runner) toggle(ctx context.Context, t *Toggle) error {
+func (r *runner) toggle(ctx context.Context, t *scenario.Toggle) error {
 	bp := r.pods[t.Pod]
 	// The restart counts a later `restarted` compares with.
 	p, err := lab.WaitPod(ctx, r.w, "pod "+bp.name, lab.Named(bp.name, func(*corev1.Pod) error { return nil }))
@@ -203,7 +206,7 @@ var states = map[string]lab.ServiceState{"serving": lab.Serving, "not-serving": 
 
 // wait waits for the one condition of w; long because it is one case
 // per condition, each a call into the lab.
-func (r *runner) wait(ctx context.Context, w *Wait) error {
+func (r *runner) wait(ctx context.Context, w *scenario.Wait) error {
 	svc := r.s.Load.Service
 	switch {
 	case w.Service != "":
@@ -309,7 +312,7 @@ func (r *runner) waitStatus(ctx context.Context, words []string) error {
 	})
 }
 
-func (r *runner) waitGate(ctx context.Context, g *GateState) error {
+func (r *runner) waitGate(ctx context.Context, g *scenario.GateState) error {
 	bp := r.pods[g.Pod]
 	return lab.Poll(ctx, lab.PollInterval, fmt.Sprintf("the gate of %s: ready %v, not ready %v", bp.name, g.Ready, g.NotReady), func(ctx context.Context) (bool, error) {
 		gr, err := r.w.PodHTTP().ReadGateReadiness(ctx, bp.ip)
@@ -331,7 +334,7 @@ func (r *runner) waitGate(ctx context.Context, g *GateState) error {
 }
 
 // waitLoad waits for a condition on the load's requests.
-func (r *runner) waitLoad(ctx context.Context, w *Wait) error {
+func (r *runner) waitLoad(ctx context.Context, w *scenario.Wait) error {
 	began := time.Now()
 	var what string
 	var cond func(*lab.Recording) bool

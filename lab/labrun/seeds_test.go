@@ -1,4 +1,4 @@
-package scenario
+package labrun
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podgate/podgate/lab/scenario"
 	"github.com/podgate/podgate/recording"
 )
 
@@ -31,7 +32,7 @@ func scenarioFiles(t *testing.T) []string {
 // step and expectation, and leaves its recording (with its marks) and
 // its picture.
 func TestTheSeedScenarioFilesPass(t *testing.T) {
-	scenarios, err := ReadAll(scenarioFiles(t))
+	scenarios, err := scenario.ReadAll(scenarioFiles(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package scenario
+package labrun
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/manifest"
+	"github.com/podgate/podgate/lab/scenario"
 )
 
 // DefaultPodCIDR is the first scenario's pod range; the scenario at
@@ -55,7 +56,7 @@ type Verdict struct {
 
 // Result is one scenario's run.
 type Result struct {
-	Scenario *Scenario
+	Scenario *scenario.Scenario
 	// Verdicts: the steps, podgate's stop, then every expectation.
 	Verdicts []Verdict
 	// Recording and Picture are the files written ("" when none was).
@@ -75,32 +76,10 @@ func (r *Result) Passed() bool {
 	return len(r.Verdicts) > 0
 }
 
-// ReadAll reads and checks every file before anything runs: a run does
-// not start with a file that cannot.
-func ReadAll(files []string) ([]*Scenario, error) {
-	var out []*Scenario
-	var errs []error
-	names := map[string]string{}
-	for _, f := range files {
-		s, err := Read(f)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if other, dup := names[s.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s: name: %q is the name of %s too: their recordings would overwrite each other", f, s.Name, other))
-			continue
-		}
-		names[s.Name] = f
-		out = append(out, s)
-	}
-	return out, errors.Join(errs...)
-}
-
 // Run runs the scenarios, at most cfg.Parallel at once, and reports each
 // to cfg.Out. Its error is a configuration that cannot run at all; a
 // scenario that fails is a Result that did not pass.
-func Run(ctx context.Context, cfg Config, scenarios []*Scenario) ([]*Result, error) {
+func Run(ctx context.Context, cfg Config, scenarios []*scenario.Scenario) ([]*Result, error) {
 	cfg, cidrs, err := cfg.prepare(len(scenarios))
 	if err != nil {
 		return nil, err
@@ -192,7 +171,7 @@ func PodCIDRs(first string, n int) ([]string, error) {
 // runOne runs one scenario from start to verdict; it never panics on a
 // failed step: the world is stopped, and what there is written and
 // judged.
-func runOne(ctx context.Context, cfg Config, s *Scenario, cidr string) *Result {
+func runOne(ctx context.Context, cfg Config, s *scenario.Scenario, cidr string) *Result {
 	began := time.Now()
 	res := &Result{Scenario: s}
 	fail := func(rule string, err error) {
@@ -206,7 +185,7 @@ func runOne(ctx context.Context, cfg Config, s *Scenario, cidr string) *Result {
 		return res
 	}
 	defer os.RemoveAll(work)
-	files, err := s.writeManifests(work)
+	files, err := writeManifests(s, work)
 	if err != nil {
 		fail("manifests", err)
 		return res
@@ -217,7 +196,7 @@ func runOne(ctx context.Context, cfg Config, s *Scenario, cidr string) *Result {
 		args = append(args, "--replicas", strconv.Itoa(s.Replicas))
 	}
 	r := &runner{s: s, tl: lab.NewTimeline(), pods: map[string]*boundPod{}}
-	startCtx, cancel := context.WithTimeout(ctx, DefaultStepTimeout)
+	startCtx, cancel := context.WithTimeout(ctx, scenario.DefaultStepTimeout)
 	w, err := lab.StartLocal(startCtx, lab.Config{Binary: cfg.Binary, PodCIDR: cidr, Files: files, Args: args}, s.Load.Service)
 	cancel()
 	if err != nil {
@@ -266,7 +245,7 @@ func (r *runner) finish(cfg Config, res *Result, work, runFile string, began tim
 
 // writeManifests writes each manifest, changed as the scenario says,
 // into dir and returns the files.
-func (s *Scenario) writeManifests(dir string) ([]string, error) {
+func writeManifests(s *scenario.Scenario, dir string) ([]string, error) {
 	var files []string
 	for i, ms := range s.Manifests {
 		what := fmt.Sprintf("manifests[%d]", i)

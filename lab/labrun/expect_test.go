@@ -1,4 +1,4 @@
-package scenario
+package labrun
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/scenario"
 	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/timeline"
 )
@@ -20,7 +21,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, r: &runner{s: &Scenario{}, tl: lab.NewTimeline(), pods: map[string]*boundPod{}, rec: &lab.Recording{}}}
+	w := &world{t: t, r: &runner{s: &scenario.Scenario{}, tl: lab.NewTimeline(), pods: map[string]*boundPod{}, rec: &lab.Recording{}}}
 	w.t0 = w.r.tl.Origin()
 	return w
 }
@@ -92,71 +93,73 @@ func intp(n int) *int { return &n }
 func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(w *world) Expectation
+		setup func(w *world) scenario.Expectation
 		pass  bool
 		words []string
 	}{
-		{"failed: none failed", func(w *world) Expectation {
+		{"failed: none failed", func(w *world) scenario.Expectation {
 			w.req(0, 0.01, 200, "web")
-			return Expectation{Failed: intp(0)}
+			return scenario.Expectation{Failed: intp(0)}
 		}, true, []string{"0 of 1 requests failed"}},
-		{"failed: a 502 is one too many", func(w *world) Expectation {
+		{"failed: a 502 is one too many", func(w *world) scenario.Expectation {
 			w.req(0, 0.01, 200, "web")
 			w.req(1, 0.01, 502, "bad gateway")
-			return Expectation{Failed: intp(0)}
+			return scenario.Expectation{Failed: intp(0)}
 		}, false, []string{"1 of 2 requests failed, want at most 0", `502 "bad gateway"`}},
-		{"failedOnly: timeouts after the mark", func(w *world) Expectation {
+		{"failedOnly: timeouts after the mark", func(w *world) scenario.Expectation {
 			off := w.mark("off")
 			w.req(off+0.1, 3, 504, "activator request timeout")
-			return Expectation{FailedOnly: &Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
+			return scenario.Expectation{FailedOnly: &scenario.Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
 		}, true, []string{"1 of 1 requests failed, each so"}},
-		{"failedOnly: a timeout before the mark is something else", func(w *world) Expectation {
+		{"failedOnly: a timeout before the mark is something else", func(w *world) scenario.Expectation {
 			w.req(-1, 3, 504, "activator request timeout")
 			w.mark("off")
-			return Expectation{FailedOnly: &Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
+			return scenario.Expectation{FailedOnly: &scenario.Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
 		}, false, []string{"1 of 1 failed requests were something else"}},
-		{"noneServed: held across the window", func(w *world) Expectation {
+		{"noneServed: held across the window", func(w *world) scenario.Expectation {
 			from := w.mark("out")
 			w.req(from, 2, 200, "web") // ends after "back"
 			time.Sleep(time.Millisecond)
 			w.mark("back")
-			return Expectation{NoneServed: &Window{From: "out", To: "back"}}
+			return scenario.Expectation{NoneServed: &scenario.Window{From: "out", To: "back"}}
 		}, true, []string{"1 requests were sent in it; none was served before its end"}},
-		{"noneServed: one served inside", func(w *world) Expectation {
+		{"noneServed: one served inside", func(w *world) scenario.Expectation {
 			from := w.mark("out")
 			w.req(from, 0, 200, "web")
 			time.Sleep(time.Millisecond)
 			w.mark("back")
-			return Expectation{NoneServed: &Window{From: "out", To: "back"}}
+			return scenario.Expectation{NoneServed: &scenario.Window{From: "out", To: "back"}}
 		}, false, []string{"1 requests sent in it were served before its end, want none"}},
-		{"released: held across the end, then served", func(w *world) Expectation {
+		{"released: held across the end, then served", func(w *world) scenario.Expectation {
 			from := w.mark("out")
 			w.req(from, 2, 200, "web")
+			time.Sleep(time.Millisecond)
 			w.mark("back")
-			return Expectation{Released: &Window{From: "out", To: "back"}}
+			return scenario.Expectation{Released: &scenario.Window{From: "out", To: "back"}}
 		}, true, []string{"1 requests sent in it were held across its end and then served; the longest held 2s"}},
-		{"released: none held", func(w *world) Expectation {
+		{"released: none held", func(w *world) scenario.Expectation {
 			w.mark("out")
+			time.Sleep(time.Millisecond)
 			w.mark("back")
-			return Expectation{Released: &Window{From: "out", To: "back"}}
+			return scenario.Expectation{Released: &scenario.Window{From: "out", To: "back"}}
 		}, false, []string{"no request sent in it was held across its end and then served (0 sent in it)"}},
-		{"servedAfter: a mark never reached", func(w *world) Expectation {
-			return Expectation{ServedAfter: "restarted"}
+		{"servedAfter: a mark never reached", func(w *world) scenario.Expectation {
+			return scenario.Expectation{ServedAfter: "restarted"}
 		}, false, []string{`mark "restarted" was never reached`}},
-		{"servedAfter: served", func(w *world) Expectation {
+		{"servedAfter: served", func(w *world) scenario.Expectation {
 			t := w.mark("restarted")
 			w.req(t+0.5, 0.01, 200, "web")
-			return Expectation{ServedAfter: "restarted"}
+			return scenario.Expectation{ServedAfter: "restarted"}
 		}, true, []string{"1 served; the first sent at +00:00.5"}},
-		{"statusSays: said", func(w *world) Expectation {
+		{"statusSays: said", func(w *world) scenario.Expectation {
 			w.r.statuses = []status{{at: w.at(2), message: "pod web: containers not ready: sidecar"}}
-			return Expectation{StatusSays: []string{"sidecar"}}
+			return scenario.Expectation{StatusSays: []string{"sidecar"}}
 		}, true, []string{"at +00:02.000: pod web: containers not ready: sidecar"}},
-		{"statusSays: never said", func(w *world) Expectation {
+		{"statusSays: never said", func(w *world) scenario.Expectation {
 			w.r.statuses = []status{{at: w.at(2), message: "no pod takes traffic"}}
-			return Expectation{StatusSays: []string{"sidecar"}}
+			return scenario.Expectation{StatusSays: []string{"sidecar"}}
 		}, false, []string{"the status read never said it", `+00:02.000: "no pod takes traffic"`}},
-		{"requestsSentToKilledPod: none after the front door knew", func(w *world) Expectation {
+		{"requestsSentToKilledPod: none after the front door knew", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.route(1, -1, 2, "web", 200)
 			w.ready(10, false)
@@ -164,46 +167,46 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.route(2, -1, 10.003, "web", 200)     // the news on its way
 			w.route(3, 10.010, 12.002, "web", 200) // held, released when ready again
 			w.ready(12, true)
-			return Expectation{RequestsSentToKilledPod: intp(0)}
+			return scenario.Expectation{RequestsSentToKilledPod: intp(0)}
 		}, true, []string{"app of web killed at +00:10.002 (not ready from +00:10.000, ready again at +00:12.000): 0 sent",
 			"1 sent before the front door learned of it", "request 2 sent at +00:10.003"}},
-		{"requestsSentToKilledPod: one after the front door held", func(w *world) Expectation {
+		{"requestsSentToKilledPod: one after the front door held", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.ready(10, false)
 			w.fact(10.002, recording.Fact{Kind: recording.KindEvent, Pod: "web", Container: "app", Event: &recording.Event{Reason: "Killing", Message: "Container app failed liveness probe"}})
 			w.route(3, 10.010, 12.002, "web", 200)
 			w.route(4, -1, 10.5, "web", 200) // sent to the pod although the front door knew
 			w.ready(12, true)
-			return Expectation{RequestsSentToKilledPod: intp(0)}
+			return scenario.Expectation{RequestsSentToKilledPod: intp(0)}
 		}, false, []string{"1 requests sent to a pod in a kill's window after the front door knew, want at most 0", "request 4 sent at +00:10.500"}},
-		{"requestsSentToKilledPod: no kill to judge", func(w *world) Expectation {
+		{"requestsSentToKilledPod: no kill to judge", func(w *world) scenario.Expectation {
 			w.readyPod()
-			return Expectation{RequestsSentToKilledPod: intp(0)}
+			return scenario.Expectation{RequestsSentToKilledPod: intp(0)}
 		}, false, []string{"the recording holds no kill before podgate's stop"}},
-		{"noTrafficTo: a pod never ready got one", func(w *world) Expectation {
+		{"noTrafficTo: a pod never ready got one", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.route(1, -1, 0.5, "web", 200)
-			return Expectation{NoTrafficTo: &NoTraffic{Pod: "pod", Always: true}}
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod", Always: true}}
 		}, false, []string{"the front door sent it 1 requests, want none", "request 1 sent at +00:00.500"}},
-		{"noTrafficTo: a pod not bound", func(w *world) Expectation {
-			return Expectation{NoTrafficTo: &NoTraffic{Pod: "pod"}}
+		{"noTrafficTo: a pod not bound", func(w *world) scenario.Expectation {
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
 		}, false, []string{`no pod was bound to "pod"`}},
-		{"noTrafficTo: while not ready, with no hold every request counts", func(w *world) Expectation {
+		{"noTrafficTo: while not ready, with no hold every request counts", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.ready(5, false)
 			w.route(1, -1, 5.5, "web", 200)
 			w.ready(6, true)
-			return Expectation{NoTrafficTo: &NoTraffic{Pod: "pod"}}
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
 		}, false, []string{"the front door sent it 1 requests while it was not ready, after it knew", "request 1 sent at +00:05.500"}},
-		{"event: found", func(w *world) Expectation {
+		{"event: found", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.fact(3, recording.Fact{Kind: recording.KindEvent, Pod: "web", Container: "app", Event: &recording.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})
-			return Expectation{Event: &EventRule{Reason: "Killing", Pod: "pod", Container: "app", Message: "failed liveness"}}
+			return scenario.Expectation{Event: &scenario.EventRule{Reason: "Killing", Pod: "pod", Container: "app", Message: "failed liveness"}}
 		}, true, []string{"at +00:03.000, web: Container app failed liveness probe"}},
-		{"event: missing", func(w *world) Expectation {
+		{"event: missing", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.fact(3, recording.Fact{Kind: recording.KindEvent, Pod: "web", Event: &recording.Event{Reason: "Started", Message: "Started container app"}})
-			return Expectation{Event: &EventRule{Reason: "Killing"}}
+			return scenario.Expectation{Event: &scenario.EventRule{Reason: "Killing"}}
 		}, false, []string{"no such event among the recording's (Started×1)"}},
 	}
 	for _, tt := range tests {

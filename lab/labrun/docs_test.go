@@ -1,10 +1,12 @@
-package scenario
+package labrun
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/podgate/podgate/lab/scenario"
 )
 
 // maxPicture bounds a committed picture: the repository keeps no large
@@ -21,7 +23,7 @@ func TestEveryScenarioHasItsPictureInTheDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range scenarioFiles(t) {
-		s, err := Read(f)
+		s, err := scenario.Read(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package scenario
+package labrun
 
 import (
 	"bytes"
