@@ -315,7 +315,7 @@ func (j *judge) noTraffic(n *scenario.NoTraffic) (string, error) {
 	var windows []string
 	var bad, early []timeline.Request
 	seen := map[uint64]bool{}
-	judge := func(from, to time.Time) {
+	judge := func(from, to time.Time, what string) {
 		counted, before, _ := fd.inWindow(p, from, to)
 		for _, q := range counted {
 			if !seen[q.ID] {
@@ -329,17 +329,19 @@ func (j *judge) noTraffic(n *scenario.NoTraffic) (string, error) {
 				early = append(early, q)
 			}
 		}
-		windows = append(windows, j.m.Rel(from)+"–"+j.m.Rel(to))
+		windows = append(windows, what)
 	}
 	for _, s := range p.Ready {
 		if s.State != "ready" {
-			judge(s.From, s.To)
+			judge(s.From, s.To, "not ready "+j.m.Rel(s.From)+"–"+j.m.Rel(s.To))
 		}
 	}
 	for _, k := range p.Kills {
-		judge(k.From, k.To)
+		if j.r.stopping.IsZero() || k.At.Before(j.r.stopping) {
+			judge(k.From, k.To, fmt.Sprintf("%s killed at %s", k.Container, j.m.Rel(k.At)))
+		}
 	}
-	where := "not ready " + strings.Join(windows, ", ")
+	where := strings.Join(windows, ", ")
 	if len(bad) > 0 {
 		return "", fmt.Errorf("the front door sent it %d requests while it was not ready, after it knew (%s):\n%s", len(bad), where, j.timelineList(bad))
 	}
