@@ -19,6 +19,10 @@
 // conditions; the EndpointSlices and the gates' pod conditions), its
 // pods reached through its PodHTTP.
 //
+// The same steps and judgements driven by a file instead of Go are
+// scenario files (package lab/scenario, the format) run by `podgate lab
+// run` (package lab/labrun).
+//
 // Everything is real: processes, loopback sockets (127.0.0.0/8 only, or
 // the network namespaces of a cluster the lab started), keep-alive HTTP
 // clients. Nothing here depends on package testing, so a command can run

@@ -98,3 +98,18 @@ func (l Local) Stop(timeout time.Duration) error {
 	}
 	return nil
 }
+
+// StartLocal starts `podgate run` (Start) and waits until its front door
+// routes service; on error nothing of it is left.
+func StartLocal(ctx context.Context, cfg Config, service string) (Local, error) {
+	p, err := Start(ctx, cfg)
+	if err != nil {
+		return Local{}, err
+	}
+	w := Local{Process: p}
+	if err := p.WaitRoute(ctx, w.Host(service)); err != nil {
+		_ = w.Stop(10 * time.Second)
+		return Local{}, err
+	}
+	return w, nil
+}

@@ -56,6 +56,23 @@ func (r *Recording) Released(from, at time.Time) []Request {
 	})
 }
 
+// ServedSince counts the requests sent at or after t that were served.
+func (r *Recording) ServedSince(t time.Time) int {
+	return len(r.filter(func(q Request) bool { return q.OK() && !q.Start.Before(t) }))
+}
+
+// InFlightSince are the requests still in flight that were sent at or
+// after t: once nothing may serve them, the requests being held.
+func (r *Recording) InFlightSince(t time.Time) []Request {
+	var out []Request
+	for _, q := range r.InFlight {
+		if !q.Start.Before(t) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 // WithStatus are the completed requests answered with code whose body
 // starts with bodyPrefix.
 func (r *Recording) WithStatus(code int, bodyPrefix string) []Request {

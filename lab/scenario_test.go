@@ -65,13 +65,8 @@ func (l local) start(t *testing.T, m *manifest.Manifest, service string, replica
 		args = []string{"--replicas", strconv.Itoa(replicas)}
 	}
 	file := write(t, m, service+".yaml")
-	p, err := lab.Start(ctx, lab.Config{Binary: podgateBin, PodCIDR: l.cidr, Files: []string{file}, Args: args})
+	w, err := lab.StartLocal(ctx, lab.Config{Binary: podgateBin, PodCIDR: l.cidr, Files: []string{file}, Args: args}, service)
 	if err != nil {
-		t.Fatal(err)
-	}
-	w := lab.Local{Process: p}
-	if err := p.WaitRoute(ctx, w.Host(service)); err != nil {
-		_ = w.Stop(waitTimeout)
 		t.Fatal(err)
 	}
 	return w
@@ -173,13 +168,7 @@ func (s *scenario) waitOK(n int) {
 	since := time.Now()
 	s.within(fmt.Sprintf("%d requests served", n), func(ctx context.Context) error {
 		_, err := s.load.Wait(ctx, fmt.Sprintf("%d requests served", n), func(r *lab.Recording) bool {
-			ok := 0
-			for _, q := range r.StartedBetween(since, farFuture) {
-				if q.OK() {
-					ok++
-				}
-			}
-			return ok >= n
+			return r.ServedSince(since) >= n
 		})
 		return err
 	})
@@ -201,13 +190,7 @@ func (s *scenario) waitHeld(t time.Time) {
 	s.t.Helper()
 	s.within("every worker held", func(ctx context.Context) error {
 		_, err := s.load.Wait(ctx, "every worker held", func(r *lab.Recording) bool {
-			n := 0
-			for _, q := range r.InFlight {
-				if !q.Start.Before(t) {
-					n++
-				}
-			}
-			return n == 4
+			return len(r.InFlightSince(t)) == 4
 		})
 		return err
 	})

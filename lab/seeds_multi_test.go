@@ -157,45 +157,9 @@ func seedDeletePodUnderLoad(t *testing.T, where place) {
 	// The drain held (seed 001: Knative's wait-for-drain did not): each
 	// container of the victim was asked to stop only after its gate had
 	// drained, because their preStop hooks waited in /wait-for-drain.
-	// Each process stamps its own lines (slog's time=, milliseconds, one
-	// clock); the order in podgate's output is only the order two pipes
-	// were relayed in, which a loaded machine may swap.
-	lines := strings.Split(s.w.Output(), "\n")
-	drained := loggedAt(t, lines, victim+"/podgate | ", "drained: ")
-	for _, c := range []string{"first-container", "second-container"} {
-		term := loggedAt(t, lines, victim+"/"+c+" | ", "termination requested")
-		if term.Before(drained) {
-			t.Errorf("%s of %s: SIGTERM logged at %s, the gate's drain at %s: want the drain first", c, victim, term.Format(time.StampMilli), drained.Format(time.StampMilli))
-		}
+	if err := lab.DrainedFirst(s.w.Output(), victim, []string{"first-container", "second-container"}); err != nil {
+		t.Error(err)
 	}
-}
-
-// loggedAt is the time= stamp of the first line that starts with prefix
-// and contains substr; the test fails when there is none.
-func loggedAt(t *testing.T, lines []string, prefix, substr string) time.Time {
-	t.Helper()
-	i := lineOf(lines, prefix, substr)
-	if i < 0 {
-		t.Fatalf("no line %q from %q in:\n%s", substr, prefix, strings.Join(lines, "\n"))
-	}
-	_, rest, ok := strings.Cut(lines[i], "time=")
-	stamp, _, _ := strings.Cut(rest, " ")
-	at, err := time.Parse(time.RFC3339Nano, stamp)
-	if !ok || err != nil {
-		t.Fatalf("line %q has no time= stamp: %v", lines[i], err)
-	}
-	return at
-}
-
-// lineOf is the index of the first line that starts with prefix and
-// contains substr, or -1.
-func lineOf(lines []string, prefix, substr string) int {
-	for i, l := range lines {
-		if strings.HasPrefix(l, prefix) && strings.Contains(l, substr) {
-			return i
-		}
-	}
-	return -1
 }
 
 // Seed "5-ksvc-readiness-toggle", sidecar never ready: the revision never

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +14,13 @@ import (
 type Timeline struct {
 	mu     sync.Mutex
 	origin time.Time
-	marks  []mark
+	marks  []Mark
 }
 
-type mark struct {
-	name string
-	at   time.Time
+// Mark is a named instant of a scenario.
+type Mark struct {
+	Name string
+	At   time.Time
 }
 
 // NewTimeline starts a timeline now.
@@ -32,8 +34,15 @@ func (tl *Timeline) Mark(name string) time.Time {
 	now := time.Now()
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	tl.marks = append(tl.marks, mark{name, now})
+	tl.marks = append(tl.marks, Mark{name, now})
 	return now
+}
+
+// Marks are the marks so far, in the order they were made.
+func (tl *Timeline) Marks() []Mark {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.marks)
 }
 
 // String lists the marks relative to the origin.
@@ -42,7 +51,7 @@ func (tl *Timeline) String() string {
 	defer tl.mu.Unlock()
 	var b strings.Builder
 	for _, m := range tl.marks {
-		fmt.Fprintf(&b, "  +%s %s\n", m.at.Sub(tl.origin).Round(time.Millisecond), m.name)
+		fmt.Fprintf(&b, "  +%s %s\n", m.At.Sub(tl.origin).Round(time.Millisecond), m.Name)
 	}
 	return b.String()
 }

@@ -86,6 +86,8 @@ var allowedDeps = map[string][]string{
 	"deploy":                  {},
 	"cluster/install":         {"ociimage", "deploy", "podnet"},
 	"lab/manifest":            {"wire"},
+	"lab/scenario":            {"specdecode"},
+	"lab/labrun":              {"lab", "lab/scenario", "lab/manifest", "apiclient", "api/resources", "objstore", "recording", "timeline", "timeline/render", "specdecode", "wire"},
 	"hack/image":              {"ociimage"},
 	"internal/kubeconfig":     {},
 	"internal/loopback":       {},

@@ -405,6 +405,7 @@ func (m *Model) finish(routes map[uint64]route) {
 	for _, p := range m.Pods {
 		namespaces[p.Namespace] = true
 	}
+
 	for _, p := range m.Pods {
 		if len(namespaces) > 1 {
 			p.Name = p.Key
@@ -422,6 +423,8 @@ func (m *Model) finish(routes map[uint64]route) {
 		if len(p.Ready) > 0 && p.Ready[0].State == "ready" && p.Ready[0].From.After(p.firstSeen) {
 			p.Ready = append([]Span{{From: p.firstSeen, To: p.Ready[0].From, State: "not-ready", Detail: "not ready yet"}}, p.Ready...)
 		}
+		p.readyFromEndpoint(m.Endpoints)
+		p.readyFromProbes(m.sorted)
 		p.Ready = endSpans(p.Ready, m.End)
 		p.Gate = endSpans(p.Gate, m.End)
 		for _, c := range p.Containers {
@@ -440,6 +443,71 @@ func (m *Model) finish(routes map[uint64]route) {
 		e.Spans = endSpans(e.Spans, m.End)
 	}
 	slices.SortStableFunc(m.Unrouted, func(a, b Request) int { return a.Sent.Compare(b.Sent) })
+}
+
+// readyFromEndpoint moves each change of the pod's readiness back to
+// when its endpoint showed the same change, where the endpoints' watch
+// saw that first. The endpoint follows the pod's status (podgate run
+// updates it within the same write), and two watches of one API see a
+// write at instants apart: without this, a request the front door
+// released the moment it saw the endpoint ready would count as sent to
+// a pod not ready yet.
+func (p *Pod) readyFromEndpoint(eps []*Endpoint) {
+	for i := 1; i < len(p.Ready); i++ {
+		ready := p.Ready[i].State == "ready"
+		at := p.Ready[i].From
+		for _, e := range eps {
+			if e.Pod != p.Key {
+				continue
+			}
+			for _, sp := range e.Spans {
+				if (sp.State == "ready") == ready && sp.From.After(p.Ready[i-1].From) && sp.From.Before(at) {
+					at = sp.From
+				}
+			}
+		}
+		p.Ready[i-1].To, p.Ready[i].From = at, at
+	}
+}
+
+// readyFromProbes moves a change of the pod back to ready to the node
+// agent's probe attempt that made it: a readiness (or startup) probe
+// whose published state turned to success last, when nothing else that
+// holds a pod's readiness (the gate's verdict, a readiness gate's
+// condition) turned ready after it. The agent records its attempts as
+// they come and writes the status from them, which the recording sees
+// through a watch; the front door, on a quicker watch of the same API,
+// may send the pod a request in between.
+func (p *Pod) readyFromProbes(facts []recording.Fact) {
+	for i := 1; i < len(p.Ready); i++ {
+		if p.Ready[i].State != "ready" {
+			continue
+		}
+		since, at := p.Ready[i-1].From, p.Ready[i].From
+		var probe, other time.Time
+		last := map[string]string{} // container/probe → published state
+		for _, f := range facts {
+			if f.Namespace+"/"+f.Pod != p.Key || f.Time.After(at) {
+				continue
+			}
+			switch {
+			case f.Kind == recording.KindProbe && f.Probe.Probe != "liveness":
+				key := f.Container + "/" + f.Probe.Probe
+				if f.Probe.State == "success" && last[key] != "success" && f.Time.After(since) {
+					probe = f.Time
+				}
+				last[key] = f.Probe.State
+			case f.Kind == recording.KindGate && f.Gate.Ready && f.Time.After(since):
+				other = f.Time
+			case f.Kind == recording.KindCondition && f.Condition.Status == "True" && f.Time.After(since) &&
+				f.Condition.Type != "Ready" && f.Condition.Type != "ContainersReady":
+				other = f.Time
+			}
+		}
+		if !probe.IsZero() && probe.After(other) && probe.Before(at) {
+			p.Ready[i-1].To, p.Ready[i].From = probe, probe
+		}
+	}
 }
 
 // window is the stretch around a kill at t in which the pod should get

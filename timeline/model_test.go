@@ -3,6 +3,7 @@ package timeline
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,6 +108,100 @@ func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
 			}
 			if k := kills[0]; !k.At.Equal(scenario.At(20)) || !k.From.Equal(tt.from) || !k.To.Equal(tt.to) || k.Container != "app" {
 				t.Errorf("kill %+v, want at +20s of app, window %s–%s", k, m.Rel(tt.from), m.Rel(tt.to))
+			}
+		})
+	}
+}
+
+// Two watches of one API see a write at instants apart: where the
+// endpoints' watch saw a change of the pod's readiness before the pods'
+// watch, the pod changed then. A request released the moment the front
+// door saw the endpoint ready is not sent to a pod not ready yet.
+func TestReadinessChangesWhenTheEndpointShowedItFirst(t *testing.T) {
+	s := &scenario.Scenario{}
+	s.StartPod(0, "web-a", "10.244.0.2", false) // the condition before the endpoint
+	s.Endpoint(10.000, "web-a", "10.244.0.2", false, false)
+	s.Cond(10.004, "web-a", "Ready", "False", "ContainersNotReady")
+	s.Event(10.005, "web-a", "app", "Killing", "Container app failed liveness probe, will be restarted")
+	s.State(11, "web-a", "app", "running", "", false, 1, "web-a-app-1")
+	s.Endpoint(12.000, "web-a", "10.244.0.2", true, false)
+	s.Request(12.001, "web-a", 200, "", time.Second, false)
+	s.Cond(12.003, "web-a", "Ready", "True", "")
+	h, facts := s.RoundTrip(t, "")
+	m, err := Build(h, facts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Pods[0]
+	var spans []string
+	for _, sp := range p.Ready {
+		spans = append(spans, fmt.Sprintf("%s from %s", sp.State, m.Rel(sp.From)))
+	}
+	want := "not-ready from +00:00.000, ready from +00:01.020, not-ready from +00:10.000, ready from +00:12.000"
+	if got := strings.Join(spans, ", "); got != want {
+		t.Errorf("ready spans: %s\nwant:        %s", got, want)
+	}
+	if k := p.Kills; len(k) != 1 || !k[0].From.Equal(scenario.At(10)) || !k[0].To.Equal(scenario.At(12)) {
+		t.Errorf("kills %+v, want one with the window +10s–+12s", k)
+	}
+	if p.NotReadyAt(scenario.At(12.001)) {
+		t.Error("the request released at +12.001s counts as sent to a pod not ready")
+	}
+}
+
+// The node agent records its probe attempts as they come and writes the
+// status from them, which the recording sees later, through a watch: a
+// pod is ready again at the attempt that made it so, unless something
+// else that holds its readiness (the gate's verdict) turned ready after.
+// A request sent after that attempt is not sent to a pod not ready; one
+// sent before it is.
+func TestReadyAgainAtTheProbeThatMadeIt(t *testing.T) {
+	tests := []struct {
+		name      string
+		gateLater bool
+		readyAt   float64
+		counted   string
+	}{
+		{"the probe passed last", false, 11.999, "+00:10.002"},
+		{"the gate's verdict came after the probe", true, 12.002, "+00:10.002,+00:12.000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scenario.Scenario{}
+			s.StartPod(0, "web-a", "10.244.0.2", false)
+			probe := func(sec float64, result, state string) {
+				s.Add(sec, recording.Fact{Kind: recording.KindProbe, Pod: "web-a", Container: "app",
+					Probe: &recording.Probe{Probe: "readiness", Result: result, State: state}})
+			}
+			probe(10.000, "failure", "failure")
+			s.Cond(10.001, "web-a", "Ready", "False", "ContainersNotReady")
+			s.Endpoint(10.0015, "web-a", "10.244.0.2", false, false)
+			s.Request(10.002, "web-a", 200, "", 0, false) // sent while not ready
+			probe(11.999, "success", "success")
+			if tt.gateLater {
+				s.Gate(11.9995, "web-a", false, "app not ready")
+				s.Gate(12.001, "web-a", true, "")
+			}
+			s.Request(12.000, "web-a", 200, "", 1500*time.Millisecond, false)
+			s.Endpoint(12.002, "web-a", "10.244.0.2", true, false)
+			s.Cond(12.003, "web-a", "Ready", "True", "")
+			h, facts := s.RoundTrip(t, "")
+			m, err := Build(h, facts, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := m.Pods[0]
+			if got := p.Ready[len(p.Ready)-1].From; !got.Equal(scenario.At(tt.readyAt)) {
+				t.Errorf("ready again from %s, want %s", m.Rel(got), m.Rel(scenario.At(tt.readyAt)))
+			}
+			var counted []string
+			for _, r := range p.Requests {
+				if p.NotReadyAt(r.Sent) {
+					counted = append(counted, m.Rel(r.Sent))
+				}
+			}
+			if strings.Join(counted, ",") != tt.counted {
+				t.Errorf("requests sent while not ready: %v, want %s", counted, tt.counted)
 			}
 		})
 	}

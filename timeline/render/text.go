@@ -47,7 +47,9 @@ func Text(w io.Writer, m *timeline.Model, o timeline.Options) error {
 		if r.at.Before(from) || r.at.After(to) {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Rel(r.at), r.at.Format("15:04:05.000"), r.kind, orDash(r.pod), r.what, r.endpoints)
+		// One line per row: an exec probe's output ends in a newline.
+		what := strings.ReplaceAll(r.what, "\n", " ")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Rel(r.at), r.at.Format("15:04:05.000"), r.kind, orDash(r.pod), what, r.endpoints)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -206,8 +208,8 @@ func probeRow(f recording.Fact, who string, runs map[string]*probeRun, lastOK ma
 	if p.Result == "error" {
 		r.errors++
 	}
-	if p.Message != "" && !slices.Contains(r.messages, p.Message) && len(r.messages) < 3 {
-		r.messages = append(r.messages, p.Message)
+	if msg := strings.TrimSpace(p.Message); msg != "" && !slices.Contains(r.messages, msg) && len(r.messages) < 3 {
+		r.messages = append(r.messages, msg)
 	}
 	if p.Restart {
 		r.restart = true

@@ -98,3 +98,24 @@ func TestTextLeavesOutWhatTheProbeLinesSay(t *testing.T) {
 		t.Errorf("%d lines of liveness failures, want the three collapsed into 1", n)
 	}
 }
+
+// An exec probe's message is its command's output, newline and all: the
+// table keeps one line per row.
+func TestTextKeepsARowOnOneLine(t *testing.T) {
+	s := &scenario.Scenario{}
+	s.StartPod(0, "web-a", "10.244.0.2", false)
+	s.Probe(5, "web-a", "app", "liveness", "failure", "cat: /tmp/live: No such file or directory\n", true)
+	h, facts := s.RoundTrip(t, "")
+	var b bytes.Buffer
+	if err := Recording(&b, "text", h, facts, timeline.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, ")") {
+			t.Errorf("a row broken across lines:\n%s", b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "app: liveness failed (cat: /tmp/live: No such file or directory) → restart") {
+		t.Errorf("no one-line probe row:\n%s", b.String())
+	}
+}
