@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func Cases() []Case {
 		{"a failing readiness probe never restarts and keeps the endpoint not ready", readinessFailsPod, checkReadinessFails},
 		{"the pod is not ready before initialDelaySeconds", initialDelayPod, checkInitialDelay},
 		{"liveness is not probed until the startup probe succeeds", startupGatesPod, checkStartupGates},
-		{"the restart count only grows across restarts", httpLivenessPod("restart-count"), checkRestartCountMonotonic},
+		{"the restart count only grows across restarts", restartCountPod, checkRestartCountMonotonic},
 		{"a terminating pod's endpoint is not ready, terminating, and serving as its readiness probe says", terminatingPod, checkTerminating},
 		{"a liveness failure turns the endpoint not ready before the container is signalled", withdrawPod, checkWithdrawnBeforeKill},
 	}
@@ -246,9 +247,19 @@ func checkStartupGates(t *testing.T, e *Env) {
 	e.waitEvent(t, "Killing", "Container c failed liveness probe, will be restarted")
 }
 
-// checkRestartCountMonotonic watches the pod through two restarts (the
-// second after the 10 s back-off) and checks every status it was seen
-// with.
+// restartCountPod's liveness probe fails once its fail file exists, and
+// on after every restart: the case starts the restarts when its watch is
+// in place. (A pod that failed by itself would restart before a case run
+// late on a loaded machine began watching; CI saw that.)
+func restartCountPod(dir string) *corev1.Pod {
+	c := shell("sleep 600 & wait")
+	c.LivenessProbe = execProbe("/bin/sh", "-c", "test ! -e "+file(dir, "restart-count", "fail"))
+	return pod("restart-count", c, 2)
+}
+
+// checkRestartCountMonotonic watches the pod from before its first
+// restart through its second (after the 10 s back-off) and checks every
+// status it was seen with: 0, then 1, then 2, never smaller than before.
 func checkRestartCountMonotonic(t *testing.T, e *Env) {
 	ctx, cancel := context.WithCancel(t.Context())
 	w, err := e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + e.Pod})
@@ -271,19 +282,34 @@ func checkRestartCountMonotonic(t *testing.T, e *Env) {
 			}
 		}
 	}()
+	// The watch's first event is the pod as it was when the watch began.
+	eventually(t, "the watch's first event", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0, "no event yet"
+	})
+	if err := os.WriteFile(file(e.Dir, e.Pod, "fail"), []byte("fail\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	e.restarted(t, 2)
 	cancel()
 	w.Stop()
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) < 3 {
-		t.Errorf("the watch saw %d statuses (%v), want at least 3", len(seen), seen)
+	if seen[0] != 0 {
+		t.Fatalf("restartCount %d before the liveness probe could fail: %v", seen[0], seen)
+	}
+	if seen[len(seen)-1] < 2 {
+		t.Fatalf("the watch ended at restartCount %d, want 2: %v", seen[len(seen)-1], seen)
 	}
 	for i := 1; i < len(seen); i++ {
 		if seen[i] < seen[i-1] {
 			t.Fatalf("restartCount went from %d to %d: %v", seen[i-1], seen[i], seen)
 		}
+	}
+	if !slices.Contains(seen, 1) {
+		t.Errorf("the watch never saw restartCount 1: %v", seen)
 	}
 }
 
