@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
 	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/timeline"
@@ -21,7 +22,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, r: &runner{s: &scenario.Scenario{}, tl: lab.NewTimeline(), pods: map[string]*boundPod{}, rec: &lab.Recording{}}}
+	w := &world{t: t, r: &runner{s: &scenario.Scenario{}, tl: lab.NewTimeline(), pods: map[string]*boundPod{}, rec: &load.Recording{}}}
 	w.t0 = w.r.tl.Origin()
 	return w
 }
@@ -34,7 +35,7 @@ func (w *world) mark(name string) float64 { return w.r.tl.Mark(name).Sub(w.t0).S
 
 // req is a request the load saw: sent at sec, lasting dur seconds.
 func (w *world) req(sec, dur float64, status int, body string) {
-	w.r.rec.Requests = append(w.r.rec.Requests, lab.Request{Start: w.at(sec), Duration: time.Duration(dur * float64(time.Second)), Status: status, Body: body})
+	w.r.rec.Requests = append(w.r.rec.Requests, load.Request{Start: w.at(sec), Duration: time.Duration(dur * float64(time.Second)), Status: status, Body: body})
 }
 
 func (w *world) fact(sec float64, f recording.Fact) {
