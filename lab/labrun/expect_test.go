@@ -1,6 +1,7 @@
 package labrun
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,11 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// at is t0 plus sec seconds.
-func (w *world) at(sec float64) time.Time { return w.t0.Add(time.Duration(sec * float64(time.Second))) }
+// at is t0 plus sec seconds, rounded to the nanosecond: truncating would
+// place a request made at a mark's seconds (mark) a nanosecond before it.
+func (w *world) at(sec float64) time.Time {
+	return w.t0.Add(time.Duration(math.Round(sec * float64(time.Second))))
+}
 
 // mark makes a mark and returns the seconds since t0 it was made at.
 func (w *world) mark(name string) float64 { return w.r.tl.Mark(name).Sub(w.t0).Seconds() }
