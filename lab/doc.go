@@ -1,17 +1,17 @@
 // Package lab runs podgate scenarios end to end: the real `podgate run`
-// binary (Process), load through its front door (Load, Recording),
-// deadline-bounded waits on the control API (Poll, WaitPod,
-// WaitServiceCondition, WaitRestart), the test app's toggles (Toggle),
-// what a pod's gate says (GateRequests, ReadGateReadiness); manifest
-// copies with the few fields a scenario must change are package
-// lab/manifest's.
+// binary (Process), deadline-bounded waits on the control API (Poll,
+// WaitPod, WaitServiceCondition, WaitRestart), the test app's toggles
+// (Toggle), what a pod's gate says (GateRequests, ReadGateReadiness). The
+// load sent through the front door and its record of every request are
+// package lab/load's (load.Start, load.Recording); manifest copies with
+// the few fields a scenario must change are package lab/manifest's.
 //
 // A scenario is a timeline: start podgate, start load, flip a toggle, wait
 // for the state the control API reports, flip it back, stop the load, and
-// then judge the Recording against the marked instants (Timeline). The
-// verdicts are exact, never timing thresholds: "no request that started
-// after the service left Ready was served before the toggle went back" is
-// a fact of the recording, true or false on any machine.
+// then judge the load's recording against the marked instants (Timeline).
+// The verdicts are exact, never timing thresholds: "no request that
+// started after the service left Ready was served before the toggle went
+// back" is a fact of the recording, true or false on any machine.
 //
 // The same steps run in either World: `podgate run` (Local), or a
 // namespace of a cluster of `podgate cluster up` (package lab/kubelab),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/manifest"
 )
 
@@ -41,9 +42,9 @@ type scenario struct {
 	w    lab.World
 	tl   *lab.Timeline
 	host string
-	load *lab.Load
-	rec  *lab.Recording // once the load stopped
-	done bool           // the world was stopped and judged
+	load *load.Load
+	rec  *load.Recording // once the load stopped
+	done bool            // the world was stopped and judged
 }
 
 // place is where a scenario runs; its start runs the manifest, with
@@ -137,7 +138,7 @@ func (s *scenario) within(what string, step func(ctx context.Context) error) {
 // with the scenario's host.
 func (s *scenario) startLoad() {
 	s.t.Helper()
-	l, err := lab.StartLoad(lab.LoadConfig{URL: s.w.FrontDoorURL(), Host: s.host, Workers: 4, Rate: 100})
+	l, err := load.Start(load.Config{URL: s.w.FrontDoorURL(), Host: s.host, Workers: 4, Rate: 100})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -147,11 +148,11 @@ func (s *scenario) startLoad() {
 
 // stopLoad stops the load, letting held requests finish, and keeps the
 // recording.
-func (s *scenario) stopLoad() *lab.Recording { return s.stopLoadWithin(waitTimeout) }
+func (s *scenario) stopLoad() *load.Recording { return s.stopLoadWithin(waitTimeout) }
 
 // stopLoadWithin stops the load, letting held requests finish within d;
 // those still held then are cancelled, and recorded as such.
-func (s *scenario) stopLoadWithin(d time.Duration) *lab.Recording {
+func (s *scenario) stopLoadWithin(d time.Duration) *load.Recording {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	s.rec = s.load.Stop(ctx)
@@ -167,7 +168,7 @@ func (s *scenario) waitOK(n int) {
 	s.t.Helper()
 	since := time.Now()
 	s.within(fmt.Sprintf("%d requests served", n), func(ctx context.Context) error {
-		_, err := s.load.Wait(ctx, fmt.Sprintf("%d requests served", n), func(r *lab.Recording) bool {
+		_, err := s.load.Wait(ctx, fmt.Sprintf("%d requests served", n), func(r *load.Recording) bool {
 			return r.ServedSince(since) >= n
 		})
 		return err
@@ -178,7 +179,7 @@ func (s *scenario) waitOK(n int) {
 func (s *scenario) waitServedAfter(t time.Time, what string) {
 	s.t.Helper()
 	s.within(what, func(ctx context.Context) error {
-		_, err := s.load.Wait(ctx, what, func(r *lab.Recording) bool { return r.SucceededAfter(t) })
+		_, err := s.load.Wait(ctx, what, func(r *load.Recording) bool { return r.SucceededAfter(t) })
 		return err
 	})
 }
@@ -189,7 +190,7 @@ func (s *scenario) waitServedAfter(t time.Time, what string) {
 func (s *scenario) waitHeld(t time.Time) {
 	s.t.Helper()
 	s.within("every worker held", func(ctx context.Context) error {
-		_, err := s.load.Wait(ctx, "every worker held", func(r *lab.Recording) bool {
+		_, err := s.load.Wait(ctx, "every worker held", func(r *load.Recording) bool {
 			return len(r.InFlightSince(t)) == 4
 		})
 		return err
@@ -270,10 +271,10 @@ func (s *scenario) stop() {
 }
 
 // noFailures fails the test with the failed requests, if any.
-func (s *scenario) noFailures(rec *lab.Recording) {
+func (s *scenario) noFailures(rec *load.Recording) {
 	s.t.Helper()
 	if f := rec.Failures(); len(f) > 0 {
-		s.t.Errorf("%d of %d requests failed, want none:\n%s", len(f), len(rec.Requests), lab.FormatRequests(f, s.tl.Origin(), 20))
+		s.t.Errorf("%d of %d requests failed, want none:\n%s", len(f), len(rec.Requests), load.FormatRequests(f, s.tl.Origin(), 20))
 	}
 }
 
@@ -303,11 +304,11 @@ type outage struct{ off, notReady, back time.Time }
 // heldNotServed judges an outage: nothing sent after the service was seen
 // not ready was served before the toggle came back, and requests sent
 // after the toggle went off were held across its return and then served.
-func (s *scenario) heldNotServed(rec *lab.Recording, o outage) {
+func (s *scenario) heldNotServed(rec *load.Recording, o outage) {
 	s.t.Helper()
 	if served := rec.ServedBetween(o.notReady, o.back); len(served) > 0 {
 		s.t.Errorf("%d requests sent after the service left Ready were served before it could be again:\n%s",
-			len(served), lab.FormatRequests(served, s.tl.Origin(), 20))
+			len(served), load.FormatRequests(served, s.tl.Origin(), 20))
 	}
 	if released := rec.Released(o.off, o.back); len(released) == 0 {
 		s.t.Errorf("no request sent while the pod was out of service was held and then served")

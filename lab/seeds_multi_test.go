@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 )
 
 // Seed "12-cross-port-readiness": traffic on 8080, health on 8090.
@@ -108,7 +109,7 @@ func seedDeletePodUnderLoad(t *testing.T, where place) {
 	})
 	s.startLoad()
 	s.within("both pods serve", func(ctx context.Context) error {
-		_, err := s.load.Wait(ctx, "requests served by both pods", func(r *lab.Recording) bool {
+		_, err := s.load.Wait(ctx, "requests served by both pods", func(r *load.Recording) bool {
 			seen := map[string]bool{}
 			for _, q := range r.Requests {
 				if q.OK() {
@@ -140,7 +141,7 @@ func seedDeletePodUnderLoad(t *testing.T, where place) {
 	s.within(victim+" gone", func(ctx context.Context) error { return lab.WaitPodGone(ctx, s.w, victim) })
 	s.tl.Mark(victim + " gone")
 	s.within("the replacement serves", func(ctx context.Context) error {
-		_, err := s.load.Wait(ctx, "a request served by "+replacement.Name, func(r *lab.Recording) bool {
+		_, err := s.load.Wait(ctx, "a request served by "+replacement.Name, func(r *load.Recording) bool {
 			for _, q := range r.StartedBetween(deleted, farFuture) {
 				if q.OK() && strings.TrimSpace(q.Body) == replacement.Name {
 					return true
@@ -211,10 +212,10 @@ func seedSidecarNeverReady(t *testing.T, where place) {
 	since := s.tl.Mark("first-container ready")
 	s.waitService("test-probe", lab.NeverServed)
 	s.statusNames("test-probe", "second-container")
-	var rec *lab.Recording
+	var rec *load.Recording
 	if s.w.TimesOutHeldRequests() {
 		s.within("a held request timed out", func(ctx context.Context) error {
-			_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
+			_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *load.Recording) bool {
 				for _, q := range r.WithStatus(504, "activator request timeout") {
 					if !q.Start.Before(since) {
 						return true

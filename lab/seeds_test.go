@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/manifest"
 )
 
@@ -77,7 +78,7 @@ func seedExecReadiness(t *testing.T, where place) {
 	s.statusNames("runtime", "user-container")
 	if s.w.TimesOutHeldRequests() {
 		s.within("a held request timed out", func(ctx context.Context) error {
-			_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
+			_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *load.Recording) bool {
 				for _, q := range r.WithStatus(504, "activator request timeout") {
 					if !q.Start.Before(notReady) {
 						return true
@@ -195,7 +196,7 @@ spec:
 	})
 	s.tl.Mark("service failed")
 	s.within("a held request timed out", func(ctx context.Context) error {
-		_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *lab.Recording) bool {
+		_, err := s.load.Wait(ctx, "504 activator request timeout", func(r *load.Recording) bool {
 			return len(r.WithStatus(504, "activator request timeout")) > 0
 		})
 		return err

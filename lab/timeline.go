@@ -9,8 +9,8 @@ import (
 )
 
 // Timeline marks the instants of a scenario (toggled, seen not ready,
-// toggled back, …), against which a Recording is judged and by which a
-// failure log is read.
+// toggled back, …), against which a load.Recording is judged and by which
+// a failure log is read.
 type Timeline struct {
 	mu     sync.Mutex
 	origin time.Time

@@ -32,6 +32,13 @@ func controlAPI(t *testing.T) (*objstore.Store, *apiclient.Client) {
 	return store, c
 }
 
+// waitCtx bounds a wait that should end well within it on a loaded machine.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func shortCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	t.Cleanup(cancel)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 )
 
 var apiAll = apiclient.ListOptions{}
@@ -22,7 +23,7 @@ type flipResult struct {
 	rate            float64
 	length          time.Duration
 	counts          map[string]int
-	failures        []lab.Request
+	failures        []load.Request
 	origin          time.Time
 	lat             []time.Duration // every completed request, sorted
 	flipper         string          // the pod whose sidecar flips
@@ -47,7 +48,7 @@ func measureFlips(ctx context.Context, bin, manifest string, replicas int, o opt
 		return nil, err
 	}
 
-	load, err := lab.StartLoad(lab.LoadConfig{URL: p.FrontDoorURL(), Host: host, Workers: 8, Rate: o.flipRate})
+	gen, err := load.Start(load.Config{URL: p.FrontDoorURL(), Host: host, Workers: 8, Rate: o.flipRate})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ loop:
 			ready = !ready
 			if err := lab.Toggle(ctx, pod.Status.PodIP, sidecarPort, lab.ToggleReady, ready); err != nil {
 				tick.Stop()
-				load.Stop(context.Background())
+				gen.Stop(context.Background())
 				return nil, err
 			}
 			res.flips++
@@ -75,7 +76,7 @@ loop:
 	tick.Stop()
 	if !ready {
 		if err := lab.Toggle(ctx, pod.Status.PodIP, sidecarPort, lab.ToggleReady, true); err != nil {
-			load.Stop(context.Background())
+			gen.Stop(context.Background())
 			return nil, err
 		}
 	}
@@ -84,7 +85,7 @@ loop:
 	// them, then stop.
 	stopCtx, cancelStop := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelStop()
-	rec := load.Stop(stopCtx)
+	rec := gen.Stop(stopCtx)
 	res.counts = rec.Counts()
 	res.failures = rec.Failures()
 	for _, q := range rec.Requests {

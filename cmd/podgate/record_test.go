@@ -22,6 +22,7 @@ import (
 
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/manifest"
 	"github.com/podgate/podgate/recording"
 )
@@ -107,7 +108,7 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 	r := runStart(t, bin, "-f", manifest, "--pod-cidr", "127.0.95.0/24", "--record", recFile)
 	door := r.waitFor(r.errOut, recordDoorLine)[1]
 	r.waitFor(r.errOut, recordReadyLine)
-	load, err := lab.StartLoad(lab.LoadConfig{URL: "http://" + door + "/", Host: "runtime.default.example.com", Workers: 4, Rate: 50})
+	gen, err := load.Start(load.Config{URL: "http://" + door + "/", Host: "runtime.default.example.com", Workers: 4, Rate: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 	defer cancel()
 	served := func(n int, after time.Time, what string) {
 		t.Helper()
-		if _, err := load.Wait(ctx, what, func(rec *lab.Recording) bool {
+		if _, err := gen.Wait(ctx, what, func(rec *load.Recording) bool {
 			ok := 0
 			for _, q := range rec.StartedBetween(after, time.Now().Add(time.Hour)) {
 				if q.OK() {
@@ -137,7 +138,7 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 		return cs != nil && cs.RestartCount > 0 && runPodReady(p)
 	})
 	served(20, time.Now(), "requests served after the restart")
-	sent := load.Stop(ctx)
+	sent := gen.Stop(ctx)
 	interrupted := time.Now()
 	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 			}
 		}
 		if f := sent.Failures(); len(f) > 0 {
-			t.Errorf("%d requests failed:\n%s", len(f), lab.FormatRequests(f, time.Time{}, 10))
+			t.Errorf("%d requests failed:\n%s", len(f), load.FormatRequests(f, time.Time{}, 10))
 		}
 	})
 	t.Run("no gap from the start to the stop, and the stop is in", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
 	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/timeline"
@@ -129,15 +130,15 @@ func (j *judge) instant(mark string, unset time.Time) (time.Time, error) {
 }
 
 // requests is what the load saw; an error when it never ran.
-func (j *judge) requests() (*lab.Recording, error) {
+func (j *judge) requests() (*load.Recording, error) {
 	if j.r.rec == nil {
 		return nil, errors.New("the load never ran")
 	}
 	return j.r.rec, nil
 }
 
-func (j *judge) list(qs []lab.Request) string {
-	return strings.TrimRight(lab.FormatRequests(qs, j.m.Start, listed), "\n")
+func (j *judge) list(qs []load.Request) string {
+	return strings.TrimRight(load.FormatRequests(qs, j.m.Start, listed), "\n")
 }
 
 func (j *judge) failed(most int) (string, error) {
@@ -153,7 +154,7 @@ func (j *judge) failed(most int) (string, error) {
 }
 
 // matches reports whether q is the answer a describes, sent at or after t.
-func matches(q lab.Request, a *scenario.Answer, t time.Time) bool {
+func matches(q load.Request, a *scenario.Answer, t time.Time) bool {
 	return q.Err == "" && q.Status == a.Status && strings.HasPrefix(q.Body, a.Body) && !q.Start.Before(t)
 }
 
@@ -167,7 +168,7 @@ func (j *judge) failedOnly(a *scenario.Answer) (string, error) {
 		return "", err
 	}
 	f := rec.Failures()
-	var other []lab.Request
+	var other []load.Request
 	for _, q := range f {
 		if !matches(q, a, t) {
 			other = append(other, q)
@@ -188,7 +189,7 @@ func (j *judge) answered(a *scenario.Answer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var got []lab.Request
+	var got []load.Request
 	for _, q := range rec.Requests {
 		if matches(q, a, t) {
 			got = append(got, q)
@@ -200,7 +201,7 @@ func (j *judge) answered(a *scenario.Answer) (string, error) {
 	return fmt.Sprintf("%d requests, the first sent at %s and answered at %s", len(got), j.m.Rel(got[0].Start), j.m.Rel(got[0].End())), nil
 }
 
-func counts(rec *lab.Recording) string {
+func counts(rec *load.Recording) string {
 	c := rec.Counts()
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(c)) {
@@ -247,7 +248,7 @@ func (j *judge) released(w *scenario.Window) (string, error) {
 	if len(rel) == 0 {
 		return "", fmt.Errorf("no request sent in it was held across its end and then served (%d sent in it)", len(rec.StartedBetween(from, to)))
 	}
-	longest := slices.MaxFunc(rel, func(a, b lab.Request) int { return int(a.Duration - b.Duration) })
+	longest := slices.MaxFunc(rel, func(a, b load.Request) int { return int(a.Duration - b.Duration) })
 	return fmt.Sprintf("%d requests sent in it were held across its end and then served; the longest held %s", len(rel), longest.Duration.Round(time.Millisecond)), nil
 }
 

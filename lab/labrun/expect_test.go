@@ -1,11 +1,13 @@
 package labrun
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
 	"github.com/podgate/podgate/recording"
 	"github.com/podgate/podgate/timeline"
@@ -21,20 +23,23 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, r: &runner{s: &scenario.Scenario{}, tl: lab.NewTimeline(), pods: map[string]*boundPod{}, rec: &lab.Recording{}}}
+	w := &world{t: t, r: &runner{s: &scenario.Scenario{}, tl: lab.NewTimeline(), pods: map[string]*boundPod{}, rec: &load.Recording{}}}
 	w.t0 = w.r.tl.Origin()
 	return w
 }
 
-// at is t0 plus sec seconds.
-func (w *world) at(sec float64) time.Time { return w.t0.Add(time.Duration(sec * float64(time.Second))) }
+// at is t0 plus sec seconds, rounded to the nanosecond: truncating would
+// place a request made at a mark's seconds (mark) a nanosecond before it.
+func (w *world) at(sec float64) time.Time {
+	return w.t0.Add(time.Duration(math.Round(sec * float64(time.Second))))
+}
 
 // mark makes a mark and returns the seconds since t0 it was made at.
 func (w *world) mark(name string) float64 { return w.r.tl.Mark(name).Sub(w.t0).Seconds() }
 
 // req is a request the load saw: sent at sec, lasting dur seconds.
 func (w *world) req(sec, dur float64, status int, body string) {
-	w.r.rec.Requests = append(w.r.rec.Requests, lab.Request{Start: w.at(sec), Duration: time.Duration(dur * float64(time.Second)), Status: status, Body: body})
+	w.r.rec.Requests = append(w.r.rec.Requests, load.Request{Start: w.at(sec), Duration: time.Duration(dur * float64(time.Second)), Status: status, Body: body})
 }
 
 func (w *world) fact(sec float64, f recording.Fact) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
 )
 
@@ -23,11 +24,11 @@ type runner struct {
 	s    *scenario.Scenario
 	w    lab.World
 	tl   *lab.Timeline
-	load *lab.Load
+	load *load.Load
 	// loadStarted is when the load started; rec the load's recording
 	// once it stopped.
 	loadStarted time.Time
-	rec         *lab.Recording
+	rec         *load.Recording
 	// pods are the pods bound by name.
 	pods map[string]*boundPod
 	// statuses are what the service's status said when the steps read
@@ -128,7 +129,7 @@ func (r *runner) startLoad() error {
 	if host == "" {
 		host = r.w.Host(r.s.Load.Service)
 	}
-	l, err := lab.StartLoad(lab.LoadConfig{URL: r.w.FrontDoorURL(), Host: host, Workers: r.s.Load.Workers, Rate: r.s.Load.Rate})
+	l, err := load.Start(load.Config{URL: r.w.FrontDoorURL(), Host: host, Workers: r.s.Load.Workers, Rate: r.s.Load.Rate})
 	if err != nil {
 		return err
 	}
@@ -337,15 +338,15 @@ func (r *runner) waitGate(ctx context.Context, g *scenario.GateState) error {
 func (r *runner) waitLoad(ctx context.Context, w *scenario.Wait) error {
 	began := time.Now()
 	var what string
-	var cond func(*lab.Recording) bool
+	var cond func(*load.Recording) bool
 	switch {
 	case w.Served > 0:
 		what = fmt.Sprintf("%d requests served", w.Served)
-		cond = func(rec *lab.Recording) bool { return rec.ServedSince(began) >= w.Served }
+		cond = func(rec *load.Recording) bool { return rec.ServedSince(began) >= w.Served }
 	case w.ServedAfter != "":
 		t := r.since(w.ServedAfter)
 		what = fmt.Sprintf("a request sent after %q served", w.ServedAfter)
-		cond = func(rec *lab.Recording) bool { return rec.SucceededAfter(t) }
+		cond = func(rec *load.Recording) bool { return rec.SucceededAfter(t) }
 	case len(w.ServedBy) > 0:
 		t := r.since(w.SentAfter)
 		var names []string
@@ -353,7 +354,7 @@ func (r *runner) waitLoad(ctx context.Context, w *scenario.Wait) error {
 			names = append(names, r.pods[a].name)
 		}
 		what = fmt.Sprintf("requests served by %v", names)
-		cond = func(rec *lab.Recording) bool {
+		cond = func(rec *load.Recording) bool {
 			seen := map[string]bool{}
 			for _, q := range rec.StartedBetween(t, time.Now().Add(time.Hour)) {
 				if q.OK() {
@@ -373,13 +374,13 @@ func (r *runner) waitLoad(ctx context.Context, w *scenario.Wait) error {
 			workers = 4
 		}
 		what = "every worker held"
-		cond = func(rec *lab.Recording) bool { return len(rec.InFlightSince(t)) >= workers }
+		cond = func(rec *load.Recording) bool { return len(rec.InFlightSince(t)) >= workers }
 	case w.Answered != nil:
 		a := w.Answered
 		t := r.since(a.SentAfter)
 		what = fmt.Sprintf("a request answered %d %q", a.Status, a.Body)
-		cond = func(rec *lab.Recording) bool {
-			return slices.ContainsFunc(rec.WithStatus(a.Status, a.Body), func(q lab.Request) bool { return !q.Start.Before(t) })
+		cond = func(rec *load.Recording) bool {
+			return slices.ContainsFunc(rec.WithStatus(a.Status, a.Body), func(q load.Request) bool { return !q.Start.Before(t) })
 		}
 	}
 	_, err := r.load.Wait(ctx, what, cond)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 )
 
 // Path is one path's throughput figures, over every round added.
@@ -18,7 +18,7 @@ type Path struct {
 }
 
 // Add counts a round's recording, measured over window.
-func (p *Path) Add(rec *lab.Recording, window time.Duration) {
+func (p *Path) Add(rec *load.Recording, window time.Duration) {
 	p.Window += window
 	for _, q := range rec.Requests {
 		if q.OK() {
@@ -54,8 +54,8 @@ func (p *Path) Pct(q float64) time.Duration {
 // ClosedLoop sends GET url with Host host as fast as conns keep-alive
 // connections allow, for d (or until ctx ends), and returns the
 // recording and how long it ran.
-func ClosedLoop(ctx context.Context, url, host string, conns int, d time.Duration) (*lab.Recording, time.Duration, error) {
-	load, err := lab.StartLoad(lab.LoadConfig{URL: url, Host: host, Workers: conns, Rate: 1e9, Timeout: 30 * time.Second})
+func ClosedLoop(ctx context.Context, url, host string, conns int, d time.Duration) (*load.Recording, time.Duration, error) {
+	gen, err := load.Start(load.Config{URL: url, Host: host, Workers: conns, Rate: 1e9, Timeout: 30 * time.Second})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -66,6 +66,6 @@ func ClosedLoop(ctx context.Context, url, host string, conns int, d time.Duratio
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec := load.Stop(stopCtx)
+	rec := gen.Stop(stopCtx)
 	return rec, time.Since(start), ctx.Err()
 }

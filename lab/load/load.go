@@ -1,4 +1,4 @@
-package lab
+package load
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// LoadConfig says what a Load sends.
-type LoadConfig struct {
+// Config says what a Load sends.
+type Config struct {
 	// URL is requested with GET; it must be http:// on a loopback
 	// address (the front door, a pod, a test server).
 	URL string
@@ -36,7 +36,7 @@ type LoadConfig struct {
 	BodyBytes int
 }
 
-func (c LoadConfig) withDefaults() LoadConfig {
+func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
 		c.Workers = 4
 	}
@@ -55,7 +55,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // Load is a running load: Workers goroutines sending GET requests until
 // Stop, recording every one.
 type Load struct {
-	cfg    LoadConfig
+	cfg    Config
 	tr     *http.Transport
 	client *http.Client
 
@@ -71,8 +71,9 @@ type Load struct {
 	changed  chan struct{} // closed and replaced on every start and completion
 }
 
-// StartLoad starts the workers.
-func StartLoad(cfg LoadConfig) (*Load, error) {
+// Start starts a Load's workers; they send until Stop. The URL must be
+// http:// on a loopback IP address.
+func Start(cfg Config) (*Load, error) {
 	cfg = cfg.withDefaults()
 	if err := checkLoopbackURL(cfg.URL); err != nil {
 		return nil, err
@@ -111,13 +112,13 @@ func StartLoad(cfg LoadConfig) (*Load, error) {
 func checkLoopbackURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("lab: load URL %q: %w", raw, err)
+		return fmt.Errorf("load: URL %q: %w", raw, err)
 	}
 	if u.Scheme != "http" {
-		return fmt.Errorf("lab: load URL %q: want http://", raw)
+		return fmt.Errorf("load: URL %q: want http://", raw)
 	}
 	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("lab: load URL %q: the host must be a loopback IP address", raw)
+		return fmt.Errorf("load: URL %q: the host must be a loopback IP address", raw)
 	}
 	return nil
 }
@@ -237,7 +238,7 @@ func (l *Load) Wait(ctx context.Context, what string, cond func(*Recording) bool
 			if cond(r) {
 				return r, nil
 			}
-			return r, fmt.Errorf("lab: waiting for the load to see %s: %w\n%s", what, ctx.Err(), r.Summary(time.Time{}))
+			return r, fmt.Errorf("load: waiting for the load to see %s: %w\n%s", what, ctx.Err(), r.Summary(time.Time{}))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package lab_test
+package load_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 )
 
 // countingServer is a real loopback server that counts the connections it
@@ -58,11 +58,11 @@ func TestLoadRecordsEveryRequest(t *testing.T) {
 		_, _ = w.Write([]byte("pod-a " + long))
 	})
 	begin := time.Now()
-	l, err := lab.StartLoad(lab.LoadConfig{URL: srv.URL + "/", Host: "svc.default.example.com", Workers: 4, Rate: 400, BodyBytes: 10})
+	l, err := load.Start(load.Config{URL: srv.URL + "/", Host: "svc.default.example.com", Workers: 4, Rate: 400, BodyBytes: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Wait(waitCtx(t), "200 requests", func(r *lab.Recording) bool { return len(r.Requests) >= 200 }); err != nil {
+	if _, err := l.Wait(waitCtx(t), "200 requests", func(r *load.Recording) bool { return len(r.Requests) >= 200 }); err != nil {
 		t.Fatal(err)
 	}
 	rec := l.Stop(waitCtx(t))
@@ -72,7 +72,7 @@ func TestLoadRecordsEveryRequest(t *testing.T) {
 		t.Errorf("%d requests in flight after Stop", len(rec.InFlight))
 	}
 	if f := rec.Failures(); len(f) != 0 {
-		t.Errorf("failures against a healthy server:\n%s", lab.FormatRequests(f, begin, 5))
+		t.Errorf("failures against a healthy server:\n%s", load.FormatRequests(f, begin, 5))
 	}
 	workers := map[int]bool{}
 	for i, q := range rec.Requests {
@@ -112,11 +112,11 @@ func TestLoadRecordsFailures(t *testing.T) {
 		srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "activator request timeout", http.StatusGatewayTimeout)
 		})
-		l, err := lab.StartLoad(lab.LoadConfig{URL: srv.URL, Workers: 2, Rate: 200})
+		l, err := load.Start(load.Config{URL: srv.URL, Workers: 2, Rate: 200})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Wait(waitCtx(t), "10 requests", func(r *lab.Recording) bool { return len(r.Requests) >= 10 }); err != nil {
+		if _, err := l.Wait(waitCtx(t), "10 requests", func(r *load.Recording) bool { return len(r.Requests) >= 10 }); err != nil {
 			t.Fatal(err)
 		}
 		rec := l.Stop(waitCtx(t))
@@ -131,11 +131,11 @@ func TestLoadRecordsFailures(t *testing.T) {
 		}
 		url := "http://" + ln.Addr().String() + "/"
 		ln.Close()
-		l, err := lab.StartLoad(lab.LoadConfig{URL: url, Workers: 2, Rate: 200})
+		l, err := load.Start(load.Config{URL: url, Workers: 2, Rate: 200})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Wait(waitCtx(t), "10 requests", func(r *lab.Recording) bool { return len(r.Requests) >= 10 }); err != nil {
+		if _, err := l.Wait(waitCtx(t), "10 requests", func(r *load.Recording) bool { return len(r.Requests) >= 10 }); err != nil {
 			t.Fatal(err)
 		}
 		rec := l.Stop(waitCtx(t))
@@ -157,11 +157,11 @@ func TestLoadStop(t *testing.T) {
 			<-release
 			_, _ = w.Write([]byte("released"))
 		})
-		l, err := lab.StartLoad(lab.LoadConfig{URL: srv.URL, Workers: 3, Rate: 100})
+		l, err := load.Start(load.Config{URL: srv.URL, Workers: 3, Rate: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Wait(waitCtx(t), "3 held", func(r *lab.Recording) bool { return len(r.InFlight) == 3 }); err != nil {
+		if _, err := l.Wait(waitCtx(t), "3 held", func(r *load.Recording) bool { return len(r.InFlight) == 3 }); err != nil {
 			t.Fatal(err)
 		}
 		snap := l.Snapshot()
@@ -186,11 +186,11 @@ func TestLoadStop(t *testing.T) {
 		srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 		})
-		l, err := lab.StartLoad(lab.LoadConfig{URL: srv.URL, Workers: 2, Rate: 100})
+		l, err := load.Start(load.Config{URL: srv.URL, Workers: 2, Rate: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Wait(waitCtx(t), "2 held", func(r *lab.Recording) bool { return len(r.InFlight) == 2 }); err != nil {
+		if _, err := l.Wait(waitCtx(t), "2 held", func(r *load.Recording) bool { return len(r.InFlight) == 2 }); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -209,14 +209,14 @@ func TestLoadStop(t *testing.T) {
 
 func TestLoadWaitNamesWhatItWaitedFor(t *testing.T) {
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {})
-	l, err := lab.StartLoad(lab.LoadConfig{URL: srv.URL, Workers: 1, Rate: 50})
+	l, err := load.Start(load.Config{URL: srv.URL, Workers: 1, Rate: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Stop(t.Context())
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	_, err = l.Wait(ctx, "a 504", func(r *lab.Recording) bool { return len(r.WithStatus(504, "")) > 0 })
+	_, err = l.Wait(ctx, "a 504", func(r *load.Recording) bool { return len(r.WithStatus(504, "")) > 0 })
 	if err == nil || !strings.Contains(err.Error(), "a 504") || !strings.Contains(err.Error(), "deadline exceeded") {
 		t.Errorf("err = %v, want a timeout naming what was awaited", err)
 	}
@@ -230,7 +230,7 @@ func TestLoadRefusesAddressesOffLoopback(t *testing.T) {
 		{"https", "https://127.0.0.1:8443/", "want http://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := lab.StartLoad(lab.LoadConfig{URL: tc.url}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := load.Start(load.Config{URL: tc.url}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to mention %q", err, tc.want)
 			}
 		})

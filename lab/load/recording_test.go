@@ -1,22 +1,22 @@
-package lab_test
+package load_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/lab"
+	"github.com/podgate/podgate/lab/load"
 )
 
 func TestRecordingVerdicts(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	req := func(startMS, durMS, status int, err, body string) lab.Request {
-		return lab.Request{Start: at(startMS), Duration: time.Duration(durMS) * time.Millisecond, Status: status, Err: err, Body: body}
+	req := func(startMS, durMS, status int, err, body string) load.Request {
+		return load.Request{Start: at(startMS), Duration: time.Duration(durMS) * time.Millisecond, Status: status, Err: err, Body: body}
 	}
 	// A service out of service from 100 ms (seen not ready) to 300 ms
 	// (toggled back): the timeline every hold scenario judges.
-	rec := &lab.Recording{Requests: []lab.Request{
+	rec := &load.Recording{Requests: []load.Request{
 		req(0, 5, 200, "", "pod-a"),                         // before: served
 		req(90, 20, 200, "", "pod-a"),                       // in flight across 100: sent before, served
 		req(120, 250, 200, "", "pod-a"),                     // held across 300, released
@@ -27,7 +27,7 @@ func TestRecordingVerdicts(t *testing.T) {
 		req(330, 1, 502, "", "bad gateway"),
 	}}
 
-	names := func(qs []lab.Request) string {
+	names := func(qs []load.Request) string {
 		var b []string
 		for _, q := range qs {
 			b = append(b, q.Start.Sub(t0).String())
@@ -80,33 +80,20 @@ func TestRecordingVerdicts(t *testing.T) {
 func TestRequestOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		req  lab.Request
+		req  load.Request
 		ok   bool
 		out  string
 	}{
-		{"a 200 is ok", lab.Request{Status: 200}, true, "200"},
-		{"a 204 is ok", lab.Request{Status: 204}, true, "204"},
-		{"a 304 is not", lab.Request{Status: 304}, false, "304"},
-		{"a 503 is not", lab.Request{Status: 503}, false, "503"},
-		{"a body cut short is an error despite its 200", lab.Request{Status: 200, Err: "unexpected EOF"}, false, "error"},
+		{"a 200 is ok", load.Request{Status: 200}, true, "200"},
+		{"a 204 is ok", load.Request{Status: 204}, true, "204"},
+		{"a 304 is not", load.Request{Status: 304}, false, "304"},
+		{"a 503 is not", load.Request{Status: 503}, false, "503"},
+		{"a body cut short is an error despite its 200", load.Request{Status: 200, Err: "unexpected EOF"}, false, "error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.req.OK() != tc.ok || tc.req.Outcome() != tc.out {
 				t.Errorf("OK() = %t, Outcome() = %q; want %t, %q", tc.req.OK(), tc.req.Outcome(), tc.ok, tc.out)
 			}
 		})
-	}
-}
-
-func TestTimelineListsMarksInOrder(t *testing.T) {
-	tl := lab.NewTimeline()
-	a := tl.Mark("toggled off")
-	b := tl.Mark("service not ready")
-	if b.Before(a) || a.Before(tl.Origin()) {
-		t.Errorf("marks out of order: origin %v, %v, %v", tl.Origin(), a, b)
-	}
-	s := tl.String()
-	if i, j := strings.Index(s, "toggled off"), strings.Index(s, "service not ready"); i < 0 || j < i {
-		t.Errorf("timeline:\n%s", s)
 	}
 }
