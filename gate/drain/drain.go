@@ -170,6 +170,13 @@ func (d *Drainer) run() {
 		d.mu.Unlock()
 		if wait := d.deadline(start).Sub(d.clock.Now()); wait > 0 {
 			t := d.clock.NewTimer(wait)
+			// A clock that moved between reading it and setting the
+			// timer set the timer late: a fake clock stepped past the
+			// deadline meanwhile would never fire it. Look again.
+			if !d.deadline(start).After(d.clock.Now()) {
+				t.Stop()
+				continue
+			}
 			select {
 			case <-t.C():
 			case <-d.wake:

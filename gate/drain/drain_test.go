@@ -1,10 +1,12 @@
 package drain
 
 import (
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -172,4 +174,38 @@ func TestDrainerRemaining(t *testing.T) {
 	}
 	d.Leave()
 	eventually(t, "the drain completes", func() bool { return isClosed(d.Done()) })
+}
+
+// stepBeforeTimer is a fake clock that is stepped, as a test would step
+// it, between the drainer reading the time and setting its timer.
+type stepBeforeTimer struct {
+	*testingclock.FakeClock
+	step  time.Duration
+	once  sync.Once
+	timed chan struct{}
+}
+
+func (c *stepBeforeTimer) NewTimer(d time.Duration) clock.Timer {
+	c.once.Do(func() {
+		c.FakeClock.Step(c.step)
+		close(c.timed)
+	})
+	return c.FakeClock.NewTimer(d)
+}
+
+// TestDrainerEndsWhenTheClockPassesTheDeadlineBeforeItsTimerIsSet pins
+// the drainer against a clock that moves between its reading and the
+// timer: the timer, set from the moved clock, would only fire a whole
+// quiet period late (never, on a fake clock no test steps again). CI saw
+// the gate's drain test hang on it.
+func TestDrainerEndsWhenTheClockPassesTheDeadlineBeforeItsTimerIsSet(t *testing.T) {
+	clk := &stepBeforeTimer{FakeClock: testingclock.NewFakeClock(time.Now()), step: 30 * time.Second, timed: make(chan struct{})}
+	d := New(clk, 30*time.Second)
+	defer d.Stop()
+	d.Drain()
+	<-clk.timed
+	eventually(t, "the drain ends at the quiet period's end", func() bool { return isClosed(d.Done()) })
+	if d.EndedEarly() {
+		t.Error("ended early, want on the quiet period")
+	}
 }
