@@ -25,20 +25,30 @@ func TestRouter(t *testing.T) {
 
 	tests := []struct {
 		name, host string
+		header     http.Header
 		wantCode   int
 		wantBody   string
 	}{
-		{"NAME.NAMESPACE.DOMAIN routes to the service", "hello.default.example.com", 200, "hello"},
-		{"namespace tells services apart", "hello.team.example.com", 200, "team-hello"},
-		{"port, case and trailing dot are ignored", "Hello.Default.Example.COM.:8080", 200, "hello"},
-		{"unknown host is 404 naming the host", "nope.default.example.com", 404, `no service for host "nope.default.example.com"`},
-		{"deleted route is 404", "gone.default.example.com", 404, "no service"},
-		{"other domain is 404", "hello.default.example.org", 404, "no service"},
+		{"NAME.NAMESPACE.DOMAIN routes to the service", "hello.default.example.com", nil, 200, "hello"},
+		{"namespace tells services apart", "hello.team.example.com", nil, 200, "team-hello"},
+		{"port, case and trailing dot are ignored", "Hello.Default.Example.COM.:8080", nil, 200, "hello"},
+		{"unknown host is 404 naming the host", "nope.default.example.com", nil, 404, `no service for host "nope.default.example.com"`},
+		{"deleted route is 404", "gone.default.example.com", nil, 404, "no service"},
+		{"other domain is 404", "hello.default.example.org", nil, 404, "no service"},
+		{"a route check of a routed host is answered by the router, not the service", "hello.default.example.com",
+			http.Header{"K-Network-Probe": {"probe"}, "K-Network-Hash": {"h"}}, 200, ""},
+		{"a route check without a hash is refused", "hello.default.example.com",
+			http.Header{"K-Network-Probe": {"probe"}}, 400, "K-Network-Hash"},
+		{"a route check of an unknown host is 404", "nope.default.example.com",
+			http.Header{"K-Network-Probe": {"probe"}, "K-Network-Hash": {"h"}}, 404, "no service"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, front.URL, nil)
 			req.Host = tc.host
+			for k, v := range tc.header {
+				req.Header[k] = v
+			}
 			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -47,6 +57,12 @@ func TestRouter(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != tc.wantCode || !strings.Contains(string(b), tc.wantBody) {
 				t.Fatalf("got %d %q, want %d containing %q", resp.StatusCode, b, tc.wantCode, tc.wantBody)
+			}
+			if hash := tc.header.Get("K-Network-Hash"); tc.wantCode == 200 && hash != "" && resp.Header.Get("K-Network-Hash") != hash {
+				t.Errorf("K-Network-Hash %q, want %q echoed", resp.Header.Get("K-Network-Hash"), hash)
+			}
+			if tc.header != nil && len(b) != 0 && tc.wantCode == 200 {
+				t.Errorf("route check answered %q: it reached the service", b)
 			}
 		})
 	}

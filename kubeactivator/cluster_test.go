@@ -327,6 +327,55 @@ func TestTheActivatorRoutesToPodsReadyInBothViews(t *testing.T) {
 		}
 	})
 
+	t.Run("a route check is answered for a routed Service without opening a target", func(t *testing.T) {
+		fresh, stop, err := e.startActivator(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		check := func(host, hash string) (int, string, string) {
+			t.Helper()
+			req, err := http.NewRequest(http.MethodGet, "http://"+fresh.Addr().String()+"/", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			req.Header.Set("K-Network-Probe", "probe")
+			if hash != "" {
+				req.Header.Set("K-Network-Hash", hash)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, resp.Header.Get("K-Network-Hash"), string(body)
+		}
+		for _, tc := range []struct {
+			name, host, hash string
+			code             int
+			echo, body       string
+		}{
+			{"a routed Service echoes the hash", host, "h1", http.StatusOK, "h1", ""},
+			{"an unknown Service is not routed", "nope.shop.example.com", "h2", http.StatusNotFound, "", `no Service "nope"`},
+			{"a check without a hash is refused", host, "", http.StatusBadRequest, "", "K-Network-Hash"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				code, echo, body := check(tc.host, tc.hash)
+				if code != tc.code || echo != tc.echo || !strings.Contains(body, tc.body) {
+					t.Errorf("%d hash %q %q, want %d hash %q and %q", code, echo, body, tc.code, tc.echo, tc.body)
+				}
+			})
+		}
+		if n := fresh.Targets(); n != 0 {
+			t.Errorf("%d targets open after route checks alone, want 0: a check must not start health checks", n)
+		}
+		if m := scrape(t, fresh); m[`podgate_activator_requests_total{code="200",target="shop/web"}`] != 0 {
+			t.Error("a route check was counted as a request")
+		}
+	})
+
 	t.Run("a target closes when idle and opens again with the next request", func(t *testing.T) {
 		idle, stop, err := e.startActivator(Config{IdleTimeout: time.Second})
 		if err != nil {

@@ -185,11 +185,19 @@ func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("host %q is not NAME.NAMESPACE.%s: the activator routes by Host to Service NAME in namespace NAMESPACE", r.Host, ts.cfg.Domain), http.StatusNotFound)
 		return
 	}
+	if activator.IsRouteCheck(r) {
+		// Answered without a target: a check opens no health checks.
+		if !ts.cluster.HasService(namespace, name) {
+			ts.unknownService(w, namespace, name)
+			return
+		}
+		activator.AnswerRouteCheck(w, r)
+		return
+	}
 	e, err := ts.acquire(namespace, name)
 	switch {
 	case errors.Is(err, errUnknownService):
-		ts.own.unknown.WithLabelValues("service").Inc()
-		http.Error(w, fmt.Sprintf("no Service %q with endpoints in namespace %q: no EndpointSlice is labelled %s=%s", name, namespace, kubebackends.ServiceNameLabel, name), http.StatusNotFound)
+		ts.unknownService(w, namespace, name)
 		return
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -197,6 +205,11 @@ func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ts.release(e)
 	e.target.ServeHTTP(w, r)
+}
+
+func (ts *targets) unknownService(w http.ResponseWriter, namespace, name string) {
+	ts.own.unknown.WithLabelValues("service").Inc()
+	http.Error(w, fmt.Sprintf("no Service %q with endpoints in namespace %q: no EndpointSlice is labelled %s=%s", name, namespace, kubebackends.ServiceNameLabel, name), http.StatusNotFound)
 }
 
 // parseHost splits NAME.NAMESPACE.DOMAIN, ignoring case, a port and a

@@ -58,9 +58,11 @@ func (c *Cluster) Namespace(ctx context.Context, name string) (*Namespace, error
 
 // Apply applies the manifest as a cluster without Knative takes it
 // (manifest.Manifest.ForCluster: Deployments of replicas pods, opted in to
-// the gate, and their Services) with `kubectl apply`, and waits until
-// each Service has its EndpointSlice: from then on the activator holds
-// the Service's requests instead of answering 404.
+// the gate, and their Services) with `kubectl apply`, and waits until the
+// front door routes each Service (lab.WaitRouted): from then on the
+// activator holds the Service's requests instead of answering 404.
+// (The Service's EndpointSlice in the API is not enough: the activator
+// learns of it through its own watch, a moment later.)
 func (n *Namespace) Apply(ctx context.Context, m *manifest.Manifest, replicas int) error {
 	conv, err := m.ForCluster(replicas)
 	if err != nil {
@@ -74,11 +76,7 @@ func (n *Namespace) Apply(ctx context.Context, m *manifest.Manifest, replicas in
 		return err
 	}
 	for _, svc := range conv.Services() {
-		err := lab.Poll(ctx, lab.PollInterval, "an EndpointSlice of Service "+svc, func(ctx context.Context) (bool, error) {
-			s, err := n.slices(ctx, svc)
-			return err == nil && len(s) > 0, err
-		})
-		if err != nil {
+		if err := lab.WaitRouted(ctx, n.FrontDoorURL(), n.Host(svc)); err != nil {
 			return err
 		}
 	}
