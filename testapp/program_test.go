@@ -40,28 +40,7 @@ func TestMainAsTheTestBinarysProgram(t *testing.T) {
 		}
 	})
 
-	for _, tc := range []struct {
-		name     string
-		env      []string
-		args     []string
-		wantCode int
-		wantErr  string
-	}{
-		{"an unknown flag exits 2", nil, []string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{"a stray argument exits 2", nil, []string{"--port", "0", "extra"}, 2, `Error: unexpected arguments ["extra"]`},
-		{"what Config refuses exits 2", []string{"PORT=0", "POD_IP=nope"}, nil, 2, `Error: invalid $POD_IP "nope"`},
-		{"--help exits 0 with the endpoints", nil, []string{"--help"}, 0, "/toggleReady"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := startProc(t, self, cleanEnv(tc.env...), append([]string{"testapp"}, tc.args...)...)
-			if code := p.exitCode(t); code != tc.wantCode {
-				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tc.wantCode, p.logs())
-			}
-			if !strings.Contains(p.logs(), tc.wantErr) {
-				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, p.logs())
-			}
-		})
-	}
+	t.Run("command lines it refuses or answers at once", func(t *testing.T) { checkExitCodes(t, self, "testapp") })
 }
 
 // TestFlagsMainExitCodes runs Flags.Main in this process, as `podgate
@@ -82,14 +61,7 @@ func TestFlagsMainExitCodes(t *testing.T) {
 		defer cancel()
 		code := make(chan int, 1)
 		go func() { code <- f.Main(ctx, noEnv, &stderr) }()
-		var addr string
-		eventually(t, "the listening log line", func() bool {
-			if m := listeningRe.FindStringSubmatch(stderr.String()); m != nil {
-				addr = m[1]
-				return true
-			}
-			return false
-		})
+		addr := listeningAddr(t, stderr.String)
 		if got := get(t, "http://"+addr+"/"); got.body != "in-process\n" {
 			t.Errorf("GET / = %d %q, want %q", got.code, got.body, "in-process\n")
 		}
