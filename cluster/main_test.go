@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/podnet"
 )
 
@@ -59,24 +59,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 }
 
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -97,7 +79,7 @@ type upProcess struct {
 	t              testing.TB
 	dir, cidr      string
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *syncbuf.Buffer
 	exited         chan struct{}
 	exitErr        error
 	began          time.Time
@@ -148,7 +130,7 @@ func startInstalled(t testing.TB, cidr string) *upProcess {
 // kubeconfig (written once the node is Ready, before the install).
 func start(t testing.TB, cidr string, extra []string) *upProcess {
 	t.Helper()
-	u := &upProcess{t: t, dir: t.TempDir(), cidr: cidr, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	u := &upProcess{t: t, dir: t.TempDir(), cidr: cidr, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	args := append([]string{"cluster", "up", "--dir", u.dir, "--pod-cidr", cidr, "--listen", "127.0.0.1:0"}, extra...)
 	u.cmd = exec.Command(podgateBin, args...)
 	u.cmd.Stdout, u.cmd.Stderr = u.stdout, u.stderr

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/podnet"
 	"github.com/podgate/podgate/runtime/images"
 )
@@ -171,7 +172,7 @@ func TestSIGKILLedNodeLeavesNothingAndGoesNotReady(t *testing.T) {
 	nn := newNodeNetns(t, apiURL.Host)
 	kubeconfig := nodeKubeconfigAt(t, cp, "crashing", nn.api)
 
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	node := exec.Command(podgateBin, "node", "--kubeconfig", kubeconfig, "--name", "crashing",
 		"--pod-network", "netns", "--pod-cidr", "10.250.6.0/24", "--node-lease-duration-seconds", testLeaseSeconds,
 		"--pods-dir", t.TempDir())

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/testapp"
 	"github.com/podgate/podgate/wire"
 )
@@ -38,24 +37,6 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// syncBuffer collects a gate's logs, shown when a test fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testGate is a Gate serving on 127.0.0.1:0.
 type testGate struct {
 	*Gate
@@ -63,14 +44,14 @@ type testGate struct {
 	terminate               context.CancelFunc
 	done                    chan error
 	client                  *http.Client
-	logs                    *syncBuffer
+	logs                    *syncbuf.Buffer
 }
 
 // startGate runs a gate until the test ends (then SIGTERM, drain, and a
 // check that Serve returned cleanly).
 func startGate(t testing.TB, cfg gateenv.Config, opts Options) *testGate {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/testapp"
 )
 
@@ -462,7 +463,7 @@ func TestMetricsAndRequestLog(t *testing.T) {
 		}
 		fmt.Fprint(w, "ok")
 	}))
-	var log syncBuffer
+	var log syncbuf.Buffer
 	cfg := gateConfig(t, upstream)
 	cfg.PodIP = "127.0.0.1"
 	tg := startGate(t, cfg, Options{RequestLog: &log})

@@ -33,6 +33,7 @@ import (
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/kubenode"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/podspec/inject"
@@ -69,7 +70,7 @@ type env struct {
 	activatorRest, gateRest *rest.Config
 	gateKubeconfig          string
 
-	log       syncBuffer // the node's, the activators' and the mirror's
+	log       syncbuf.Buffer // the node's, the activators' and the mirror's
 	stopNode  context.CancelFunc
 	nodeDone  chan error
 	mirror    *sliceMirror
@@ -124,8 +125,8 @@ func startEnv() (e *env, err error) {
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.stop())
-			if e.log.Len() > 0 {
-				err = fmt.Errorf("%w\nlog:\n%s", err, e.log.String())
+			if log := e.log.String(); log != "" {
+				err = fmt.Errorf("%w\nlog:\n%s", err, log)
 			}
 		}
 	}()
@@ -637,30 +638,6 @@ func poll(timeout time.Duration, cond func() (bool, error)) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer collects logs from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Len()
 }
 
 // get sends a GET with host to the activator s and returns the status

@@ -26,6 +26,9 @@ import (
 // refused: a pod that runs some other podgate subcommand must not run the
 // tests again.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "testapp" {
+		os.Exit(testapp.Main(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
 		os.Exit(runAsPodgate(os.Args[1:]))
 	}
@@ -43,30 +46,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runAsPodgate is `podgate testapp`, `podgate gate` and `podgate gate
-// wait` for this test binary.
+// runAsPodgate is `podgate gate` and `podgate gate wait` for this test
+// binary.
 func runAsPodgate(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	switch {
-	case args[0] == "testapp":
-		fs := flag.NewFlagSet("testapp", flag.ContinueOnError)
-		var flags testapp.Flags
-		flags.Bind(fs)
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
-		}
-		cfg, err := flags.Config(os.Getenv)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", err)
-			return 2
-		}
-		if err := testapp.Run(ctx, cfg, logger); err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", err)
-			return 1
-		}
-		return 0
 	case len(args) > 1 && args[0] == "gate" && args[1] == "wait":
 		fs := flag.NewFlagSet("gate wait", flag.ContinueOnError)
 		timeout := fs.Duration("timeout", 9*time.Second, "")

@@ -34,6 +34,7 @@ import (
 
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/runtime"
 	"github.com/podgate/podgate/runtime/images"
 )
@@ -44,24 +45,6 @@ const (
 	nodeCIDR   = "127.3.1.0/24"
 	helperCIDR = "127.3.2.0/24"
 )
-
-// syncBuffer collects the node's log, shown when a test fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
@@ -204,7 +187,7 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var log syncBuffer
+	var log syncbuf.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	ready := make(chan time.Duration, 1)
@@ -530,7 +513,7 @@ func startNodeHelper(t *testing.T, hc helperConfig) *exec.Cmd {
 	b, _ := json.Marshal(hc)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), nodeHelperEnv+"="+string(b))
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/internal/syncbuf"
 )
 
 func TestRenewAtIsTheKubeletsTokenSchedule(t *testing.T) {
@@ -70,7 +71,7 @@ exec sleep 600`, kubectl)
 
 // outputLine waits for the line of pod's output that starts with prefix
 // and returns the rest of it.
-func outputLine(t *testing.T, out *syncBuffer, pod, prefix string) string {
+func outputLine(t *testing.T, out *syncbuf.Buffer, pod, prefix string) string {
 	t.Helper()
 	var got string
 	eventually(t, time.Minute, "pod "+pod+" printing "+prefix, func() (bool, string) {
@@ -102,7 +103,7 @@ func TestPodsReachTheAPIServerAsTheirServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	podsDir := t.TempDir()
-	var out, log syncBuffer
+	var out, log syncbuf.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	ready := make(chan struct{})

@@ -95,6 +95,7 @@ var allowedDeps = map[string][]string{
 	"internal/informers":      {},
 	"internal/certs":          {},
 	"internal/buildinfo":      {},
+	"internal/syncbuf":        {},
 	"webhook":                 {"podspec", "podspec/validation", "podspec/inject", "internal/certs", "gateenv", "prober", "probe", "expansion", "procgroup", "wire", "specdecode"},
 
 	// Test support: the timeline tests' recordings; the probe behaviours

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/recording"
 )
@@ -31,7 +32,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cfg := config(t, "127.0.98.0/24", stderr)
 	cfg.Workloads = m.Workloads
 	log := recording.NewLog(10000)

@@ -1,38 +1,20 @@
 package localrun
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/podspec"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 const sleeper = `apiVersion: v1
 kind: Pod
@@ -43,7 +25,7 @@ spec:
   - {name: c, image: busybox, command: ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"]}
 `
 
-func config(t *testing.T, cidr string, stderr *syncBuffer) Config {
+func config(t *testing.T, cidr string, stderr *syncbuf.Buffer) Config {
 	t.Helper()
 	m, err := podspec.Load(strings.NewReader(sleeper), "test.yaml")
 	if err != nil {
@@ -53,14 +35,14 @@ func config(t *testing.T, cidr string, stderr *syncBuffer) Config {
 		Workloads: m.Workloads, PodCIDR: cidr, APIAddr: "127.0.0.1:0", NoGate: true,
 		Listen: "127.0.0.1:0", Domain: "example.com", NodeName: "n1",
 		ProbeInterval: 200 * time.Millisecond, ProbeTimeout: time.Second,
-		Stdout: &syncBuffer{}, Stderr: stderr,
+		Stdout: &syncbuf.Buffer{}, Stderr: stderr,
 	}
 }
 
 var apiLine = regexp.MustCompile(`control API on http://(127\.0\.0\.1:\d+)`)
 
 // runningPod polls the control API until the pod runs.
-func runningPod(t *testing.T, stderr *syncBuffer) {
+func runningPod(t *testing.T, stderr *syncbuf.Buffer) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -80,7 +62,7 @@ func runningPod(t *testing.T, stderr *syncBuffer) {
 }
 
 func TestRunStopsEverythingItStarted(t *testing.T) {
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, config(t, "127.0.230.0/24", stderr)) }()
@@ -106,7 +88,7 @@ func TestRunFailingToStartLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cfg := config(t, "127.0.231.0/24", stderr)
 	cfg.Listen = taken.Addr().String()
 	err = Run(context.Background(), cfg)

@@ -4,7 +4,6 @@ package podnet
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podgate/podgate/internal/syncbuf"
 )
 
 func TestHostLoopbackReachesAPodThroughAPassedListener(t *testing.T) {
@@ -256,7 +257,7 @@ func TestForwarderLogsAFailedDialAndClosesTheClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	fw := &Forwarder{Target: target, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -308,7 +309,7 @@ func TestForwarderPicksATargetPerConnection(t *testing.T) {
 	var mu sync.Mutex
 	picks := []error{nil, nil, errors.New("no ready endpoint")}
 	n := 0
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	fw := &Forwarder{Log: slog.New(slog.NewTextHandler(&logs, nil)), Pick: func() (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -335,23 +336,6 @@ func TestForwarderPicksATargetPerConnection(t *testing.T) {
 	if !strings.Contains(logs.String(), "no ready endpoint") {
 		t.Errorf("log %q: want the failed pick", logs.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // notAFile is a listener with no descriptor to pass.

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podspec"
@@ -35,23 +35,6 @@ func nextCIDR() string {
 	return fmt.Sprintf("127.0.%d.0/24", 100+cidrSeq.Add(1)%100)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 type harness struct {
 	t     testing.TB
 	agent *Agent
@@ -64,8 +47,8 @@ type harness struct {
 	domain    string
 	serving   localcluster.ServingCounter
 	clock     clock.PassiveClock
-	out       *syncBuffer
-	logs      *syncBuffer
+	out       *syncbuf.Buffer
+	logs      *syncbuf.Buffer
 	dir       string // a scratch directory, when the test sets one
 	force     bool
 
@@ -85,7 +68,7 @@ func withClock(c clock.WithDelayedExecution) harnessOption {
 func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
 	store := objstore.New(objstore.Options{})
-	h := &harness{t: t, store: store, out: &syncBuffer{}, logs: &syncBuffer{}}
+	h := &harness{t: t, store: store, out: &syncbuf.Buffer{}, logs: &syncbuf.Buffer{}}
 	o := Options{
 		Events:  localcluster.NewEvents(store),
 		PodCIDR: nextCIDR(),

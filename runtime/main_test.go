@@ -1,10 +1,7 @@
 package runtime
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -25,7 +22,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "testapp":
-			os.Exit(runTestapp(os.Args[2:]))
+			os.Exit(testapp.Main(os.Args[2:]))
 		case "term-reporter":
 			os.Exit(runTermReporter())
 		}
@@ -36,29 +33,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(code)
 	}))
-}
-
-// runTestapp is `podgate testapp` for this test binary.
-func runTestapp(args []string) int {
-	fs := flag.NewFlagSet("testapp", flag.ContinueOnError)
-	var flags testapp.Flags
-	flags.Bind(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := flags.Config(os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	context.AfterFunc(ctx, stop)
-	if err := testapp.Run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return 1
-	}
-	return 0
 }
 
 // runTermReporter waits for SIGTERM, then connects to $REPORT_ADDR (the

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -124,9 +125,16 @@ var (
 // addr waits for the app's "listening" log line and returns the bound address.
 func (p *proc) addr(t *testing.T) string {
 	t.Helper()
+	return listeningAddr(t, p.logs)
+}
+
+// listeningAddr waits for the "listening" line in logs and returns the
+// address it names.
+func listeningAddr(t *testing.T, logs func() string) string {
+	t.Helper()
 	var addr string
 	eventually(t, "the listening log line", func() bool {
-		if m := listeningRe.FindStringSubmatch(p.logs()); m != nil {
+		if m := listeningRe.FindStringSubmatch(logs()); m != nil {
 			addr = m[1]
 			return true
 		}
@@ -241,6 +249,13 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("command lines it refuses or answers at once", func(t *testing.T) { checkExitCodes(t, bin) })
+}
+
+// checkExitCodes runs the program bin (after prefix, e.g. a test binary's
+// "testapp") with command lines that end it at once, and checks its exit
+// code and what it says on stderr.
+func checkExitCodes(t *testing.T, bin string, prefix ...string) {
 	for _, tc := range []struct {
 		name     string
 		env      []string
@@ -257,7 +272,7 @@ func TestBinary(t *testing.T) {
 		{"--help exits 0 and lists the endpoints", nil, []string{"--help"}, 0, "/toggleReady"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := startProc(t, bin, cleanEnv(tc.env...), tc.args...)
+			p := startProc(t, bin, cleanEnv(tc.env...), slices.Concat(prefix, tc.args)...)
 			if code := p.exitCode(t); code != tc.wantCode {
 				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tc.wantCode, p.logs())
 			}

@@ -1,18 +1,17 @@
 package testapp_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/testapp"
 )
 
@@ -20,34 +19,14 @@ import (
 // promptly; generous because the test machine may be loaded.
 const waitTimeout = 30 * time.Second
 
-// logBuffer collects an app's logs for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) count(substr string) int { return strings.Count(b.String(), substr) }
-
 func newFakeClock() *testingclock.FakeClock {
 	return testingclock.NewFakeClock(time.Date(2024, 1, 16, 14, 53, 0, 0, time.UTC))
 }
 
 // startApp starts an app on 127.0.0.1:0 and shuts it down when the test ends.
-func startApp(t *testing.T, cfg testapp.Config) (*testapp.Server, *logBuffer) {
+func startApp(t *testing.T, cfg testapp.Config) (*testapp.Server, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	s, err := testapp.Start(cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatalf("Start(%+v): %v", cfg, err)

@@ -205,7 +205,7 @@ func TestProbeLogLines(t *testing.T) {
 		{"lines carry the app name", "name=first-container", -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := logs.count(tc.line)
+			n := strings.Count(logs.String(), tc.line)
 			if (tc.want < 0 && n == 0) || (tc.want >= 0 && n != tc.want) {
 				t.Errorf("logs contain %q %d times, want %d (-1: some):\n%s", tc.line, n, tc.want, logs)
 			}

@@ -1,9 +1,20 @@
 package testapp_test
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/podgate/podgate/testapp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The test binary doubles as the test app's program, as the binaries of
+// other packages' tests do for their pods: TestMainAsTheTestBinarysProgram
+// runs it with "testapp".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "testapp" {
+		os.Exit(testapp.Main(os.Args[2:]))
+	}
+	goleak.VerifyTestMain(m)
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/internal/syncbuf"
 )
 
 func TestActivatorUsageAndStartErrors(t *testing.T) {
@@ -92,12 +93,12 @@ func TestActivatorBinaryServesAndStopsOnSigterm(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var logs gateLogBuffer
+	var logs syncbuf.Buffer
 	addrs, exited := make(chan []string, 1), make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
+			_, _ = io.WriteString(&logs, sc.Text()+"\n")
 			if m := activatorStarting.FindStringSubmatch(sc.Text()); m != nil {
 				addrs <- m[1:]
 			}

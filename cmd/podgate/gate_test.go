@@ -12,13 +12,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/podgate/podgate/gate/gatemain"
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/testapp"
 )
 
@@ -150,24 +150,6 @@ func TestGateUsageErrors(t *testing.T) {
 	}
 }
 
-// gateLogBuffer is the gate's stderr, written by the reader goroutine.
-type gateLogBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *gateLogBuffer) WriteString(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.WriteString(s)
-}
-
-func (l *gateLogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 var gateListening = regexp.MustCompile(`msg=listening serving=(\S+) admin=(\S+) metrics=(\S+)`)
 
 // TestGateBinaryDrainsOnSigterm runs the real `podgate gate` in front of a
@@ -195,13 +177,13 @@ func TestGateBinaryDrainsOnSigterm(t *testing.T) {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	var logs gateLogBuffer
+	var logs syncbuf.Buffer
 	addrs := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
-			logs.WriteString(line + "\n")
+			_, _ = io.WriteString(&logs, line+"\n")
 			if m := gateListening.FindStringSubmatch(line); m != nil {
 				addrs <- m[1:]
 			}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/objstore"
 )
 
@@ -62,24 +63,6 @@ func startAPI(t *testing.T, cfg api.Config) *apiServer {
 	return &apiServer{addr: ln.Addr().String(), store: cfg.Store, stop: stop}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // cli runs podgate in-process and returns the exit code and outputs.
 func cli(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
@@ -90,7 +73,7 @@ func cli(args ...string) (int, string, string) {
 // background runs a long-lived command (-w, -f) whose output the test
 // polls; wait returns its exit code.
 type background struct {
-	out, err syncBuffer
+	out, err syncbuf.Buffer
 	done     chan int
 }
 

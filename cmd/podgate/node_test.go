@@ -16,6 +16,7 @@ import (
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/runtime/images"
 )
 
@@ -65,7 +66,7 @@ func TestNodeRunsAPodOfARealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	node := exec.Command(bin, "node", "--kubeconfig", kubeconfig, "--name", "cli-node", "--pod-cidr", "127.3.3.0/24")
 	node.Stdout, node.Stderr = &stdout, &stderr
 	if err := node.Start(); err != nil {

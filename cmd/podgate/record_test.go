@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/manifest"
@@ -396,7 +397,7 @@ func TestRecordAClusterUntilCtrlC(t *testing.T) {
 	}
 	recFile := filepath.Join(t.TempDir(), "cluster.jsonl")
 	cmd := exec.Command(bin, "record", "--kubeconfig", cp.AdminKubeconfig(), "-n", ns, "-o", recFile)
-	var stderr gateLogBuffer
+	var stderr syncbuf.Buffer
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +409,7 @@ func TestRecordAClusterUntilCtrlC(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
-			stderr.WriteString(sc.Text() + "\n")
+			fmt.Fprintln(&stderr, sc.Text())
 		}
 		exited <- cmd.Wait()
 	}()

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -25,21 +21,10 @@ file can be flipped at run time, for examples and scenarios.
 ` + testapp.Usage,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := flags.Config(os.Getenv)
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			parent := cmd.Context()
-			if parent == nil {
-				parent = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			// After the first signal, a second one kills at once (default action).
-			context.AfterFunc(ctx, stop)
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			if err := testapp.Run(ctx, cfg, logger); err != nil {
-				return invalidf("%w", err)
+			// testapp's exit codes are podgate's (2 usage, 1 invalid input
+			// or a failed run), and it has printed what went wrong.
+			if code := flags.Main(contextOf(cmd), os.Getenv, cmd.ErrOrStderr()); code != exitOK {
+				return withCode(code)
 			}
 			return nil
 		},

@@ -19,6 +19,7 @@ import (
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/internal/syncbuf"
 )
 
 func TestWebhookUsageAndStartErrors(t *testing.T) {
@@ -87,12 +88,12 @@ func TestWebhookBinaryServesAndStopsOnSigterm(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var logs gateLogBuffer
+	var logs syncbuf.Buffer
 	addrs, exited := make(chan string, 1), make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
+			_, _ = io.WriteString(&logs, sc.Text()+"\n")
 			if m := webhookServing.FindStringSubmatch(sc.Text()); m != nil {
 				addrs <- m[1]
 			}

@@ -1,7 +1,6 @@
 package podstatus
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gate"
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/testapp"
 	"github.com/podgate/podgate/wire"
@@ -87,24 +87,6 @@ func gateCondition(t *testing.T, st *objstore.Store) *corev1.PodCondition {
 		}
 	}
 	return nil
-}
-
-// syncBuffer is a log the gate writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // runGate serves g on fresh loopback listeners; stop is its SIGTERM,
@@ -196,7 +178,7 @@ func TestGateWritesItsConditionOnItsPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	g, err := gate.New(gate.Options{Config: cfg, Conditions: w, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +265,7 @@ func TestConditionWritesBackOffAndTheLastValueWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	g, err := gate.New(gate.Options{Config: cfg, Conditions: w, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/gate"
 	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/wire"
 )
 
@@ -117,7 +118,7 @@ func TestOnAClusterAMissingPermissionIsLoggedOnceAndNamed(t *testing.T) {
 	cfg := gateenv.Defaults()
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
 	cfg.Namespace, cfg.Pod, cfg.Containers = "default", "web-1", []string{"web"}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	g, err := gate.New(gate.Options{Config: cfg, Conditions: w, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,18 +1,17 @@
 package readiness
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/testapp"
 )
@@ -33,28 +32,10 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// syncBuffer collects an Aggregator's logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // started is an Aggregator whose probes run until the test ends.
 type started struct {
 	*Aggregator
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 }
 
 // start builds an Aggregator of containers aimed at 127.0.0.1 (unless
@@ -62,7 +43,7 @@ type started struct {
 // and runs its probes until the test ends.
 func start(t testing.TB, containers []Container, opts Options) started {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podgate/podgate/internal/probeconformance"
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/localrun"
 	"github.com/podgate/podgate/podspec"
 	"github.com/podgate/podgate/podspec/validation"
@@ -23,23 +23,6 @@ import (
 // localCIDR is this test's pod range: its own, so it runs beside `podgate
 // run` and the other packages' tests.
 const localCIDR = "127.4.1.0/24"
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 var apiLine = regexp.MustCompile(`control API on http://(127\.0\.0\.1:\d+)`)
 
@@ -67,7 +50,7 @@ func TestProbeBehavioursOnPodgateRun(t *testing.T) {
 				t.Fatalf("%s: %v", w.ID(), errs.ToAggregate())
 			}
 		}
-		var stdout, stderr syncBuffer
+		var stdout, stderr syncbuf.Buffer
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {

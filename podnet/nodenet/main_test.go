@@ -3,16 +3,13 @@
 package nodenet_test
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	goruntime "runtime"
 	"strconv"
 	"syscall"
@@ -46,7 +43,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "testapp":
-			os.Exit(runTestapp(os.Args[2:]))
+			os.Exit(testapp.Main(os.Args[2:]))
 		case "netcheck":
 			os.Exit(runNetcheck(os.Args[2:]))
 		}
@@ -64,28 +61,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
-}
-
-// runTestapp is `podgate testapp` for this test binary.
-func runTestapp(args []string) int {
-	fs := flag.NewFlagSet("testapp", flag.ContinueOnError)
-	var flags testapp.Flags
-	flags.Bind(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := flags.Config(os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := testapp.Run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return 1
-	}
-	return 0
 }
 
 // runNetcheck checks, from where it runs, that it is inside a pod's

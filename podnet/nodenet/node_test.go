@@ -3,7 +3,6 @@
 package nodenet_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,11 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/localcluster"
 	"github.com/podgate/podgate/objstore"
 	"github.com/podgate/podgate/podnet"
@@ -32,23 +31,6 @@ import (
 // machine; a passing test never waits this long.
 const waitLimit = 90 * time.Second
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // node is a node on a pod network, inside the child's namespace: the
 // cluster network, a runtime.Agent on it through the adapter, and the
 // local control plane runtime's own tests use (the store, the API's pod
@@ -61,7 +43,7 @@ type node struct {
 	pods      *localcluster.Pods
 	workloads *localcluster.Workloads
 	endpoints *localcluster.Endpoints
-	out, logs *syncBuffer
+	out, logs *syncbuf.Buffer
 }
 
 // startNode sets the cluster network up in this (new) namespace and runs
@@ -72,7 +54,7 @@ func startNode(cidr, manifest string, wrap func(runtime.PodNetwork) runtime.PodN
 	if err != nil {
 		return nil, err
 	}
-	n := &node{cluster: c, store: objstore.New(objstore.Options{}), out: &syncBuffer{}, logs: &syncBuffer{}}
+	n := &node{cluster: c, store: objstore.New(objstore.Options{}), out: &syncbuf.Buffer{}, logs: &syncbuf.Buffer{}}
 	adapter := nodenet.New(c)
 	n.net = adapter
 	if wrap != nil {

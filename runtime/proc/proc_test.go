@@ -2,36 +2,18 @@ package proc
 
 import (
 	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podgate/podgate/internal/syncbuf"
 )
 
 const waitLimit = 30 * time.Second
-
-// syncBuffer is a bytes.Buffer safe for the reader goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 func newSupervisor(t *testing.T) *Supervisor {
 	t.Helper()
@@ -43,7 +25,7 @@ func newSupervisor(t *testing.T) *Supervisor {
 	return s
 }
 
-func sh(script string, out, errOut *syncBuffer) Spec {
+func sh(script string, out, errOut *syncbuf.Buffer) Spec {
 	sp := Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}}
 	if out != nil {
 		sp.Stdout = out
@@ -108,7 +90,7 @@ func TestExitCodesAndOutput(t *testing.T) {
 		{"SIGTERM reads as 143", "echo out; echo err >&2; exec sleep 600", syscall.SIGTERM, 143, syscall.SIGTERM},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out, errOut syncBuffer
+			var out, errOut syncbuf.Buffer
 			p, err := s.Start(sh(tc.script, &out, &errOut))
 			if err != nil {
 				t.Fatal(err)
@@ -138,7 +120,7 @@ func TestExitCodesAndOutput(t *testing.T) {
 func TestGroupDiesWithItsLeader(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	// The background sleep keeps the pipe open too: Done must not wait
 	// for it.
 	p, err := s.Start(sh(`sleep 600 & echo "$!"; exit 0`, &out, nil))
@@ -158,7 +140,7 @@ func TestGroupDiesWithItsLeader(t *testing.T) {
 func TestSignalGoesToTheLeaderOnly(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	// The shell traps TERM and reports it; its child must not see it.
 	p, err := s.Start(sh(`trap 'echo leader-got-term; exit 7' TERM; sh -c 'trap "echo child-got-term" TERM; sleep 600 & wait' & echo started; wait`, &out, nil))
 	if err != nil {
@@ -185,7 +167,7 @@ func TestCloseKillsWhatIsLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	p, err := s.Start(sh(`trap '' TERM; sleep 600 & echo "$!"; wait`, &out, nil))
 	if err != nil {
 		t.Fatal(err)
