@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/controlplane"
@@ -433,10 +434,20 @@ func TestRecordAClusterUntilCtrlC(t *testing.T) {
 	if pod, err = cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: "app", RestartCount: 2, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-	}}
-	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+	// The scheduler may write the pod meanwhile: read, change, write
+	// again on a conflict, as every writer of a pod must.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name: "app", RestartCount: 2, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		}}
+		_, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	unhealthy := &corev1.Event{
