@@ -770,12 +770,17 @@ func TestTheWebhookOnARealControlPlane(t *testing.T) {
 
 	t.Run("replicas agree on the certificates, and rotation keeps admission working", func(t *testing.T) {
 		// Start over from an empty Secret, with lifetimes of seconds.
-		secret, err := c.core.Secrets(DefaultNamespace).Get(ctx, DefaultSecret, metav1.GetOptions{})
+		// The replicas write the Secret too: on a conflict, read it again.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			secret, err := c.core.Secrets(DefaultNamespace).Get(ctx, DefaultSecret, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			secret.Data = nil
+			_, err = c.core.Secrets(DefaultNamespace).Update(ctx, secret, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		secret.Data = nil
-		if _, err := c.core.Secrets(DefaultNamespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		short := Config{CALifetime: 24 * time.Second, CertLifetime: 6 * time.Second, SyncPeriod: 300 * time.Millisecond}
