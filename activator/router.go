@@ -65,8 +65,8 @@ func (rt *Router) Handler(host string) (http.Handler, bool) {
 
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h, ok := rt.Handler(r.Host); ok {
-		if IsRouteCheck(r) {
-			AnswerRouteCheck(w, r)
+		if wire.IsRouteCheck(r) {
+			wire.AnswerRouteCheck(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)

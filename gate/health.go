@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -43,7 +42,7 @@ func classify(r *http.Request) requestKind {
 		strings.HasPrefix(ua, wire.AutoscalingProbeUserAgent),
 		h.Get(wire.KubeletProbeHeader) != "":
 		return kindHealth
-	case h.Get(wire.NetworkProbeHeader) == wire.NetworkProbeIngress:
+	case wire.IsRouteCheck(r):
 		return kindNetworkProbe
 	}
 	return kindTraffic
@@ -118,11 +117,5 @@ func serveNetworkProbe(w http.ResponseWriter, r *http.Request, draining bool) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	hash := r.Header.Get(wire.NetworkHashHeader)
-	if hash == "" {
-		http.Error(w, fmt.Sprintf("a probe request must contain a non-empty %q header", wire.NetworkHashHeader), http.StatusBadRequest)
-		return
-	}
-	w.Header().Set(wire.NetworkHashHeader, hash)
-	w.WriteHeader(http.StatusOK)
+	wire.AnswerRouteCheck(w, r)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/activator/kubebackends"
 	"github.com/podgate/podgate/activator/prommetrics"
+	"github.com/podgate/podgate/wire"
 )
 
 // Why a request got no target.
@@ -185,13 +186,13 @@ func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("host %q is not NAME.NAMESPACE.%s: the activator routes by Host to Service NAME in namespace NAMESPACE", r.Host, ts.cfg.Domain), http.StatusNotFound)
 		return
 	}
-	if activator.IsRouteCheck(r) {
+	if wire.IsRouteCheck(r) {
 		// Answered without a target: a check opens no health checks.
 		if !ts.cluster.HasService(namespace, name) {
 			ts.unknownService(w, namespace, name)
 			return
 		}
-		activator.AnswerRouteCheck(w, r)
+		wire.AnswerRouteCheck(w, r)
 		return
 	}
 	e, err := ts.acquire(namespace, name)

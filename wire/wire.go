@@ -5,7 +5,10 @@
 // `podgate run`. Two parts that must agree (the injector that declares a
 // port and the front door that dials it, the gate that answers a health
 // check and the activator that sends it) both name the constant here, so
-// they cannot drift apart. It is a leaf: it imports only k8s.io/api.
+// they cannot drift apart. The answer to a route check, which the gate
+// and the front door both give, is here for the same reason
+// (AnswerRouteCheck). It is a leaf: it imports only k8s.io/api and the
+// standard library.
 package wire
 
 // The kubelet's probes (docs/facts.md §1).
