@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // BenchmarkProxy measures requests through the activator against the same
@@ -51,7 +51,7 @@ func BenchmarkProxy(b *testing.B) {
 	b.Run("activator", func(b *testing.B) { benchTarget(b, upstream.URL, Config{}) })
 	// The same with every decision and request recorded (into a sink that
 	// keeps nothing): what `podgate run --record` adds per request.
-	b.Run("activator-recorded", func(b *testing.B) { benchTarget(b, upstream.URL, Config{Recorder: recording.Discard}) })
+	b.Run("activator-recorded", func(b *testing.B) { benchTarget(b, upstream.URL, Config{Recorder: record.Discard}) })
 }
 
 // benchTarget measures requests through a target with cfg whose one pod

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // Defaults, Knative's where Knative has one (docs/facts.md §5).
@@ -70,7 +70,7 @@ type Config struct {
 	// released, timed out) and every request's end (`podgate run
 	// --record`). It is called on the request's goroutine, outside the
 	// target's lock. Nil records nothing and costs a request nothing.
-	Recorder recording.Sink
+	Recorder record.Sink
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Pod is one pod of a target as the endpoint source sees it.
@@ -47,7 +47,7 @@ type Backends interface {
 // through the node agent or kubelet, no earlier than the endpoint) or a
 // startup probe (readiness is not even evaluated until it passes), or when
 // the pod has readiness gates (conditions the gate does not know) other
-// than the gate's own (wire.ContainersReadyCondition), which says what the
+// than the gate's own (contract.ContainersReadyCondition), which says what the
 // gate answers.
 //
 // Knative's activator applies the same rule to the user container only,
@@ -58,14 +58,14 @@ func FastPathAllowed(spec *corev1.PodSpec) bool {
 		return false
 	}
 	for _, g := range spec.ReadinessGates {
-		if g.ConditionType != wire.ContainersReadyCondition {
+		if g.ConditionType != contract.ContainersReadyCondition {
 			return false
 		}
 	}
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			c := &cs[i]
-			if c.Name == wire.GateContainerName {
+			if c.Name == contract.GateContainerName {
 				// The gate's own startup probe passes once it serves:
 				// a gate that answers has passed it.
 				continue

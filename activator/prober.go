@@ -8,17 +8,17 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // The health check of Knative's activator (docs/facts.md §4–5), which
 // the gate and queue-proxy both answer.
 const (
 	HealthPath        = "/healthz"
-	ProbeHeader       = wire.NetworkProbeHeader
-	ProbeHeaderValue  = wire.NetworkProbeQueue
-	ProbeUserAgent    = wire.ActivatorProbeUserAgent
-	healthyBody       = wire.NetworkProbeQueue
+	ProbeHeader       = contract.NetworkProbeHeader
+	ProbeHeaderValue  = contract.NetworkProbeQueue
+	ProbeUserAgent    = contract.ActivatorProbeUserAgent
+	healthyBody       = contract.NetworkProbeQueue
 	maxHealthBodySize = 1 << 10
 )
 

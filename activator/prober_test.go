@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 func TestHealthCheckRequest(t *testing.T) {
@@ -129,10 +129,10 @@ func TestFastPathAllowed(t *testing.T) {
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}}}, false},
 		{"the gate's own readiness gate: allowed (the gate writes that condition from what it answers)", &corev1.PodSpec{
 			Containers:     []corev1.Container{{Name: "app"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition}}}, true},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: contract.ContainersReadyCondition}}}, true},
 		{"the gate's and another readiness gate: not allowed", &corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "app"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: contract.ContainersReadyCondition},
 				{ConditionType: "example.com/lb"}}}, false},
 	}
 	for _, tc := range tests {

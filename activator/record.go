@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // requestIDs numbers the recorded requests of this process: unique
@@ -47,9 +47,9 @@ func (t *Target) namespace() string {
 
 // route records one decision at now.
 func (rr *requestRecord) route(now time.Time, decision, pod string, held time.Duration) {
-	rr.t.cfg.Recorder.Record(recording.Fact{
-		Time: now, Kind: recording.KindRoute, Namespace: rr.t.namespace(), Pod: pod,
-		Route: &recording.Route{Target: rr.t.name, Decision: decision, Request: rr.id, Held: held},
+	rr.t.cfg.Recorder.Record(record.Fact{
+		Time: now, Kind: record.KindRoute, Namespace: rr.t.namespace(), Pod: pod,
+		Route: &record.Route{Target: rr.t.name, Decision: decision, Request: rr.id, Held: held},
 	})
 }
 
@@ -61,10 +61,10 @@ func (rr *requestRecord) routed(b *backend) {
 	rr.pod = b.name
 	now := rr.t.cfg.Clock.Now()
 	if rr.heldAt.IsZero() {
-		rr.route(now, recording.DecisionRouted, b.name, 0)
+		rr.route(now, record.DecisionRouted, b.name, 0)
 		return
 	}
-	rr.route(now, recording.DecisionReleased, b.name, now.Sub(rr.heldAt))
+	rr.route(now, record.DecisionReleased, b.name, now.Sub(rr.heldAt))
 	rr.heldAt = time.Time{}
 }
 
@@ -74,7 +74,7 @@ func (rr *requestRecord) held() {
 		return
 	}
 	rr.heldAt = rr.t.cfg.Clock.Now()
-	rr.route(rr.heldAt, recording.DecisionHeld, "", 0)
+	rr.route(rr.heldAt, record.DecisionHeld, "", 0)
 }
 
 // gaveUp: the request got no backend (acquire failed) and ends here,
@@ -88,7 +88,7 @@ func (rr *requestRecord) gaveUp(err error) {
 	rr.pod = ""
 	if !rr.heldAt.IsZero() && err == errTimeout {
 		now := rr.t.cfg.Clock.Now()
-		rr.route(now, recording.DecisionTimedOut, "", now.Sub(rr.heldAt))
+		rr.route(now, record.DecisionTimedOut, "", now.Sub(rr.heldAt))
 	}
 	rr.heldAt = time.Time{}
 }
@@ -110,9 +110,9 @@ func (rr *requestRecord) done(code int) {
 	// The end as start + latency, so that the two agree on the wall clock
 	// too (the latency is measured on the monotonic one).
 	end := rr.start.Add(latency)
-	rr.t.cfg.Recorder.Record(recording.Fact{
-		Time: end, Kind: recording.KindRequest, Namespace: rr.t.namespace(), Pod: rr.pod,
-		Request: &recording.Request{
+	rr.t.cfg.Recorder.Record(record.Fact{
+		Time: end, Kind: record.KindRequest, Namespace: rr.t.namespace(), Pod: rr.pod,
+		Request: &record.Request{
 			ID: rr.id, Target: rr.t.name, Method: rr.method, Path: rr.path,
 			Start: rr.start, Status: code, Latency: latency, Error: rr.err,
 		},

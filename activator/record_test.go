@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // brief is a routing or request fact as the tests compare it: the
 // decision or status, the pod, and what was held.
-func brief(f recording.Fact) string {
+func brief(f record.Fact) string {
 	switch {
 	case f.Route != nil:
 		s := fmt.Sprintf("route %s pod=%q", f.Route.Decision, f.Pod)
@@ -84,17 +84,17 @@ func TestTheRecorderHearsEveryDecisionAndRequest(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			log := recording.NewLog(100)
+			log := record.NewLog(100)
 			h := newHarness(t, Config{RequestTimeout: timeout, Recorder: log})
 			a := newGate(t, "a", true, nil)
 			start := h.clock.Now()
 			if r := tc.run(h, a); r.err != nil || r.code != tc.code {
 				t.Fatalf("response %+v, want %d", r, tc.code)
 			}
-			var facts []recording.Fact
+			var facts []record.Fact
 			waitFor(t, "the request's fact", func() bool {
 				facts, _, _ = log.Since(0)
-				return len(facts) > 0 && facts[len(facts)-1].Kind == recording.KindRequest
+				return len(facts) > 0 && facts[len(facts)-1].Kind == record.KindRequest
 			})
 			var got []string
 			for _, f := range facts {
@@ -122,7 +122,7 @@ func TestTheRecorderHearsEveryDecisionAndRequest(t *testing.T) {
 // TestRequestIDsAreUniqueAcrossTargets: a recording holds several
 // targets' requests, told apart by ID.
 func TestRequestIDsAreUniqueAcrossTargets(t *testing.T) {
-	log := recording.NewLog(100)
+	log := record.NewLog(100)
 	a := newGate(t, "a", true, nil)
 	for _, name := range []string{"ns/one", "ns/two"} {
 		tg, err := NewTarget(name, Config{Recorder: log})

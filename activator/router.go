@@ -7,11 +7,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // DefaultDomain is Knative's default domain.
-const DefaultDomain = wire.Domain
+const DefaultDomain = contract.Domain
 
 // Router is the front door: it sends a request to the handler of the
 // service its Host names, NAME.NAMESPACE.DOMAIN (Knative's URL scheme).
@@ -65,8 +65,8 @@ func (rt *Router) Handler(host string) (http.Handler, bool) {
 
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h, ok := rt.Handler(r.Host); ok {
-		if wire.IsRouteCheck(r) {
-			wire.AnswerRouteCheck(w, r)
+		if contract.IsRouteCheck(r) {
+			contract.AnswerRouteCheck(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // A gate drains for a quiet period because it cannot know who else may
@@ -62,7 +62,7 @@ func (t *Target) tellUnrouted(p Pod) {
 // tellGateUnrouted POSTs the gate's /unrouted?pod=NAME and returns its
 // answer. The connection is not kept: the pod is going away.
 func tellGateUnrouted(ctx context.Context, rt http.RoundTripper, p Pod) (string, error) {
-	u := "http://" + p.AdminAddr + gateenv.UnroutedPath + "?pod=" + url.QueryEscape(p.Name)
+	u := "http://" + p.AdminAddr + contract.UnroutedPath + "?pod=" + url.QueryEscape(p.Name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
 		return "", err

@@ -11,10 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // preStopRelease is how long /wait-for-drain waits for a SIGTERM before it
@@ -27,14 +26,14 @@ const preStopRelease = time.Second
 // router's confirmation (/unrouted).
 func (g *Gate) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc(gateenv.DrainPath, g.waitForDrain)
-	mux.HandleFunc(gateenv.ProbePathPrefix, g.routedProbe)
+	mux.HandleFunc(contract.DrainPath, g.waitForDrain)
+	mux.HandleFunc(contract.ProbePathPrefix, g.routedProbe)
 	mux.HandleFunc("/readyz", g.readyz)
-	mux.HandleFunc(gateenv.LivezPath, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(contract.LivezPath, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.HandleFunc(gateenv.StartDrainPath, g.startDrain)
-	mux.HandleFunc(gateenv.UnroutedPath, g.unrouted)
+	mux.HandleFunc(contract.StartDrainPath, g.startDrain)
+	mux.HandleFunc(contract.UnroutedPath, g.unrouted)
 	return mux
 }
 
@@ -61,7 +60,7 @@ func (g *Gate) unrouted(w http.ResponseWriter, r *http.Request) {
 	}
 	switch pod := r.URL.Query().Get("pod"); {
 	case g.cfg.OnlyRouter == "":
-		http.Error(w, "ignored: "+gateenv.EnvOnlyRouter+" is not set, so routers the gate does not know of may still send traffic; the drain waits out its quiet period", http.StatusConflict)
+		http.Error(w, "ignored: "+contract.EnvOnlyRouter+" is not set, so routers the gate does not know of may still send traffic; the drain waits out its quiet period", http.StatusConflict)
 		return
 	case pod != g.cfg.Pod:
 		// A pod IP is reused: a confirmation meant for an earlier pod
@@ -135,7 +134,7 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 // node agent records instead of its own reading. Seeing every result lets
 // the gate take a container out of traffic before the kubelet kills it.
 func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
-	name, kind, err := gateenv.ParseProbePath(r.URL.Path)
+	name, kind, err := contract.ParseProbePath(r.URL.Path)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
@@ -148,9 +147,9 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	out := g.runRouted(r.Context(), p)
 	g.metrics.ProbeResult(name, string(kind), out.Result)
 	switch kind {
-	case gateenv.Liveness:
+	case contract.Liveness:
 		g.agg.LivenessResult(name, out, prober.FailureThresholdOf(p))
-	case gateenv.Startup:
+	case contract.Startup:
 		g.agg.StartupResult(name, out)
 	}
 	writeRouted(w, out)
@@ -159,7 +158,7 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 // writeRouted answers a routed probe with its outcome (see routedProbe).
 func writeRouted(w http.ResponseWriter, out probe.Outcome) {
 	h := w.Header()
-	h.Set(wire.ProbeMessageHeader, strconv.QuoteToASCII(out.Message))
+	h.Set(contract.ProbeMessageHeader, strconv.QuoteToASCII(out.Message))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	switch out.Result {

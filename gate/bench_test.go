@@ -19,8 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // benchUpstream is a minimal app: "ok" to every request.
@@ -234,7 +233,7 @@ func rideThroughOnce(b *testing.B, proxy string, kill bool) (ok, failed int64, e
 func BenchmarkHeldHealthCheck(b *testing.B) {
 	addr, port := closedPort(b)
 	host, _ := splitHostPort(b, addr)
-	cfg := gateenv.Defaults()
+	cfg := contract.Defaults()
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
 	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(port, 0)}
 	client := &http.Client{Transport: &http.Transport{}}
@@ -257,7 +256,7 @@ func BenchmarkHeldHealthCheck(b *testing.B) {
 		go func() { served <- g.Serve(ctx, ls) }()
 		req, _ := http.NewRequest(http.MethodGet, "http://"+ls.Serving.Addr().String()+"/", nil)
 		req.Header.Set("User-Agent", "kube-probe/1.37")
-		req.Header.Set(wire.NetworkProbeHeader, queueName)
+		req.Header.Set(contract.NetworkProbeHeader, queueName)
 		answered := make(chan time.Time, 1)
 		go func() {
 			resp, err := client.Do(req)

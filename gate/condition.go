@@ -10,14 +10,14 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // PodCondition is the value of the condition the gate writes on its own
-// pod (type wire.ContainersReadyCondition), which the pod's readiness gate
+// pod (type contract.ContainersReadyCondition), which the pod's readiness gate
 // waits for: True once every container is ready; False with reason
-// wire.ReasonContainersNotReady and a message naming each container that
-// is not and why; False with reason wire.ReasonDraining once the drain
+// contract.ReasonContainersNotReady and a message naming each container that
+// is not and why; False with reason contract.ReasonDraining once the drain
 // started. It puts the truth the gate alone knows (it runs the readiness
 // probes) where `kubectl describe pod` and `podgate get pods` show it.
 type PodCondition struct {
@@ -46,7 +46,7 @@ func (c PodCondition) String() string {
 // Kubernetes and locally alike, a patch of pods/status that touches that
 // one condition and none of the node agent's.
 //
-// The interface lives here, with its consumer; package gate/podstatus
+// The interface lives here, with its consumer; package gate/podapi
 // implements it on client-go.
 type ConditionWriter interface {
 	// WriteCondition sets the condition to c. An error wrapping
@@ -198,7 +198,7 @@ func (p *conditionPublisher) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), conditionFlushTimeout)
 	defer cancel()
 	if err := p.w.WriteCondition(ctx, want); err != nil {
-		p.log.Warn("could not write the pod condition as the gate stops", "condition", wire.ContainersReadyCondition, "error", err)
+		p.log.Warn("could not write the pod condition as the gate stops", "condition", contract.ContainersReadyCondition, "error", err)
 		return
 	}
 	p.succeeded(want)
@@ -206,7 +206,7 @@ func (p *conditionPublisher) flush() {
 
 func (p *conditionPublisher) succeeded(c PodCondition) {
 	p.written = &c
-	attrs := []any{"condition", wire.ContainersReadyCondition, "status", c.String()}
+	attrs := []any{"condition", contract.ContainersReadyCondition, "status", c.String()}
 	if p.failures > 0 {
 		attrs = append(attrs, "afterFailedAttempts", p.failures)
 	}
@@ -226,13 +226,13 @@ func (p *conditionPublisher) failed(err error) {
 			p.log.Error("the API refuses the gate's pod condition: give the pod's service account the RBAC permission to patch pods/status "+
 				"(apiGroups: [\"\"], resources: [\"pods/status\"], verbs: [\"patch\"]); until then the pod never becomes Ready "+
 				"(its readiness gate waits for the condition); retrying every "+conditionRetryMax.String()+" without logging again",
-				"condition", wire.ContainersReadyCondition, "error", err)
+				"condition", contract.ContainersReadyCondition, "error", err)
 		}
 		return
 	}
 	if msg := err.Error(); msg != p.lastErr {
 		p.lastErr = msg
-		p.log.Warn("could not write the pod condition; retrying", "condition", wire.ContainersReadyCondition,
+		p.log.Warn("could not write the pod condition; retrying", "condition", contract.ContainersReadyCondition,
 			"error", err, "retryIn", p.retryPause().String())
 	}
 }
@@ -273,7 +273,7 @@ func (p *conditionPublisher) sleep(ctx context.Context, d time.Duration) bool {
 // and reading both could see "not ready" with no container to name.
 func (g *Gate) condition() PodCondition {
 	if g.drainer.Draining() {
-		return PodCondition{Reason: wire.ReasonDraining,
+		return PodCondition{Reason: contract.ReasonDraining,
 			Message: "the pod is being deleted: the gate fails its health checks and drains"}
 	}
 	var msg string
@@ -287,5 +287,5 @@ func (g *Gate) condition() PodCondition {
 	default:
 		return PodCondition{Ready: true}
 	}
-	return PodCondition{Reason: wire.ReasonContainersNotReady, Message: msg}
+	return PodCondition{Reason: contract.ReasonContainersNotReady, Message: msg}
 }

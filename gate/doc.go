@@ -16,7 +16,7 @@
 //     probes, /readyz.
 //   - the pod condition (condition.go): the gate's verdict, naming each
 //     container that is not ready, written on its own pod through a
-//     ConditionWriter (package gate/podstatus) for the pod's readiness gate.
+//     ConditionWriter (package gate/podapi) for the pod's readiness gate.
 //   - status.go: the StatusSource through which the gate learns its
 //     containers' statuses and its pod's deletion.
 //
@@ -29,7 +29,7 @@
 // container refused, concurrency limit, request timeout, request log),
 // gate/drain (when a terminating gate may exit: SIGTERM fails readiness at
 // once, the gate exits after a quiet period without new requests and with
-// none in flight) and gate/metrics (the Prometheus metrics).
+// none in flight) and gate/gatemetrics (the Prometheus metrics).
 //
 // Time comes from an injected k8s.io/utils/clock, so the timing rules are
 // deterministic tests.

@@ -16,18 +16,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/drain"
-	"github.com/podgate/podgate/gate/metrics"
+	"github.com/podgate/podgate/gate/gatemetrics"
 	"github.com/podgate/podgate/gate/proxy"
 	"github.com/podgate/podgate/gate/readiness"
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
 )
 
 // Options configure a Gate. Only Config is required.
 type Options struct {
-	// Config is the gate's environment, decoded (gateenv.Decode).
-	Config gateenv.Config
+	// Config is the gate's environment, decoded (contract.Decode).
+	Config contract.Config
 	// Clock times the drain, the preStop release, the request timeout and
 	// the probe schedule; nil is the real clock.
 	Clock clock.WithDelayedExecution
@@ -37,7 +37,7 @@ type Options struct {
 	// (delegated containers then never count as ready).
 	Status StatusSource
 	// Conditions writes the gate's condition on its pod
-	// (wire.ContainersReadyCondition, see PodCondition); nil writes none.
+	// (contract.ContainersReadyCondition, see PodCondition); nil writes none.
 	Conditions ConditionWriter
 	// Runner runs probes; nil is probe.NewRunner().
 	Runner *probe.Runner
@@ -59,7 +59,7 @@ const DefaultHealthCheckHold = 10 * time.Second
 
 // Gate is the sidecar. Create it with New and run it with Serve.
 type Gate struct {
-	cfg     gateenv.Config
+	cfg     contract.Config
 	clock   clock.WithDelayedExecution
 	log     *slog.Logger
 	runner  *probe.Runner
@@ -68,7 +68,7 @@ type Gate struct {
 	agg     *readiness.Aggregator
 	drainer *drain.Drainer
 	proxy   *proxy.Proxy
-	metrics *metrics.Metrics
+	metrics *gatemetrics.Metrics
 	reqlog  *proxy.RequestLog
 	cond    *conditionPublisher // nil without Options.Conditions
 
@@ -134,7 +134,7 @@ func New(opts Options) (*Gate, error) {
 		opts.Runner = probe.NewRunner()
 	}
 	if cfg.UpstreamHost == "" {
-		cfg.UpstreamHost = gateenv.Defaults().UpstreamHost
+		cfg.UpstreamHost = contract.Defaults().UpstreamHost
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
@@ -162,7 +162,7 @@ func New(opts Options) (*Gate, error) {
 	g.drainer = drain.New(opts.Clock, cfg.DrainQuietPeriod)
 	lim := proxy.NewLimiter(cfg.ContainerConcurrency)
 	// Before the aggregator, which reports its first verdicts as it is built.
-	g.metrics = metrics.New(metrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load},
+	g.metrics = gatemetrics.New(gatemetrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load},
 		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = readiness.New(containers, readiness.Options{
 		Clock:              opts.Clock,
@@ -307,16 +307,16 @@ func (l Listeners) Close() {
 
 // Listen opens the gate's ports on host: the pod IP locally, where every
 // pod has its own loopback address, or "" (every interface) on Kubernetes.
-func Listen(host string, cfg gateenv.Config) (Listeners, error) {
+func Listen(host string, cfg contract.Config) (Listeners, error) {
 	var ls Listeners
 	for _, p := range []struct {
 		env  string
 		port int
 		dst  *net.Listener
 	}{
-		{gateenv.EnvQueueServingPort, cfg.ServingPort, &ls.Serving},
-		{gateenv.EnvAdminPort, cfg.AdminPort, &ls.Admin},
-		{gateenv.EnvMetricsPort, cfg.MetricsPort, &ls.Metrics},
+		{contract.EnvQueueServingPort, cfg.ServingPort, &ls.Serving},
+		{contract.EnvAdminPort, cfg.AdminPort, &ls.Admin},
+		{contract.EnvMetricsPort, cfg.MetricsPort, &ls.Metrics},
 	} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p.port)))
 		if err != nil {

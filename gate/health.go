@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/proxy"
-	"github.com/podgate/podgate/wire"
 )
 
 // The health-check protocol of Knative's queue-proxy (docs/facts.md §4):
@@ -14,7 +14,7 @@ import (
 const (
 	// queueName is what a healthy gate answers, and the K-Network-Probe
 	// value a health check must carry.
-	queueName = wire.NetworkProbeQueue
+	queueName = contract.NetworkProbeQueue
 )
 
 // requestKind says how the serving port treats a request.
@@ -37,12 +37,12 @@ func classify(r *http.Request) requestKind {
 	h := r.Header
 	ua := h.Get("User-Agent")
 	switch {
-	case strings.HasPrefix(ua, wire.KubeProbeUserAgentPrefix),
-		strings.HasPrefix(ua, wire.ActivatorProbeUserAgent),
-		strings.HasPrefix(ua, wire.AutoscalingProbeUserAgent),
-		h.Get(wire.KubeletProbeHeader) != "":
+	case strings.HasPrefix(ua, contract.KubeProbeUserAgentPrefix),
+		strings.HasPrefix(ua, contract.ActivatorProbeUserAgent),
+		strings.HasPrefix(ua, contract.AutoscalingProbeUserAgent),
+		h.Get(contract.KubeletProbeHeader) != "":
 		return kindHealth
-	case wire.IsRouteCheck(r):
+	case contract.IsRouteCheck(r):
 		return kindNetworkProbe
 	}
 	return kindTraffic
@@ -65,7 +65,7 @@ func (g *Gate) serveHealth(w *proxy.Recorder, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	if ph := r.Header.Get(wire.NetworkProbeHeader); ph != queueName {
+	if ph := r.Header.Get(contract.NetworkProbeHeader); ph != queueName {
 		http.Error(w, "unexpected probe header value: "+ph, http.StatusBadRequest)
 		return
 	}
@@ -117,5 +117,5 @@ func serveNetworkProbe(w http.ResponseWriter, r *http.Request, draining bool) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	wire.AnswerRouteCheck(w, r)
+	contract.AnswerRouteCheck(w, r)
 }

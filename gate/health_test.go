@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/testapp"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // TestHealthCheckHeaderMatrix pins queue-proxy's health-check protocol
@@ -98,7 +98,7 @@ func TestHealthCheckHeaderMatrix(t *testing.T) {
 }
 
 // TestKubeletProbeOfTheGate runs, with the kubelet's own probe semantics
-// (package probe), the readiness probe package podspec/inject gives the gate
+// (package probe), the readiness probe package admission/inject gives the gate
 // container: httpGet / on the serving port with K-Network-Probe: queue.
 func TestKubeletProbeOfTheGate(t *testing.T) {
 	app := startApp(t, testapp.Config{})
@@ -108,7 +108,7 @@ func TestKubeletProbeOfTheGate(t *testing.T) {
 	host, port := splitHostPort(t, tg.serving)
 	kubelet := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/", Port: intstr.FromInt(port),
-		HTTPHeaders: []corev1.HTTPHeader{{Name: wire.NetworkProbeHeader, Value: wire.NetworkProbeQueue}},
+		HTTPHeaders: []corev1.HTTPHeader{{Name: contract.NetworkProbeHeader, Value: contract.NetworkProbeQueue}},
 	}}}
 	run := func() probe.Outcome {
 		return probe.NewRunner().Run(context.Background(), kubelet, probe.Target{PodIP: host})

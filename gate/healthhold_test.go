@@ -12,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/readiness"
-	"github.com/podgate/podgate/testapp"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // closedPort is a loopback port nobody listens on (yet): the test may
@@ -51,7 +51,7 @@ func sendHealth(tg *testGate, timeout time.Duration) <-chan healthAnswer {
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tg.url("/"), nil)
 		req.Header.Set("User-Agent", "kube-probe/1.37")
-		req.Header.Set(wire.NetworkProbeHeader, queueName)
+		req.Header.Set(contract.NetworkProbeHeader, queueName)
 		resp, err := tg.client.Do(req)
 		if err != nil {
 			res <- healthAnswer{err: err, at: time.Now()}

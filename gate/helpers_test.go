@@ -15,10 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/testapp"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/test/syncbuf"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // testWait bounds every wait in these tests; polls end as soon as their
@@ -49,7 +48,7 @@ type testGate struct {
 
 // startGate runs a gate until the test ends (then SIGTERM, drain, and a
 // check that Serve returned cleanly).
-func startGate(t testing.TB, cfg gateenv.Config, opts Options) *testGate {
+func startGate(t testing.TB, cfg contract.Config, opts Options) *testGate {
 	t.Helper()
 	logs := &syncbuf.Buffer{}
 	if opts.Logger == nil {
@@ -140,7 +139,7 @@ func (tg *testGate) do(t testing.TB, method, url string, body io.Reader, header 
 func (tg *testGate) health(t testing.TB) int {
 	t.Helper()
 	code, _, _ := tg.do(t, http.MethodGet, tg.url("/"), nil, http.Header{
-		"User-Agent": {"kube-probe/1.37"}, wire.NetworkProbeHeader: {queueName},
+		"User-Agent": {"kube-probe/1.37"}, contract.NetworkProbeHeader: {queueName},
 	})
 	return code
 }
@@ -190,10 +189,10 @@ func stopApp(t testing.TB, s *testapp.Server) {
 
 // gateConfig is a configuration aiming the gate at upstream (host:port)
 // with no probes and an immediate drain.
-func gateConfig(t testing.TB, upstream string) gateenv.Config {
+func gateConfig(t testing.TB, upstream string) contract.Config {
 	t.Helper()
 	host, port := splitHostPort(t, upstream)
-	cfg := gateenv.Defaults()
+	cfg := contract.Defaults()
 	cfg.UpstreamHost = host
 	cfg.UserPort = port
 	cfg.DrainQuietPeriod = 0

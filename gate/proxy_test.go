@@ -22,8 +22,8 @@ import (
 	"google.golang.org/grpc/status"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/syncbuf"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // startUpstream serves h on 127.0.0.1:0 (HTTP/1.1 and h2c) until the test

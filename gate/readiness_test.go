@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/gate/readiness"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 func TestSidecarReadinessCountsForTheGate(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 func h2cClient() *http.Client {

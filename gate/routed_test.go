@@ -13,20 +13,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/readiness"
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/testapp"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // kubeletCall runs the probe the kubelet has after injection: httpGet on
 // the admin port's /probe/<container>/<kind>, with the kubelet's semantics.
-func kubeletCall(t *testing.T, tg *testGate, container string, kind gateenv.ProbeKind) probe.Outcome {
+func kubeletCall(t *testing.T, tg *testGate, container string, kind contract.ProbeKind) probe.Outcome {
 	t.Helper()
 	host, port := splitHostPort(t, tg.admin)
 	p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path: gateenv.ProbePath(container, kind), Port: intstr.FromInt(port),
+		Path: contract.ProbePath(container, kind), Port: intstr.FromInt(port),
 	}}}
 	return probe.NewRunner().Run(context.Background(), p, probe.Target{PodIP: host})
 }
@@ -50,16 +49,16 @@ func TestRoutedLivenessDropsReadinessBeforeTheKill(t *testing.T) {
 			cfg.ReadinessContainers = []string{"app"}
 			live := httpProbe(portOf(t, app.Addr()), "/healthz", 10)
 			live.FailureThreshold = tc.threshold
-			cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: live}}
+			cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
 			tg := startGate(t, cfg, Options{})
 			tg.waitReady(t, true)
 
-			if out := kubeletCall(t, tg, "app", gateenv.Liveness); out.Result != probe.Success {
+			if out := kubeletCall(t, tg, "app", contract.Liveness); out.Result != probe.Success {
 				t.Fatalf("liveness of a live app: %v %q", out.Result, out.Message)
 			}
 			app.SetLive(false)
 			for i := 1; i <= tc.dropAfter; i++ {
-				out := kubeletCall(t, tg, "app", gateenv.Liveness)
+				out := kubeletCall(t, tg, "app", contract.Liveness)
 				if out.Result != probe.Failure || out.Message != "HTTP probe failed with statuscode: 500" {
 					t.Fatalf("failure %d: kubelet saw %v %q, want failure with statuscode 500", i, out.Result, out.Message)
 				}
@@ -69,7 +68,7 @@ func TestRoutedLivenessDropsReadinessBeforeTheKill(t *testing.T) {
 			}
 			contains(t, "verbose readyz", tg.verbose(t), "[-]app failed: liveness probe failed")
 			app.SetLive(true)
-			if out := kubeletCall(t, tg, "app", gateenv.Liveness); out.Result != probe.Success {
+			if out := kubeletCall(t, tg, "app", contract.Liveness); out.Result != probe.Success {
 				t.Fatalf("liveness after recovery: %v %q", out.Result, out.Message)
 			}
 			if !tg.Ready() {
@@ -98,13 +97,13 @@ func TestHungContainerLivenessCounts(t *testing.T) {
 	live := httpProbe(portOf(t, upstream), "/healthz", 10)
 	live.TimeoutSeconds = 1
 	live.FailureThreshold = 2
-	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{readiness.DefaultServingContainer: {Liveness: live}}
+	cfg.RoutedProbes = map[string]contract.RoutedProbes{readiness.DefaultServingContainer: {Liveness: live}}
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	host, port := splitHostPort(t, tg.admin)
 	kubelet := &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: gateenv.ProbePath(readiness.DefaultServingContainer, gateenv.Liveness), Port: intstr.FromInt(port),
+			Path: contract.ProbePath(readiness.DefaultServingContainer, contract.Liveness), Port: intstr.FromInt(port),
 		}},
 		TimeoutSeconds: 1,
 	}
@@ -130,11 +129,11 @@ func TestLivenessHoldEndsWithTheReplacedContainer(t *testing.T) {
 	cfg.ReadinessContainers = []string{"app"}
 	live := httpProbe(portOf(t, addr), "/healthz", 10)
 	live.FailureThreshold = 1
-	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: live}}
+	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	app.SetLive(false)
-	kubeletCall(t, tg, "app", gateenv.Liveness)
+	kubeletCall(t, tg, "app", contract.Liveness)
 	if tg.Ready() {
 		t.Fatal("ready after the liveness failure")
 	}
@@ -153,18 +152,18 @@ func TestRoutedStartupProbe(t *testing.T) {
 	cfg := gateConfig(t, app.Addr())
 	cfg.ReadinessContainers = []string{"app"}
 	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, app.Addr()), 0)}
-	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Startup: httpProbe(portOf(t, app.Addr()), "/readyz", 1)}}
+	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Startup: httpProbe(portOf(t, app.Addr()), "/readyz", 1)}}
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	app.SetReady(false)
-	if out := kubeletCall(t, tg, "app", gateenv.Startup); out.Result != probe.Failure {
+	if out := kubeletCall(t, tg, "app", contract.Startup); out.Result != probe.Failure {
 		t.Fatalf("startup of an unready app: %v %q", out.Result, out.Message)
 	}
 	if tg.Ready() {
 		t.Error("ready while the startup probe fails")
 	}
 	app.SetReady(true)
-	if out := kubeletCall(t, tg, "app", gateenv.Startup); out.Result != probe.Success {
+	if out := kubeletCall(t, tg, "app", contract.Startup); out.Result != probe.Success {
 		t.Fatalf("startup of a ready app: %v %q", out.Result, out.Message)
 	}
 	if !tg.Ready() {
@@ -208,11 +207,11 @@ func TestRoutedProbeErrorStaysAnError(t *testing.T) {
 	cfg := gateConfig(t, app.Addr())
 	live := httpProbe(portOf(t, broken), "/", 10)
 	live.FailureThreshold = 1
-	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: live}}
+	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	for i := 0; i < 3; i++ {
-		out := kubeletCall(t, tg, "app", gateenv.Liveness)
+		out := kubeletCall(t, tg, "app", contract.Liveness)
 		if out.Result != probe.Error {
 			t.Fatalf("call %d: kubelet saw %v %q, want a probe error", i, out.Result, out.Message)
 		}
@@ -225,7 +224,7 @@ func TestRoutedProbeErrorStaysAnError(t *testing.T) {
 func TestRoutedProbeUnknown(t *testing.T) {
 	app := startApp(t, testapp.Config{})
 	cfg := gateConfig(t, app.Addr())
-	cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: httpProbe(portOf(t, app.Addr()), "/healthz", 1)}}
+	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: httpProbe(portOf(t, app.Addr()), "/healthz", 1)}}
 	tg := startGate(t, cfg, Options{})
 	for _, tc := range []struct{ path, want string }{
 		{"/probe/app/startup", `no startup probe of container "app" is routed through the gate`},
@@ -317,9 +316,9 @@ func TestRoutedOutcomeIsWhatProbingDirectlyGives(t *testing.T) {
 				t.Fatalf("direct: %v %q, want %v", direct.Result, direct.Message, tc.want)
 			}
 			cfg := gateConfig(t, app.Addr())
-			cfg.RoutedProbes = map[string]gateenv.RoutedProbes{"app": {Liveness: tc.probe, Startup: tc.probe}}
+			cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: tc.probe, Startup: tc.probe}}
 			tg := startGate(t, cfg, Options{})
-			for _, kind := range []gateenv.ProbeKind{gateenv.Liveness, gateenv.Startup} {
+			for _, kind := range []contract.ProbeKind{contract.Liveness, contract.Startup} {
 				kubelet := routedCall(t, tg, "app", kind, "")
 				wantKubelet := direct.Message
 				if tc.kubeletMsg != "" {
@@ -328,7 +327,7 @@ func TestRoutedOutcomeIsWhatProbingDirectlyGives(t *testing.T) {
 				if kubelet.Result != tc.want || kubelet.Message != wantKubelet {
 					t.Errorf("%s through the gate, as the kubelet sees it: %v %q; want %v %q", kind, kubelet.Result, kubelet.Message, tc.want, wantKubelet)
 				}
-				agent := routedCall(t, tg, "app", kind, wire.ProbeMessageHeader)
+				agent := routedCall(t, tg, "app", kind, contract.ProbeMessageHeader)
 				if agent.Result != tc.want || agent.Message != direct.Message {
 					t.Errorf("%s through the gate, as the node agent sees it: %v %q; want %v %q", kind, agent.Result, agent.Message, tc.want, direct.Message)
 				}
@@ -339,12 +338,12 @@ func TestRoutedOutcomeIsWhatProbingDirectlyGives(t *testing.T) {
 
 // routedCall is kubeletCall with the node agent's message header (or
 // none, as the kubelet).
-func routedCall(t *testing.T, tg *testGate, container string, kind gateenv.ProbeKind, header string) probe.Outcome {
+func routedCall(t *testing.T, tg *testGate, container string, kind contract.ProbeKind, header string) probe.Outcome {
 	t.Helper()
 	host, port := splitHostPort(t, tg.admin)
 	p := &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: gateenv.ProbePath(container, kind), Port: intstr.FromInt(port),
+			Path: contract.ProbePath(container, kind), Port: intstr.FromInt(port),
 		}},
 		TimeoutSeconds: 10,
 	}

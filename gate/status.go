@@ -11,7 +11,7 @@ import (
 // probes), and a second view of the others.
 //
 // The interface lives here, with its consumer; implementations live with
-// what they read (package gate/podstatus, on a client-go informer, for both the local
+// what they read (package gate/podapi, on a client-go informer, for both the local
 // control API and a real API server).
 type StatusSource interface {
 	// Watch calls update with the status of every container of the pod:

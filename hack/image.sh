@@ -11,10 +11,10 @@
 # (--only podgate or --only gate: that image alone, its line the only one);
 # progress goes to stderr. The same binary always gives the same digest.
 #
-#   scripts/image.sh                          # layout in ~/.cache/podgate/oci
-#   scripts/image.sh -o DIR --tarball FILE    # and one tarball of both for docker load / kind load
-#   scripts/image.sh --only podgate           # podgate's image alone
-#   GOARCH=arm64 scripts/image.sh --version v0.3.0
+#   hack/image.sh                          # layout in ~/.cache/podgate/oci
+#   hack/image.sh -o DIR --tarball FILE    # and one tarball of both for docker load / kind load
+#   hack/image.sh --only podgate           # podgate's image alone
+#   GOARCH=arm64 hack/image.sh --version v0.3.0
 #
 # Options: -o|--layout DIR (default ${XDG_CACHE_HOME:-~/.cache}/podgate/oci,
 # never inside the repository), --tarball FILE, --version V (default: git

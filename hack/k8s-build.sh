@@ -8,8 +8,8 @@
 # second) and a change of any pin builds again. Prints that directory (the
 # only line on stdout); progress goes to stderr.
 #
-#   scripts/k8s-build.sh            # build if needed, print the bin directory
-#   PODGATE_K8S_CACHE=DIR scripts/k8s-build.sh
+#   hack/k8s-build.sh            # build if needed, print the bin directory
+#   PODGATE_K8S_CACHE=DIR hack/k8s-build.sh
 #
 # Cold: about 5 minutes on an idle 2-core machine, up to 15 when loaded.
 set -euo pipefail

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // LoggedAt is the time= stamp of the first line of output that starts
@@ -35,7 +35,7 @@ func LoggedAt(output, prefix, substr string) (time.Time, error) {
 // "termination requested" (the test app's line on SIGTERM). That is what
 // the gate's wait-for-drain preStop hook holds.
 func DrainedFirst(output, pod string, containers []string) error {
-	drained, err := LoggedAt(output, pod+"/"+wire.GateContainerName+" | ", "drained: ")
+	drained, err := LoggedAt(output, pod+"/"+contract.GateContainerName+" | ", "drained: ")
 	if err != nil {
 		return err
 	}

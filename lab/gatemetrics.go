@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // GateRequests is how many requests the pod's gate proxied to its
@@ -23,7 +23,7 @@ func GateRequests(ctx context.Context, podIP string) (float64, error) {
 
 // GateRequests is how many requests the gate of the pod at podIP proxied.
 func (h *PodHTTP) GateRequests(ctx context.Context, podIP string) (float64, error) {
-	resp, err := h.get(ctx, "gate metrics", podIP, wire.GateMetricsPort, "/metrics")
+	resp, err := h.get(ctx, "gate metrics", podIP, contract.GateMetricsPort, "/metrics")
 	if err != nil {
 		return 0, err
 	}

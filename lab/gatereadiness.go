@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // GateReadiness is the gate's per-container verdict, from
@@ -30,7 +30,7 @@ func ReadGateReadiness(ctx context.Context, podIP string) (*GateReadiness, error
 
 // ReadGateReadiness asks the gate of the pod at podIP.
 func (h *PodHTTP) ReadGateReadiness(ctx context.Context, podIP string) (*GateReadiness, error) {
-	resp, err := h.get(ctx, "gate readiness", podIP, wire.GateAdminPort, "/readyz?verbose")
+	resp, err := h.get(ctx, "gate readiness", podIP, contract.GateAdminPort, "/readyz?verbose")
 	if err != nil {
 		return nil, err
 	}

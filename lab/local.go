@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // Local is a scenario's World under `podgate run`: the Process started
@@ -38,7 +38,7 @@ func (l Local) Namespace() string { return "default" }
 
 // Host is NAME.default.example.com, podgate run's default domain.
 func (l Local) Host(service string) string {
-	return service + "." + l.Namespace() + "." + wire.Domain
+	return service + "." + l.Namespace() + "." + contract.Domain
 }
 
 // PodHTTP reaches the pods on loopback.

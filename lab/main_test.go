@@ -26,8 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	podgateBin = filepath.Join(dir, "podgate")
-	// Static, as scripts/image.sh builds it: the cluster the seeds run on
-	// puts this podgate into its image (cluster/install.BuildImage).
+	// Static, as hack/image.sh builds it: the cluster the seeds run on
+	// puts this podgate into its image (kube/cluster/install.BuildImage).
 	build := exec.Command("go", "build", "-trimpath", "-o", podgateBin, "github.com/podgate/podgate/cmd/podgate")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/apiclient"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // Config says how to start `podgate run`.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // WaitRouted waits until the front door at frontDoorURL routes host: a
@@ -29,15 +29,15 @@ func WaitRouted(ctx context.Context, frontDoorURL, host string) error {
 			return false, err
 		}
 		req.Host = host
-		req.Header.Set(wire.NetworkProbeHeader, wire.NetworkProbeIngress)
-		req.Header.Set(wire.NetworkHashHeader, hash)
+		req.Header.Set(contract.NetworkProbeHeader, contract.NetworkProbeIngress)
+		req.Header.Set(contract.NetworkHashHeader, hash)
 		resp, err := client.Do(req)
 		if err != nil {
 			return false, err
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || resp.Header.Get(wire.NetworkHashHeader) != hash {
+		if resp.StatusCode != http.StatusOK || resp.Header.Get(contract.NetworkHashHeader) != hash {
 			return false, fmt.Errorf("route check: %d %s", resp.StatusCode, strings.TrimSpace(string(body)))
 		}
 		return true, nil

@@ -12,10 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/manifest"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // farFuture ends time windows that are open to the end of the recording.

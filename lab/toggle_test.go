@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/podgate/podgate/lab"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 func TestToggleDrivesTheTestApp(t *testing.T) {

@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // controlAPI is the real control API server over a store the test writes,
@@ -22,7 +22,7 @@ import (
 func controlAPI(t *testing.T) (*objstore.Store, *apiclient.Client) {
 	t.Helper()
 	store := objstore.New(objstore.Options{})
-	srv := httptest.NewServer(api.NewServer(api.Config{Store: store}))
+	srv := httptest.NewServer(apiserver.NewServer(apiserver.Config{Store: store}))
 	t.Cleanup(srv.Close)
 	c, err := apiclient.New(srv.URL)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/apiclient"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // WaitPod polls the pods until one matches and returns it. match returns

@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // ServiceCondition is what a Knative Service condition should say;

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/apiclient"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // PodLister lists pods: podgate run's control API (*apiclient.Client),

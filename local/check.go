@@ -1,4 +1,4 @@
-package localrun
+package local
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/frontdoor"
+	"github.com/podgate/podgate/activator/frontdoor"
 	"github.com/podgate/podgate/internal/loopback"
-	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/node"
 )
 
 // Check reports the first value of cfg that is wrong as written, named by
@@ -33,11 +33,11 @@ func (cfg Config) Check() error {
 	if cfg.ProbeInterval <= 0 || cfg.ProbeTimeout <= 0 {
 		return fmt.Errorf("--gate-probe-interval and --gate-probe-timeout must be positive (got %s and %s)", cfg.ProbeInterval, cfg.ProbeTimeout)
 	}
-	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
+	if err := node.CheckPodCIDR(cfg.PodCIDR); err != nil {
 		return err
 	}
 	type addrFlag struct{ flag, addr, example string }
-	addrs := []addrFlag{{"--api", cfg.APIAddr, api.DefaultAddr}, {"--listen", cfg.Listen, frontdoor.DefaultListen}}
+	addrs := []addrFlag{{"--api", cfg.APIAddr, apiserver.DefaultAddr}, {"--listen", cfg.Listen, frontdoor.DefaultListen}}
 	if cfg.MetricsListen != "" {
 		addrs = append(addrs, addrFlag{"--metrics-listen", cfg.MetricsListen, "127.0.0.1:9090"})
 	}

@@ -1,4 +1,4 @@
-package localrun
+package local
 
 import (
 	"strings"
@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/frontdoor"
-	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/activator/frontdoor"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/node"
 )
 
 func TestCheckNamesTheFlagOfWhatIsWrongAsWritten(t *testing.T) {
 	valid := func() Config {
-		return Config{PodCIDR: runtime.DefaultPodCIDR, APIAddr: api.DefaultAddr, Listen: frontdoor.DefaultListen,
+		return Config{PodCIDR: node.DefaultPodCIDR, APIAddr: apiserver.DefaultAddr, Listen: frontdoor.DefaultListen,
 			Domain: activator.DefaultDomain, ProbeInterval: time.Second, ProbeTimeout: time.Second}
 	}
 	negative := int32(-1)

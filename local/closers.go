@@ -1,4 +1,4 @@
-package localrun
+package local
 
 import (
 	"errors"

@@ -1,12 +1,12 @@
-package localrun
+package local
 
 import (
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // LoadWorkloads reads what `podgate run` runs: the Pods, Deployments and
@@ -14,7 +14,7 @@ import (
 // does. Every problem is written to w, one a line, and makes the error
 // (nothing is to start); other objects (a ConfigMap, a Kubernetes
 // Service) are noted on w as skipped.
-func LoadWorkloads(inputs []podspec.Input, w io.Writer) ([]*podspec.Workload, error) {
+func LoadWorkloads(inputs []workload.Input, w io.Writer) ([]*workload.Workload, error) {
 	m, problems, err := validation.LoadInputs(inputs...)
 	if err != nil {
 		return nil, err
@@ -26,7 +26,7 @@ func LoadWorkloads(inputs []podspec.Input, w io.Writer) ([]*podspec.Workload, er
 		return nil, fmt.Errorf("%d problem(s) in the manifests; nothing was started (see podgate validate)", len(problems))
 	}
 	if len(m.Workloads) == 0 {
-		return nil, errors.New("no Pod, Deployment or Knative Service in " + podspec.InputNames(inputs))
+		return nil, errors.New("no Pod, Deployment or Knative Service in " + workload.InputNames(inputs))
 	}
 	for _, s := range m.Skipped {
 		fmt.Fprintf(w, "note: %s: %s %s/%s: skipped, podgate runs Pods, Deployments and Knative Services\n",

@@ -1,31 +1,31 @@
-package localrun
+package local
 
 import (
 	"io"
 	"strings"
 	"testing"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 func TestLoadWorkloadsRefusesProblemsAndNotesWhatItSkips(t *testing.T) {
 	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: app, image: img, command: [/bin/app]}]\n"
 	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
-	input := func(name, content string) podspec.Input {
-		return podspec.Input{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(content)), nil }}
+	input := func(name, content string) workload.Input {
+		return workload.Input{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(content)), nil }}
 	}
 	for _, tc := range []struct {
 		name      string
-		inputs    []podspec.Input
+		inputs    []workload.Input
 		wantNames []string
 		wantOut   string
 		wantErr   string
 	}{
-		{"a pod, and a ConfigMap noted as skipped", []podspec.Input{input("a.yaml", pod+"---\n"+configMap)}, []string{"web"},
+		{"a pod, and a ConfigMap noted as skipped", []workload.Input{input("a.yaml", pod+"---\n"+configMap)}, []string{"web"},
 			"note: a.yaml: doc 2: v1 ConfigMap/settings: skipped", ""},
-		{"a problem is written and nothing loads", []podspec.Input{input("b.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n")}, nil,
+		{"a problem is written and nothing loads", []workload.Input{input("b.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n")}, nil,
 			"b.yaml: doc 1: Pod/x: spec.containers: Required value", "1 problem(s) in the manifests; nothing was started"},
-		{"no workload at all names the inputs", []podspec.Input{input("c.yaml", configMap), input("d.yaml", configMap)}, nil,
+		{"no workload at all names the inputs", []workload.Input{input("c.yaml", configMap), input("d.yaml", configMap)}, nil,
 			"", "no Pod, Deployment or Knative Service in c.yaml, d.yaml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,13 +1,13 @@
-package localrun
+package local
 
 import (
 	"context"
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/recording/kubewatch"
+	"github.com/podgate/podgate/probe/prober"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/kubewatch"
 )
 
 // recordSyncTimeout bounds the recording watch's first lists of the
@@ -39,7 +39,7 @@ func (r *run) watchForRecording(ctx context.Context, stack *closers) error {
 // fact for every attempt (the agent's other probe Updates are its own
 // business: their effects show in the pods' status and events). Nil
 // without a recording.
-func probeRecorder(sink recording.Sink) func(namespace, pod string, u prober.Update) {
+func probeRecorder(sink record.Sink) func(namespace, pod string, u prober.Update) {
 	if sink == nil {
 		return nil
 	}
@@ -52,17 +52,17 @@ func probeRecorder(sink recording.Sink) func(namespace, pod string, u prober.Upd
 
 // probeFact is an Attempted Update as a probe fact: its time is the
 // prober's, when the attempt's result was counted.
-func probeFact(namespace, pod string, u prober.Update) (recording.Fact, bool) {
+func probeFact(namespace, pod string, u prober.Update) (record.Fact, bool) {
 	if u.Type != prober.Attempted {
-		return recording.Fact{}, false
+		return record.Fact{}, false
 	}
 	msg := u.Outcome.Message
 	if msg == "" && u.Outcome.Err != nil {
 		msg = u.Outcome.Err.Error()
 	}
-	return recording.Fact{
-		Time: u.At, Kind: recording.KindProbe, Namespace: namespace, Pod: pod, Container: u.Container,
-		Probe: &recording.Probe{
+	return record.Fact{
+		Time: u.At, Kind: record.KindProbe, Namespace: namespace, Pod: pod, Container: u.Container,
+		Probe: &record.Probe{
 			Probe: strings.ToLower(u.Kind.String()), Result: u.Outcome.Result.String(), Message: msg,
 			State: strings.ToLower(u.State.String()), Restart: u.Restart, ContainerID: u.ContainerID,
 		},

@@ -1,4 +1,4 @@
-package localrun
+package local
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // TestRunRecordsEveryProbeAttemptAndWhatTheAPISays: with Config.Recorder
@@ -16,7 +16,7 @@ import (
 // pods and endpoints reach the sink, from before the pod starts until
 // Run returns, and nothing after.
 func TestRunRecordsEveryProbeAttemptAndWhatTheAPISays(t *testing.T) {
-	m, err := podspec.Load(strings.NewReader(`apiVersion: v1
+	m, err := workload.Load(strings.NewReader(`apiVersion: v1
 kind: Pod
 metadata: {name: probed}
 spec:
@@ -35,13 +35,13 @@ spec:
 	stderr := &syncbuf.Buffer{}
 	cfg := config(t, "127.0.98.0/24", stderr)
 	cfg.Workloads = m.Workloads
-	log := recording.NewLog(10000)
+	log := record.NewLog(10000)
 	cfg.Recorder = log
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg) }()
 
-	count := func(match func(recording.Fact) bool) int {
+	count := func(match func(record.Fact) bool) int {
 		all, _, _ := log.Since(0)
 		n := 0
 		for _, f := range all {
@@ -51,8 +51,8 @@ spec:
 		}
 		return n
 	}
-	success := func(f recording.Fact) bool {
-		return f.Kind == recording.KindProbe && f.Pod == "probed" && f.Container == "c" && f.Probe.Probe == "readiness" &&
+	success := func(f record.Fact) bool {
+		return f.Kind == record.KindProbe && f.Pod == "probed" && f.Container == "c" && f.Probe.Probe == "readiness" &&
 			f.Probe.Result == "success" && f.Probe.State == "success" && f.Probe.ContainerID != ""
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -73,19 +73,19 @@ spec:
 	}
 	for _, want := range []struct {
 		what  string
-		match func(recording.Fact) bool
+		match func(record.Fact) bool
 	}{
-		{"the container running", func(f recording.Fact) bool {
-			return f.Kind == recording.KindContainer && f.Container == "c" && f.State.State == "running"
+		{"the container running", func(f record.Fact) bool {
+			return f.Kind == record.KindContainer && f.Container == "c" && f.State.State == "running"
 		}},
-		{"Ready True", func(f recording.Fact) bool {
-			return f.Kind == recording.KindCondition && f.Pod == "probed" && f.Condition.Type == "Ready" && f.Condition.Status == "True"
+		{"Ready True", func(f record.Fact) bool {
+			return f.Kind == record.KindCondition && f.Pod == "probed" && f.Condition.Type == "Ready" && f.Condition.Status == "True"
 		}},
-		{"the endpoint ready", func(f recording.Fact) bool {
-			return f.Kind == recording.KindEndpoint && f.Pod == "probed" && f.Endpoint.Ready != nil && *f.Endpoint.Ready
+		{"the endpoint ready", func(f record.Fact) bool {
+			return f.Kind == record.KindEndpoint && f.Pod == "probed" && f.Endpoint.Ready != nil && *f.Endpoint.Ready
 		}},
-		{"the Killing event of the stop", func(f recording.Fact) bool {
-			return f.Kind == recording.KindEvent && f.Pod == "probed" && f.Event.Reason == "Killing"
+		{"the Killing event of the stop", func(f record.Fact) bool {
+			return f.Kind == record.KindEvent && f.Pod == "probed" && f.Event.Reason == "Killing"
 		}},
 	} {
 		if count(want.match) == 0 {
@@ -93,9 +93,9 @@ spec:
 			t.Errorf("no fact for %s among %d", want.what, len(all))
 		}
 	}
-	n := count(func(recording.Fact) bool { return true })
+	n := count(func(record.Fact) bool { return true })
 	time.Sleep(1500 * time.Millisecond) // a probe period and more: nothing may come
-	if got := count(func(recording.Fact) bool { return true }); got != n {
+	if got := count(func(record.Fact) bool { return true }); got != n {
 		t.Errorf("%d facts after Run returned", got-n)
 	}
 }

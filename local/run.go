@@ -2,7 +2,7 @@
 // (runtime), the local control plane (localcluster), the embedded API
 // server (api) and the front door, and owns the order they start and
 // stop in. cmd/podgate only turns flags into a Config.
-package localrun
+package local
 
 import (
 	"context"
@@ -21,24 +21,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/podgate/podgate/activator/frontdoor"
 	"github.com/podgate/podgate/activator/prommetrics"
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/frontdoor"
-	"github.com/podgate/podgate/localcluster"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/runtime"
-	"github.com/podgate/podgate/runtime/images"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/controllers"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/record"
 )
 
 // Config is a `podgate run`.
 type Config struct {
 	// Workloads are the loaded and validated manifests, as written (the
 	// gate is injected here unless NoGate).
-	Workloads []*podspec.Workload
+	Workloads []*workload.Workload
 	PodCIDR   string
 	APIAddr   string
 	Images    images.Map
@@ -63,7 +63,7 @@ type Config struct {
 	// every probe attempt of the node agent, what the API says of the
 	// pods, their events and EndpointSlices, and the front door's routing
 	// decisions and requests. Run does not close it.
-	Recorder recording.Sink
+	Recorder record.Sink
 }
 
 // Run checks everything, starts the API, the control plane, the front
@@ -108,10 +108,10 @@ type run struct {
 	log   *slog.Logger
 	store *objstore.Store
 
-	workloads []*podspec.Workload // as run: the gate injected
-	pods      *localcluster.Pods
-	agent     *runtime.Agent
-	endpoints *localcluster.Endpoints
+	workloads []*workload.Workload // as run: the gate injected
+	pods      *controllers.Pods
+	agent     *node.Agent
+	endpoints *controllers.Endpoints
 	apiLn     net.Listener
 	door      *frontdoor.Door
 	metrics   *frontdoor.MetricsServer
@@ -128,9 +128,9 @@ type run struct {
 // manifests are checked, addresses taken, parts made. What it opens is on
 // the stack.
 func (r *run) prepare(stack *closers) error {
-	r.pods = localcluster.NewPods(r.store, r.log)
-	agent, err := runtime.New(runtime.Options{
-		Events: localcluster.NewEvents(r.store), Pods: r.pods, Source: r.pods,
+	r.pods = controllers.NewPods(r.store, r.log)
+	agent, err := node.New(node.Options{
+		Events: controllers.NewEvents(r.store), Pods: r.pods, Source: r.pods,
 		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images, Replicas: r.cfg.Replicas,
 		Output: r.cfg.Stdout, Logger: r.log, NodeName: r.cfg.NodeName,
 		OnProbe: probeRecorder(r.cfg.Recorder),
@@ -147,14 +147,14 @@ func (r *run) prepare(stack *closers) error {
 	if err := agent.Check(r.cfg.Workloads); err != nil {
 		return err
 	}
-	var routed []*podspec.Workload
+	var routed []*workload.Workload
 	if !r.cfg.NoGate {
 		routed = r.cfg.Workloads
 	}
 	if _, err := frontdoor.CheckRoutes(routed, r.cfg.Domain, r.cfg.ServicePorts); err != nil {
 		return err
 	}
-	if r.apiLn, err = api.Listen(r.cfg.APIAddr); err != nil {
+	if r.apiLn, err = apiserver.Listen(r.cfg.APIAddr); err != nil {
 		return inUse(err, "--api")
 	}
 	stack.push(r.apiLn.Close)
@@ -167,11 +167,11 @@ func (r *run) prepare(stack *closers) error {
 // inject puts the gate in front of every pod's serving container, the
 // same rewrite the Kubernetes webhook applies; its status source is the
 // control API (for exec readiness it cannot run).
-func (r *run) inject() ([]*podspec.Workload, error) {
+func (r *run) inject() ([]*workload.Workload, error) {
 	if r.cfg.NoGate {
 		return r.cfg.Workloads, nil
 	}
-	out := make([]*podspec.Workload, 0, len(r.cfg.Workloads))
+	out := make([]*workload.Workload, 0, len(r.cfg.Workloads))
 	for _, w := range r.cfg.Workloads {
 		injected, err := inject.Gate(w, inject.Options{Local: true, APIAddr: r.apiLn.Addr().String()})
 		if err != nil {
@@ -187,7 +187,7 @@ func (r *run) inject() ([]*podspec.Workload, error) {
 func (r *run) prepareFrontDoor(stack *closers) error {
 	serving := &lateServing{}
 	var err error
-	r.endpoints, err = localcluster.NewEndpoints(localcluster.EndpointsConfig{
+	r.endpoints, err = controllers.NewEndpoints(controllers.EndpointsConfig{
 		Store: r.store, Workloads: r.workloads, Domain: r.cfg.Domain, Serving: serving, Logger: r.log,
 	})
 	if err != nil {
@@ -235,7 +235,7 @@ func (r *run) prepareFrontDoor(stack *closers) error {
 // pushes its stop.
 func (r *run) start(ctx context.Context, stack *closers) error {
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
-	srv := api.NewServer(api.Config{Store: r.store, Pods: r.pods, Logs: r.agent, Logger: r.log})
+	srv := apiserver.NewServer(apiserver.Config{Store: r.store, Pods: r.pods, Logs: r.agent, Logger: r.log})
 	r.apiDone = make(chan error, 1)
 	go func() { r.apiDone <- srv.Serve(apiCtx, r.apiLn) }()
 	stack.push(func() error { stopAPI(); return <-r.apiDone })
@@ -265,7 +265,7 @@ func (r *run) start(ctx context.Context, stack *closers) error {
 // that failed.
 func (r *run) wait(ctx context.Context, sigs <-chan os.Signal, stack *closers) error {
 	r.started = true
-	wl, err := localcluster.NewWorkloads(localcluster.WorkloadsConfig{
+	wl, err := controllers.NewWorkloads(controllers.WorkloadsConfig{
 		Store: r.store, Workloads: r.workloads, NodeName: r.agent.NodeName(), Replicas: r.cfg.Replicas, Logger: r.log,
 	})
 	if err != nil {
@@ -279,7 +279,7 @@ func (r *run) wait(ctx context.Context, sigs <-chan os.Signal, stack *closers) e
 	for _, w := range r.workloads {
 		via := "no gate"
 		if w.IsInjected() {
-			via = fmt.Sprintf("through the gate on port %d", wire.GatePort)
+			via = fmt.Sprintf("through the gate on port %d", contract.GatePort)
 		}
 		fmt.Fprintf(r.cfg.Stderr, "podgate: running %s (namespace %s, serving container %s on port %d, %s)\n",
 			w.ID(), w.Namespace, w.ServingContainer, w.ServingPort, via)

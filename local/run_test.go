@@ -1,4 +1,4 @@
-package localrun
+package local
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 const sleeper = `apiVersion: v1
@@ -27,7 +27,7 @@ spec:
 
 func config(t *testing.T, cidr string, stderr *syncbuf.Buffer) Config {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(sleeper), "test.yaml")
+	m, err := workload.Load(strings.NewReader(sleeper), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

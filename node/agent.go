@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -14,20 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/node/containerconfig"
+	"github.com/podgate/podgate/node/env"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/node/logbuf"
+	"github.com/podgate/podgate/node/loopnet"
+	"github.com/podgate/podgate/node/podnetwork"
+	"github.com/podgate/podgate/node/podwatch"
+	"github.com/podgate/podgate/node/podworkers"
+	"github.com/podgate/podgate/node/preflight"
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/runtime/containerconfig"
-	"github.com/podgate/podgate/runtime/env"
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/images"
-	"github.com/podgate/podgate/runtime/logbuf"
-	"github.com/podgate/podgate/runtime/loopnet"
-	"github.com/podgate/podgate/runtime/podnetwork"
-	"github.com/podgate/podgate/runtime/podwatch"
-	"github.com/podgate/podgate/runtime/podworkers"
-	"github.com/podgate/podgate/runtime/preflight"
-	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // HostIP is status.hostIP on the loopback network: the host, as its pods
@@ -84,7 +84,7 @@ type Options struct {
 	Getenv func(string) string
 	// Runner runs every probe; nil is probe.NewRunner().
 	Runner *probe.Runner
-	// NoGuardian skips the guardian process (see runtime/proc).
+	// NoGuardian skips the guardian process (see node/proc).
 	NoGuardian bool
 	// PodSetup, when set, gives each admitted pod extra environment and
 	// work to finish before its containers start (see PodExtras).
@@ -229,9 +229,9 @@ func defaultNodeName() string {
 // would share a name, more pods than the pod range has addresses (see
 // package preflight). Each problem names the manifest (file and document),
 // the workload and the field path.
-func (a *Agent) Check(ws []*podspec.Workload) error {
+func (a *Agent) Check(ws []*workload.Workload) error {
 	return preflight.Check(ws, preflight.Options{
-		Containers: func(w *podspec.Workload) field.ErrorList {
+		Containers: func(w *workload.Workload) field.ErrorList {
 			return a.resolver.Workload(w, a.opts.NodeName, a.hostIP)
 		},
 		Capacity: a.net.Capacity,

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/podgate/podgate/runtime/podlogs"
+	"github.com/podgate/podgate/node/podlogs"
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}
 
-// Logs implements api.LogSource from the output the agent keeps: the
+// Logs implements apiserver.LogSource from the output the agent keeps: the
 // current and the previous instance of each container.
 func (a *Agent) Logs(ctx context.Context, namespace, name string, opts corev1.PodLogOptions) (io.ReadCloser, error) {
 	p := a.pod(namespace, name)

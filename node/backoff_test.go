@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/node/events"
 )
 
 // barrier waits until the pod worker has handled everything queued so far

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/runtime/podstatus"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/node/podstatus"
 )
 
-// The gate's condition (wire.ContainersReadyCondition) under the node
+// The gate's condition (contract.ContainersReadyCondition) under the node
 // agent: pods injected as `podgate run` injects them, the real podgate
 // binary as the gate, writing its condition through the real control API,
 // and the agent computing Ready from it as the kubelet does.
@@ -62,16 +62,16 @@ spec:
 // withoutGateProbe drops the gate's kubelet readiness probe: the node
 // agent then probes no container's readiness, and Ready follows the
 // readiness gates alone.
-func withoutGateProbe(w *podspec.Workload) {
-	w.Container(wire.GateContainerName).ReadinessProbe = nil
+func withoutGateProbe(w *workload.Workload) {
+	w.Container(contract.GateContainerName).ReadinessProbe = nil
 }
 
 // startInjectedWith is startInjected with a change to each injected
 // workload before it starts.
-func (g *gateHarness) startInjectedWith(manifest string, change func(*podspec.Workload)) {
+func (g *gateHarness) startInjectedWith(manifest string, change func(*workload.Workload)) {
 	g.t.Helper()
 	opts := inject.Options{Local: true, APIAddr: g.api}
-	var ws []*podspec.Workload
+	var ws []*workload.Workload
 	for _, w := range load(g.t, manifest) {
 		iw, err := inject.Gate(w, opts)
 		if err != nil {
@@ -93,7 +93,7 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 }
 
 func gateCondition(p *corev1.Pod) *corev1.PodCondition {
-	return podCondition(p, wire.ContainersReadyCondition)
+	return podCondition(p, contract.ContainersReadyCondition)
 }
 
 func gateConditionIs(status corev1.ConditionStatus) func(*corev1.Pod) bool {
@@ -141,7 +141,7 @@ func TestASidecarNotReadyIsNamedInThePodsCondition(t *testing.T) {
 			h.startInjectedWith(withSidecar(kind), withoutGateProbe)
 			prefix := "web-"
 			p := h.waitPodMatching(prefix, "ready", func(p *corev1.Pod) bool { return podReady(p) && gateConditionIs(corev1.ConditionTrue)(p) })
-			if gates := p.Spec.ReadinessGates; len(gates) != 1 || gates[0].ConditionType != wire.ContainersReadyCondition {
+			if gates := p.Spec.ReadinessGates; len(gates) != 1 || gates[0].ConditionType != contract.ContainersReadyCondition {
 				t.Fatalf("readiness gates %+v, want the gate's", gates)
 			}
 
@@ -153,10 +153,10 @@ func TestASidecarNotReadyIsNamedInThePodsCondition(t *testing.T) {
 				return gateConditionIs(corev1.ConditionFalse)(p) && r != nil && r.Status == corev1.ConditionFalse
 			})
 			const named = "containers not ready: side (readiness probe failed: HTTP probe failed with statuscode: 503)"
-			if c := gateCondition(p); c.Reason != wire.ReasonContainersNotReady || c.Message != named {
-				t.Errorf("the gate's condition: %s %q, want %s %q", c.Reason, c.Message, wire.ReasonContainersNotReady, named)
+			if c := gateCondition(p); c.Reason != contract.ReasonContainersNotReady || c.Message != named {
+				t.Errorf("the gate's condition: %s %q, want %s %q", c.Reason, c.Message, contract.ReasonContainersNotReady, named)
 			}
-			wantReady := `the status of pod readiness gate "` + wire.ContainersReadyCondition + `" is not "True", but False`
+			wantReady := `the status of pod readiness gate "` + contract.ContainersReadyCondition + `" is not "True", but False`
 			if r := podCondition(p, corev1.PodReady); r.Reason != podstatus.ReasonReadinessGatesNotReady || r.Message != wantReady {
 				t.Errorf("Ready: %s %q, want %s %q", r.Reason, r.Message, podstatus.ReasonReadinessGatesNotReady, wantReady)
 			}
@@ -173,7 +173,7 @@ func TestASidecarNotReadyIsNamedInThePodsCondition(t *testing.T) {
 			// gate writes nothing.
 			// The write is logged once its answer came, after the store
 			// had it.
-			h.waitOutputLine(p.Name, wire.GateContainerName, `status="False (`+wire.ReasonContainersNotReady+`: `+named+`)"`)
+			h.waitOutputLine(p.Name, contract.GateContainerName, `status="False (`+contract.ReasonContainersNotReady+`: `+named+`)"`)
 			const failed = "Readiness probe called, responding with: false"
 			before, probes := h.conditionWrites(p.Name), h.containerLines(p.Name, "side", failed)
 			h.waitPod(p.Name, "probed three more times", func(*corev1.Pod) bool { return h.containerLines(p.Name, "side", failed) >= probes+3 })

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"crypto/rand"
@@ -7,12 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/node/containerconfig"
+	"github.com/podgate/podgate/node/kill"
+	"github.com/podgate/podgate/node/logbuf"
+	"github.com/podgate/podgate/node/proc"
+	"github.com/podgate/podgate/node/restart"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/runtime/containerconfig"
-	"github.com/podgate/podgate/runtime/kill"
-	"github.com/podgate/podgate/runtime/logbuf"
-	"github.com/podgate/podgate/runtime/proc"
-	"github.com/podgate/podgate/runtime/restart"
 )
 
 // ContainerIDPrefix is the runtime part of containerID: podgate://<id>.

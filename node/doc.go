@@ -9,39 +9,39 @@
 // The pieces, each in its own file:
 //
 //   - Agent (agent.go): options, the preflight Check, graceful shutdown
-//     (the drain of its pod workers, runtime/podworkers); it implements
-//     api.LogSource (api.go).
+//     (the drain of its pod workers, node/podworkers); it implements
+//     apiserver.LogSource (api.go).
 //   - node.go: the interfaces to the API, and what the agent does with
-//     what it observes (runtime/podwatch tells what is news): a new pod
+//     what it observes (node/podwatch tells what is news): a new pod
 //     gets a worker, a deletion (the API's deletionTimestamp) starts
 //     termination, a removal kills at once.
 //   - pod (pod*.go): one goroutine per pod, the kubelet's pod worker. It
 //     alone changes the pod's state; process exits, probe results,
 //     timers and deletions reach it through a queue. It decides by the
-//     clock-free rules of runtime/startorder (init containers in order,
-//     native sidecars each gated on its startup probe), runtime/restart
+//     clock-free rules of node/startorder (init containers in order,
+//     native sidecars each gated on its startup probe), node/restart
 //     (restartPolicy, the container's restart history) and
-//     runtime/termination (the shared grace period; sidecars stop after
+//     node/termination (the shared grace period; sidecars stop after
 //     the main containers, in reverse order), and publishes the status
-//     runtime/podstatus computes.
+//     node/podstatus computes.
 //   - probes: one prober.Manager per pod over one shared probe.Runner
-//     (runtime/podprobes wires them).
-//   - network.go: PodNetwork (runtime/podnetwork's contract), each pod's
+//     (node/podprobes wires them).
+//   - network.go: PodNetwork (node/podnetwork's contract), each pod's
 //     address and the network its processes start in (containers, exec
 //     probes, exec hooks, through PodNet.Enter); the default is loopback
-//     addresses on the host (runtime/loopnet, which also checks a
-//     container's ports before it starts). Package podnet/nodenet adapts
+//     addresses on the host (node/loopnet, which also checks a
+//     container's ports before it starts). Package node/netns/nodenet adapts
 //     pod network namespaces.
 //
-// The other subpackages are the parts the pod worker uses: runtime/proc (a
+// The other subpackages are the parts the pod worker uses: node/proc (a
 // process group per container, parent-death signal and a guardian process
-// so nothing outlives podgate), runtime/kill (one container's stop
-// sequence), runtime/queue (the pod worker's mailbox), runtime/backoff
-// (CrashLoopBackOff), runtime/events (the event recorder, reasons),
-// runtime/logbuf and runtime/podlogs (the output kept, and read as `kubectl
-// logs` does), runtime/containerconfig with runtime/env and runtime/images
-// (what a container runs with), runtime/hooks (lifecycle handlers),
-// runtime/podsetup (what a node adds to a pod) and runtime/preflight
+// so nothing outlives podgate), node/kill (one container's stop
+// sequence), node/queue (the pod worker's mailbox), node/backoff
+// (CrashLoopBackOff), node/events (the event recorder, reasons),
+// node/logbuf and node/podlogs (the output kept, and read as `kubectl
+// logs` does), node/containerconfig with node/env and node/images
+// (what a container runs with), node/hooks (lifecycle handlers),
+// node/podsetup (what a node adds to a pod) and node/preflight
 // (Check's rules); docs/architecture.md lists each with its job.
 //
 // Where podgate deliberately differs from the kubelet it is in the user's
@@ -50,4 +50,4 @@
 // and the pod's status is written *before* the kill starts (docs/facts.md
 // §3, seed 004); the local control plane turns the endpoint not ready
 // before that write returns, so traffic leaves before SIGTERM arrives.
-package runtime
+package node

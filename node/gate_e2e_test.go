@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -14,13 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/images"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/images"
 )
 
 // The gate in the node agent: pods injected as `podgate run` injects them,
@@ -69,7 +68,7 @@ func newGateHarness(t *testing.T) *gateHarness {
 		t.Fatal(err)
 	}
 	im.Self = bin
-	im.Set(gateenv.DefaultImage, bin)
+	im.Set(contract.DefaultImage, bin)
 	// The API must outlive the agent's shutdown (cleanups run last
 	// first): the gates learn of their pod's deletion through it.
 	var stopAPI func()
@@ -79,14 +78,14 @@ func newGateHarness(t *testing.T) *gateHarness {
 		}
 	})
 	h := newHarness(t, func(o *Options) { o.Images = im })
-	ln, err := api.Listen("127.0.0.1:0")
+	ln, err := apiserver.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- api.NewServer(api.Config{Store: h.store, Pods: h.pods, Logs: h.agent}).Serve(ctx, ln)
+		done <- apiserver.NewServer(apiserver.Config{Store: h.store, Pods: h.pods, Logs: h.agent}).Serve(ctx, ln)
 	}()
 	stopAPI = func() {
 		cancel()
@@ -102,7 +101,7 @@ func newGateHarness(t *testing.T) *gateHarness {
 func (g *gateHarness) startInjected(manifest string, opts inject.Options) {
 	g.t.Helper()
 	opts.Local, opts.APIAddr = true, g.api
-	var ws []*podspec.Workload
+	var ws []*workload.Workload
 	for _, w := range load(g.t, manifest) {
 		iw, err := inject.Gate(w, opts)
 		if err != nil {
@@ -177,7 +176,7 @@ func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
     livenessProbe: {tcpSocket: {port: 8081}, initialDelaySeconds: 1, periodSeconds: 1}
 `), inject.Options{})
 	p := h.waitPod("web", "ready", podReady)
-	if cs := containerStatus(p, wire.GateContainerName); cs.Started == nil || !*cs.Started || !cs.Ready {
+	if cs := containerStatus(p, contract.GateContainerName); cs.Started == nil || !*cs.Started || !cs.Ready {
 		t.Errorf("gate status %+v, want started and ready", cs)
 	}
 	// Liveness probes went through the gate.
@@ -191,7 +190,7 @@ func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
 		if v == nil || v.Name != "web" {
 			continue
 		}
-		gate := containerStatus(v, wire.GateContainerName)
+		gate := containerStatus(v, contract.GateContainerName)
 		for _, cs := range v.Status.ContainerStatuses {
 			if cs.State.Waiting != nil && cs.State.Waiting.Reason == "PodInitializing" {
 				continue
@@ -305,7 +304,7 @@ func TestRoutedProbesRecordWhatDirectProbesRecord(t *testing.T) {
 		if e.Reason != events.ReasonUnhealthy && e.Reason != events.ReasonProbeWarning {
 			continue
 		}
-		if strings.Contains(e.InvolvedObject.FieldPath, wire.GateContainerName) {
+		if strings.Contains(e.InvolvedObject.FieldPath, contract.GateContainerName) {
 			continue // the gate's own readiness: not one of the app's probes
 		}
 		if n := normalize(routed, e); !seen[n] && !strings.Contains(n, "connection refused") {
@@ -390,7 +389,7 @@ spec:
 // gateReadyz is the pod's gate's /readyz?verbose.
 func (h *harness) gateReadyz(p *corev1.Pod) string {
 	h.t.Helper()
-	_, body, err := get(fmt.Sprintf("http://%s:%d/readyz?verbose", p.Status.PodIP, wire.GateAdminPort))
+	_, body, err := get(fmt.Sprintf("http://%s:%d/readyz?verbose", p.Status.PodIP, contract.GateAdminPort))
 	if err != nil {
 		return err.Error()
 	}
@@ -421,18 +420,18 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 	if err := h.pods.DeletePod(context.Background(), "default", "drain", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitOutputLine("drain", wire.GateContainerName, `why="the pod is being deleted (status source)"`)
-	h.waitOutputLine("drain", wire.GateContainerName, "preStop hook waiting for the drain")
+	h.waitOutputLine("drain", contract.GateContainerName, `why="the pod is being deleted (status source)"`)
+	h.waitOutputLine("drain", contract.GateContainerName, "preStop hook waiting for the drain")
 	// A request straight to the pod during the drain is served.
 	// The gate's quiet period starts no earlier than the request did
 	// (taking the time after the answer would race the gate by the
 	// answer's way back).
 	lastRequest := time.Now()
-	code, body, err := get(fmt.Sprintf("http://%s:%d/", p.Status.PodIP, wire.GatePort))
+	code, body, err := get(fmt.Sprintf("http://%s:%d/", p.Status.PodIP, contract.GatePort))
 	if err != nil || code != 200 || !strings.Contains(body, "drain") {
 		t.Fatalf("request during the drain: %d %q %v; want 200 from the app", code, body, err)
 	}
-	drained := h.loggedAt(h.waitOutputLine("drain", wire.GateContainerName, "drained: no request for the quiet period"))
+	drained := h.loggedAt(h.waitOutputLine("drain", contract.GateContainerName, "drained: no request for the quiet period"))
 	term := h.loggedAt(h.waitOutputLine("drain", "app", "termination requested"))
 	sigterm := time.Now()
 	if term.Before(drained) {
@@ -441,7 +440,7 @@ func TestDrainHoldsWithTheGateAsNativeSidecar(t *testing.T) {
 	if quiet := 3 * time.Second; sigterm.Sub(lastRequest) < quiet {
 		t.Errorf("the app got SIGTERM %s after the last request, within the %s quiet period", sigterm.Sub(lastRequest), quiet)
 	}
-	if h.outputLine("drain", wire.GateContainerName, "preStop hook released") >= 0 {
+	if h.outputLine("drain", contract.GateContainerName, "preStop hook released") >= 0 {
 		t.Error("the app's preStop was released as for a restart: the gate did not know of the deletion")
 	}
 	// The drain failed the gate's readiness every second; the node agent
@@ -482,8 +481,8 @@ func TestLivenessKillIsARestartNotADrain(t *testing.T) {
 		t.Fatalf("toggle liveness: %d %v", code, err)
 	}
 	h.restarted("restart", "app", 1)
-	h.waitOutputLine("restart", wire.GateContainerName, "preStop hook released: no SIGTERM, so a container restarts")
-	if i := h.outputLine("restart", wire.GateContainerName, "terminating: failing health checks"); i >= 0 {
+	h.waitOutputLine("restart", contract.GateContainerName, "preStop hook released: no SIGTERM, so a container restarts")
+	if i := h.outputLine("restart", contract.GateContainerName, "terminating: failing health checks"); i >= 0 {
 		t.Errorf("the gate drained for a container restart (output line %d)", i)
 	}
 	h.waitPod("restart", "ready again", podReady)

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/localcluster"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/local/controllers"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // waitLimit bounds every wait in these tests: generous, because they must
@@ -40,12 +40,12 @@ type harness struct {
 	agent *Agent
 	store *objstore.Store
 	// pods is the API's side of the pods: DELETE marks them there.
-	pods *localcluster.Pods
+	pods *controllers.Pods
 	// endpoints writes the EndpointSlices and Services; domain and
 	// serving configure it (set them before start).
-	endpoints *localcluster.Endpoints
+	endpoints *controllers.Endpoints
 	domain    string
-	serving   localcluster.ServingCounter
+	serving   controllers.ServingCounter
 	clock     clock.PassiveClock
 	out       *syncbuf.Buffer
 	logs      *syncbuf.Buffer
@@ -70,7 +70,7 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	store := objstore.New(objstore.Options{})
 	h := &harness{t: t, store: store, out: &syncbuf.Buffer{}, logs: &syncbuf.Buffer{}}
 	o := Options{
-		Events:  localcluster.NewEvents(store),
+		Events:  controllers.NewEvents(store),
 		PodCIDR: nextCIDR(),
 		Output:  h.out,
 		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -78,7 +78,7 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	for _, f := range opts {
 		f(&o)
 	}
-	h.pods = localcluster.NewPods(store, nil)
+	h.pods = controllers.NewPods(store, nil)
 	if o.Clock != nil {
 		h.clock = o.Clock
 	}
@@ -110,9 +110,9 @@ func (h *harness) stop() {
 }
 
 // load parses manifests and validates them as `podgate run` does.
-func load(t testing.TB, manifest string) []*podspec.Workload {
+func load(t testing.TB, manifest string) []*workload.Workload {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(manifest), "test.yaml")
+	m, err := workload.Load(strings.NewReader(manifest), "test.yaml")
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -124,7 +124,7 @@ func load(t testing.TB, manifest string) []*podspec.Workload {
 	return m.Workloads
 }
 
-func (h *harness) start(manifest string) []*podspec.Workload {
+func (h *harness) start(manifest string) []*workload.Workload {
 	h.t.Helper()
 	ws := load(h.t, manifest)
 	h.startWorkloads(ws)
@@ -135,12 +135,12 @@ func (h *harness) start(manifest string) []*podspec.Workload {
 // the local control plane: the EndpointSlice and Service controller (the
 // slices and services these tests read follow from the pods) and the
 // workload controller, which creates the pods the agent runs.
-func (h *harness) startWorkloads(ws []*podspec.Workload) {
+func (h *harness) startWorkloads(ws []*workload.Workload) {
 	h.t.Helper()
 	if err := h.agent.Check(ws); err != nil {
 		h.t.Fatalf("start: %v", err)
 	}
-	e, err := localcluster.NewEndpoints(localcluster.EndpointsConfig{
+	e, err := controllers.NewEndpoints(controllers.EndpointsConfig{
 		Store: h.store, Workloads: ws, Domain: h.domain, Serving: h.serving, Clock: h.clock,
 	})
 	if err != nil {
@@ -153,7 +153,7 @@ func (h *harness) startWorkloads(ws []*podspec.Workload) {
 	// Cleanups run last first: the controller stops after the agent.
 	h.t.Cleanup(e.Stop)
 	h.endpoints = e
-	wl, err := localcluster.NewWorkloads(localcluster.WorkloadsConfig{
+	wl, err := controllers.NewWorkloads(controllers.WorkloadsConfig{
 		Store: h.store, Workloads: ws, NodeName: h.agent.NodeName(), Replicas: h.agent.opts.Replicas, Clock: h.clock,
 	})
 	if err != nil {

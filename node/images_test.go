@@ -1,9 +1,9 @@
-package runtime
+package node
 
 import (
 	"testing"
 
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/node/images"
 )
 
 // storedImages is an images.Store holding one image, a shell command.

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/localcluster"
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/local/controllers"
+	"github.com/podgate/podgate/node/events"
 )
 
 func readLines(t *testing.T, path string) []string {
@@ -319,7 +319,7 @@ spec:
           periodSeconds: 1
 `)
 		first := h.waitPodMatching("web-", "ready", podReady)
-		if parts := strings.Split(first.Name, "-"); len(parts) != 3 || len(parts[2]) != 5 || first.Labels[localcluster.LabelPodTemplateHash] != parts[1] {
+		if parts := strings.Split(first.Name, "-"); len(parts) != 3 || len(parts[2]) != 5 || first.Labels[controllers.LabelPodTemplateHash] != parts[1] {
 			t.Errorf("pod name %q, labels %v: want web-<pod-template-hash>-<5 chars>", first.Name, first.Labels)
 		}
 		if err := h.pods.DeletePod(context.Background(), "default", first.Name, metav1.DeleteOptions{}); err != nil {

@@ -1,14 +1,14 @@
-package runtime
+package node
 
 import (
-	"github.com/podgate/podgate/runtime/loopnet"
-	"github.com/podgate/podgate/runtime/podnetwork"
+	"github.com/podgate/podgate/node/loopnet"
+	"github.com/podgate/podgate/node/podnetwork"
 )
 
 // PodNetwork is the pod network of this node as the node agent uses it
 // (package podnetwork's contract): it gives each pod an address and a
 // place for its processes to run. The default (Options.Network nil) is
-// the loopback network of `podgate run`; package podnet/nodenet adapts
+// the loopback network of `podgate run`; package node/netns/nodenet adapts
 // podnet's network namespaces.
 type PodNetwork = podnetwork.Network
 

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -9,16 +9,16 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/localcluster"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/runtime/loopnet"
-	"github.com/podgate/podgate/runtime/podnetwork"
+	"github.com/podgate/podgate/local/controllers"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/node/loopnet"
+	"github.com/podgate/podgate/node/podnetwork"
 )
 
 func TestNetworkOptions(t *testing.T) {
 	t.Parallel()
 	store := objstore.New(objstore.Options{})
-	pods := localcluster.NewPods(store, nil)
+	pods := controllers.NewPods(store, nil)
 	pool, err := loopnet.New(nextCIDR())
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestNetworkOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.opts
-			o.Events, o.Pods, o.Source, o.NoGuardian = localcluster.NewEvents(store), pods, pods, true
+			o.Events, o.Pods, o.Source, o.NoGuardian = controllers.NewEvents(store), pods, pods, true
 			a, err := New(o)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

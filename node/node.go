@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/runtime/podwatch"
+	"github.com/podgate/podgate/node/podwatch"
 )
 
 // PodSource is how the agent learns what the API did to the pods bound to

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/node/events"
 )
 
 // storeSnapshot is what the store showed when SIGTERM reached the

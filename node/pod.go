@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/podworkers"
-	"github.com/podgate/podgate/runtime/proc"
-	"github.com/podgate/podgate/runtime/queue"
-	"github.com/podgate/podgate/runtime/startorder"
-	"github.com/podgate/podgate/runtime/termination"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/podworkers"
+	"github.com/podgate/podgate/node/proc"
+	"github.com/podgate/podgate/node/queue"
+	"github.com/podgate/podgate/node/startorder"
+	"github.com/podgate/podgate/node/termination"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // podEvent is what reaches a pod worker through its queue.
@@ -76,7 +76,7 @@ type pod struct {
 	initialized bool
 	conditions  map[corev1.PodConditionType]corev1.PodCondition
 	// gateConds are the conditions others wrote on the API's pod that its
-	// readiness gates name (the gate's wire.ContainersReadyCondition, a
+	// readiness gates name (the gate's contract.ContainersReadyCondition, a
 	// load balancer controller's): the pod is Ready only once every one
 	// of them is True, as the kubelet decides (package podstatus). The
 	// agent learns of them through its PodSource, as the kubelet through

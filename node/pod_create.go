@@ -1,15 +1,15 @@
-package runtime
+package node
 
 import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/runtime/env"
-	"github.com/podgate/podgate/runtime/podprobes"
-	"github.com/podgate/podgate/runtime/podstatus"
-	"github.com/podgate/podgate/runtime/queue"
+	"github.com/podgate/podgate/node/env"
+	"github.com/podgate/podgate/node/podprobes"
+	"github.com/podgate/podgate/node/podstatus"
+	"github.com/podgate/podgate/node/queue"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // newPod prepares the pod worker of obj, a pod bound to this node: it

@@ -1,14 +1,14 @@
-package runtime
+package node
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/proc"
-	"github.com/podgate/podgate/runtime/restart"
-	"github.com/podgate/podgate/runtime/termination"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/proc"
+	"github.com/podgate/podgate/node/restart"
+	"github.com/podgate/podgate/node/termination"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // onExit handles the end of a container instance.

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/hooks"
-	"github.com/podgate/podgate/runtime/kill"
-	"github.com/podgate/podgate/runtime/termination"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/hooks"
+	"github.com/podgate/podgate/node/kill"
+	"github.com/podgate/podgate/node/termination"
 )
 
 // beginTermination starts the pod's graceful termination (deletion or

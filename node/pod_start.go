@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/images"
-	"github.com/podgate/podgate/runtime/logbuf"
-	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/node/logbuf"
+	"github.com/podgate/podgate/node/proc"
 )
 
 // startContainer starts a new instance of c, with the kubelet's events:

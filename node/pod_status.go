@@ -1,11 +1,11 @@
-package runtime
+package node
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/runtime/podstatus"
+	"github.com/podgate/podgate/node/podstatus"
 )
 
 // publish writes the pod's status; the EndpointSlice follows from it

@@ -1,12 +1,12 @@
-package runtime
+package node
 
 import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/podsetup"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/podsetup"
 )
 
 // PodSetupFunc gives one pod what the node adds to it besides its spec

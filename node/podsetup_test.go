@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/runtime/env"
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/node/env"
+	"github.com/podgate/podgate/node/events"
 )
 
 // setupRecorder is a PodSetup whose Prepare fails a set number of times,

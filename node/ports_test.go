@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/node/events"
 )
 
 func TestPortConflicts(t *testing.T) {

@@ -1,11 +1,11 @@
-package runtime
+package node
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/runtime/containerconfig"
-	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/node/containerconfig"
+	"github.com/podgate/podgate/node/env"
 )
 
 // EnvPodIP is the pod's address, set in every container before

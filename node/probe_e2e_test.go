@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/node/events"
 )
 
 // The kubelet's own end-to-end probe tests (test/e2e/common/node/

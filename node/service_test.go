@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // servingCount is a ServingView a test sets by hand: the front door's

@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/runtime/events"
-	"github.com/podgate/podgate/runtime/kill"
+	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/kill"
 )
 
 // The pod's grace period is far longer than any wait here: only the

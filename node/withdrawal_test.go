@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/node/events"
 )
 
 // heldWithdrawal is an EndpointWithdrawal whose endpoint is withdrawn

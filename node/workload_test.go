@@ -1,4 +1,4 @@
-package runtime
+package node
 
 import (
 	"regexp"
@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/podgate/podgate/localcluster"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/local/controllers"
 )
 
 func TestKnativeServicePods(t *testing.T) {
@@ -34,8 +34,8 @@ spec:
 		t.Errorf("pod name %q, want hello-00001-deployment-<hash>-<5>", p.Name)
 	}
 	for k, v := range map[string]string{
-		podspec.LabelKnativeService: "hello", podspec.LabelKnativeConfiguration: "hello",
-		podspec.LabelKnativeRevision: "hello-00001", "app": "hello-00001",
+		workload.LabelKnativeService: "hello", workload.LabelKnativeConfiguration: "hello",
+		workload.LabelKnativeRevision: "hello-00001", "app": "hello-00001",
 	} {
 		if p.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, p.Labels[k], v)
@@ -47,7 +47,7 @@ spec:
 		return len(s.Endpoints) == 1 && *s.Endpoints[0].Conditions.Ready
 	})
 	s := h.slice("hello-00001")
-	if s == nil || *s.Ports[0].Port != 8081 || s.Labels[localcluster.LabelServiceName] != "hello-00001" || s.Labels[podspec.LabelKnativeService] != "hello" {
+	if s == nil || *s.Ports[0].Port != 8081 || s.Labels[controllers.LabelServiceName] != "hello-00001" || s.Labels[workload.LabelKnativeService] != "hello" {
 		t.Fatalf("EndpointSlice = %+v, want hello-00001 on port 8081 with the service labels", s)
 	}
 	deadline := time.Now().Add(waitLimit)

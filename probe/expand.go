@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/expansion"
+	"github.com/podgate/podgate/internal/expansion"
 )
 
 // expandCommand expands $(VAR) in an exec probe's argv from the container's

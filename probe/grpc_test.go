@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 func grpcProbeOf(port int, service *string) *corev1.Probe {
@@ -118,7 +118,7 @@ func TestGRPC(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		want := "kube-probe/" + wire.KubeletVersion + " grpc-go/" + grpc.Version
+		want := "kube-probe/" + contract.KubeletVersion + " grpc-go/" + grpc.Version
 		if len(userAgent) != 1 || userAgent[0] != want {
 			t.Errorf("user-agent = %q, want %q", userAgent, want)
 		}

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // startProtoServer serves HTTP/1.1, h2c (HTTP/2 with prior knowledge) or
@@ -71,7 +71,7 @@ func TestAttemptH2C(t *testing.T) {
 			if r.Proto != "HTTP/2.0" {
 				t.Errorf("the probe came as %s, want HTTP/2.0", r.Proto)
 			}
-			if ua, want := r.UserAgent(), wire.KubeProbeUserAgent(wire.KubeletVersion); ua != want {
+			if ua, want := r.UserAgent(), contract.KubeProbeUserAgent(contract.KubeletVersion); ua != want {
 				t.Errorf("User-Agent %q, want the kubelet's %q", ua, want)
 			}
 			if a := r.Header.Get("Accept"); a != "*/*" {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/procgroup"
+	"github.com/podgate/podgate/internal/procgroup"
 )
 
 // pipeGrace bounds how long output is collected after the command's process

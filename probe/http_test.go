@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // recorder is an HTTP handler that remembers the last request it saw.
@@ -217,7 +217,7 @@ func TestHTTPHeaders(t *testing.T) {
 		want    []string // nil: the header is not sent at all
 	}{
 		{"user headers are added, repeats kept", h("X-Check", "a", "x-check", "b"), "X-Check", []string{"a", "b"}},
-		{"the default User-Agent is kube-probe/<major.minor>", nil, "User-Agent", []string{"kube-probe/" + wire.KubeletVersion}},
+		{"the default User-Agent is kube-probe/<major.minor>", nil, "User-Agent", []string{"kube-probe/" + contract.KubeletVersion}},
 		{"a user User-Agent replaces the default", h("User-Agent", "mine/1"), "User-Agent", []string{"mine/1"}},
 		{"only the first of repeated User-Agents is sent", h("User-Agent", "first", "User-Agent", "second"), "User-Agent", []string{"first"}},
 		{"an empty User-Agent sends none", h("User-Agent", ""), "User-Agent", nil},

@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // MaxAttempts is how many attempts one tick makes at most. Only attempts
@@ -23,9 +23,9 @@ type Option func(*Runner)
 
 // WithKubeletVersion sets the "major.minor" that names the User-Agent of
 // HTTP and gRPC probes ("kube-probe/<version>"). Default
-// wire.KubeletVersion.
+// contract.KubeletVersion.
 func WithKubeletVersion(version string) Option {
-	return func(r *Runner) { r.userAgent = wire.KubeProbeUserAgent(version) }
+	return func(r *Runner) { r.userAgent = contract.KubeProbeUserAgent(version) }
 }
 
 // WithExecutor sets the Executor for exec probes whose Target has none.
@@ -49,7 +49,7 @@ type Runner struct {
 // NewRunner returns a Runner with the kubelet's defaults.
 func NewRunner(opts ...Option) *Runner {
 	r := &Runner{
-		userAgent: wire.KubeProbeUserAgent(wire.KubeletVersion),
+		userAgent: contract.KubeProbeUserAgent(contract.KubeletVersion),
 		exec:      HostExecutor{},
 		dialer:    probeDialer(),
 	}

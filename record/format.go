@@ -10,7 +10,7 @@
 // podgate learned them; their times come from where they happened (a
 // request is written when it ends, with its start in Request.Start), so a
 // reader that wants one time axis sorts by Time, stably.
-package recording
+package record
 
 import (
 	"time"

@@ -19,15 +19,15 @@ import (
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/activator/kubebackends"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/loopback"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/record"
 )
 
 // DefaultListen is the front door's address: Knative's ingress answers on
 // port 80; locally 8080 needs no privileges.
-const DefaultListen = wire.FrontDoorAddr
+const DefaultListen = contract.FrontDoorAddr
 
 // drainLimit bounds how long requests in flight through the front door
 // may take to finish once the pods are gone.
@@ -76,7 +76,7 @@ type route struct {
 	announced bool
 }
 
-// ServingPods is localcluster.ServingCounter: the pods of a workload the
+// ServingPods is controllers.ServingCounter: the pods of a workload the
 // activator sends requests to, so that service status follows traffic.
 func (f *Door) ServingPods(namespace, name string) (int, bool) {
 	t, ok := f.byWorkload[namespace+"/"+name]
@@ -104,7 +104,7 @@ func Listen(addr string) (net.Listener, error) {
 // EndpointSlice, as the runtime writes it: the revision for a Knative
 // Service (its pods belong to the revision, not the service), the
 // workload's own name otherwise.
-func serviceName(w *podspec.Workload) string {
+func serviceName(w *workload.Workload) string {
 	if w.Knative != nil && w.Knative.RevisionName != "" {
 		return w.Knative.RevisionName
 	}
@@ -113,8 +113,8 @@ func serviceName(w *podspec.Workload) string {
 
 // gatePort is the port the injected gate serves traffic and health checks
 // on, as declared on the gate container.
-func gatePort(w *podspec.Workload) int32 {
-	_, port := wire.GateTrafficPort(w.Container(wire.GateContainerName))
+func gatePort(w *workload.Workload) int32 {
+	_, port := contract.GateTrafficPort(w.Container(contract.GateContainerName))
 	return port
 }
 
@@ -122,7 +122,7 @@ func gatePort(w *podspec.Workload) int32 {
 type Config struct {
 	// Client reads EndpointSlices and Pods (the control API's).
 	Client    kubernetes.Interface
-	Workloads []*podspec.Workload
+	Workloads []*workload.Workload
 	Domain    string
 	// ServicePorts are the --service-port flags, not yet checked against
 	// the workloads.
@@ -136,7 +136,7 @@ type Config struct {
 	Metrics activator.Metrics
 	// Recorder, when set, hears every target's routing decisions and
 	// requests (`podgate run --record`).
-	Recorder recording.Sink
+	Recorder record.Sink
 	Logger   *slog.Logger
 	Stderr   io.Writer
 }
@@ -156,7 +156,7 @@ func New(ln net.Listener, c Config) (*Door, error) {
 		byWorkload:   map[string]*activator.Target{},
 		stderr:       c.Stderr,
 	}
-	var routed []*podspec.Workload
+	var routed []*workload.Workload
 	for _, w := range c.Workloads {
 		if !w.IsInjected() {
 			fmt.Fprintf(c.Stderr, "podgate: no front door route for %s: it runs without the gate (--no-gate)\n", w.ID())
@@ -204,7 +204,7 @@ func New(ln net.Listener, c Config) (*Door, error) {
 // startFeeds follows each routed workload's EndpointSlices and pods into
 // its target. Feeds start before the pods: a target then sees every pod
 // from its first endpoint on.
-func (f *Door) startFeeds(routed []*podspec.Workload, c Config) {
+func (f *Door) startFeeds(routed []*workload.Workload, c Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopFeeds = cancel
 	for i, w := range routed {

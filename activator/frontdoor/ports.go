@@ -12,7 +12,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // ServicePort is one --service-port [NAMESPACE/]NAME=PORT.
@@ -50,7 +50,7 @@ func ParseServicePort(raw string) (ServicePort, error) {
 }
 
 // matches says whether the flag names w.
-func (p ServicePort) matches(w *podspec.Workload) bool {
+func (p ServicePort) matches(w *workload.Workload) bool {
 	return w.Name == p.Name && (p.Namespace == "" || p.Namespace == w.Namespace)
 }
 
@@ -60,9 +60,9 @@ func (p ServicePort) matches(w *podspec.Workload) bool {
 // port already, or a port given twice. For each flag it returns the index
 // in routed of its workload. It takes no address: it runs before
 // anything listens.
-func CheckRoutes(routed []*podspec.Workload, domain string, flags []ServicePort) ([]int, error) {
+func CheckRoutes(routed []*workload.Workload, domain string, flags []ServicePort) ([]int, error) {
 	router := activator.NewRouter(domain)
-	hosts := map[string]*podspec.Workload{}
+	hosts := map[string]*workload.Workload{}
 	for _, w := range routed {
 		host := router.Host(w.Namespace, w.Name)
 		if other, ok := hosts[host]; ok {

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 const host = service + "." + testNS + ".example.com"
@@ -139,11 +139,11 @@ func TestTheActivatorRoutesToPodsReadyInBothViews(t *testing.T) {
 			}
 			gated := false
 			for _, g := range p.Spec.ReadinessGates {
-				gated = gated || g.ConditionType == wire.ContainersReadyCondition
+				gated = gated || g.ConditionType == contract.ContainersReadyCondition
 			}
 			var cond *corev1.PodCondition
 			for i := range p.Status.Conditions {
-				if p.Status.Conditions[i].Type == wire.ContainersReadyCondition {
+				if p.Status.Conditions[i].Type == contract.ContainersReadyCondition {
 					cond = &p.Status.Conditions[i]
 				}
 			}

@@ -15,13 +15,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Defaults of Config.
 const (
 	// DefaultListen is the traffic port; the Service in
-	// deploy/base/activator maps port 80 to it.
+	// kube/deploy/base/activator maps port 80 to it.
 	DefaultListen = ":8080"
 	// DefaultMetricsListen is Knative's activator's metrics port.
 	DefaultMetricsListen = ":9090"
@@ -30,7 +30,7 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 	// DefaultShutdownTimeout bounds the wait for requests in flight and
 	// held once a stop began; it fits in the default 30 s grace period
-	// after deploy/base's preStop sleep of 5 s.
+	// after kube/deploy/base's preStop sleep of 5 s.
 	DefaultShutdownTimeout = 20 * time.Second
 )
 
@@ -49,7 +49,7 @@ type Config struct {
 	// Namespace limits the activator to one namespace (default: every
 	// namespace; a Role in that namespace then suffices).
 	Namespace string
-	// GatePort is the port of each pod's gate (default wire.GatePort,
+	// GatePort is the port of each pod's gate (default contract.GatePort,
 	// queue-proxy's 8012): the activator sends requests and health checks
 	// there, whatever the EndpointSlices' ports.
 	GatePort int32
@@ -134,7 +134,7 @@ func (c *Config) setDefaults() {
 	def(&c.Domain, activator.DefaultDomain)
 	c.Domain = strings.ToLower(strings.TrimSuffix(c.Domain, "."))
 	if c.GatePort == 0 {
-		c.GatePort = wire.GatePort
+		c.GatePort = contract.GatePort
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout

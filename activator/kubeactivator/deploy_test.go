@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// kustomizations are the directories under deploy/ with a
+// kustomizations are the directories under kube/deploy/ with a
 // kustomization.yaml: every one is built by the tests.
 func kustomizations(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	err := filepath.WalkDir("../deploy", func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir("../../kube/deploy", func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "kustomization.yaml" {
 			dirs = append(dirs, filepath.Dir(path))
 		}
@@ -47,12 +47,12 @@ func decodeAs(t *testing.T, obj map[string]any, into any) {
 }
 
 // TestKustomizationsBuildAndApply builds every kustomization under
-// deploy/ with the kubectl of internal/k8sbin, pins the rights and the
-// activator's Deployment in what deploy/base builds, and has the real
+// kube/deploy/ with the kubectl of internal/k8sbin, pins the rights and the
+// activator's Deployment in what kube/deploy/base builds, and has the real
 // API server check every object (kubectl apply --dry-run=server).
 func TestKustomizationsBuildAndApply(t *testing.T) {
 	dirs := kustomizations(t)
-	for _, want := range []string{"../deploy/base", "../deploy/knative"} {
+	for _, want := range []string{"../../kube/deploy/base", "../../kube/deploy/knative"} {
 		if !slices.Contains(dirs, want) {
 			t.Errorf("no kustomization in %s (found %v)", want, dirs)
 		}
@@ -71,7 +71,7 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 
 	t.Run("deploy/base grants least privilege", func(t *testing.T) {
 		roles := map[string][]rbacv1.PolicyRule{}
-		for _, o := range built["../deploy/base"] {
+		for _, o := range built["../../kube/deploy/base"] {
 			if o["kind"] == "ClusterRole" {
 				var r rbacv1.ClusterRole
 				decodeAs(t, o, &r)
@@ -100,7 +100,7 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 	t.Run("deploy/base runs podgate activator as its service account, probed on its metrics port", func(t *testing.T) {
 		var d *appsv1.Deployment
 		var svc *corev1.Service
-		for _, o := range built["../deploy/base"] {
+		for _, o := range built["../../kube/deploy/base"] {
 			md, _ := o["metadata"].(map[string]any)
 			switch {
 			case o["kind"] == "Deployment" && md["name"] == "podgate-activator":
@@ -137,12 +137,12 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 
 	e := sharedEnv(t)
 	t.Run("the API server takes deploy/base, the examples and the one-line grant", func(t *testing.T) {
-		if out, err := e.kubectl(nil, "apply", "--dry-run=server", "-k", "../deploy/base"); err != nil {
+		if out, err := e.kubectl(nil, "apply", "--dry-run=server", "-k", "../../kube/deploy/base"); err != nil {
 			t.Fatal(err)
 		} else if !strings.Contains(string(out), "podgate-activator") {
 			t.Errorf("kubectl said:\n%s", out)
 		}
-		if _, err := e.kubectl(nil, "apply", "--dry-run=server", "-f", "../deploy/examples/"); err != nil {
+		if _, err := e.kubectl(nil, "apply", "--dry-run=server", "-f", "../../kube/deploy/examples/"); err != nil {
 			t.Fatal(err)
 		}
 		// docs/kubernetes.md's one-line grant, for a namespace of its own
@@ -179,18 +179,18 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 		}{
 			{"installed with server-side apply: podgate's server-side apply takes its one key",
 				[]string{"apply", "--server-side", "--field-manager=knative-installer", "-f", "-"},
-				[]string{"apply", "--server-side", "--field-manager=podgate", "--force-conflicts", "-k", "../deploy/knative"},
+				[]string{"apply", "--server-side", "--field-manager=podgate", "--force-conflicts", "-k", "../../kube/deploy/knative"},
 				withPodgate, true},
 			{"installed with client-side apply (Knative's documented install): a merge patch takes its one key",
 				[]string{"apply", "-f", "-"},
-				[]string{"patch", "-n", "knative-serving", "configmap", "config-deployment", "--type", "merge", "--patch-file", "../deploy/knative/config-deployment.yaml"},
+				[]string{"patch", "-n", "knative-serving", "configmap", "config-deployment", "--type", "merge", "--patch-file", "../../kube/deploy/knative/config-deployment.yaml"},
 				withPodgate, true},
 			// kubectl's server-side apply first moves the client-side
 			// apply's fields to the applying manager, which then drops
 			// what its manifest lacks: docs/kubernetes.md warns of it.
 			{"installed with client-side apply: a server-side apply drops Knative's other keys and labels",
 				[]string{"apply", "-f", "-"},
-				[]string{"apply", "--server-side", "--field-manager=podgate", "--force-conflicts", "-k", "../deploy/knative"},
+				[]string{"apply", "--server-side", "--field-manager=podgate", "--force-conflicts", "-k", "../../kube/deploy/knative"},
 				podgateOnly, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -205,7 +205,7 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.set[0] == "apply" {
-					dry := append(append([]string{}, tc.set[:len(tc.set)-2]...), "--dry-run=server", "-k", "../deploy/knative")
+					dry := append(append([]string{}, tc.set[:len(tc.set)-2]...), "--dry-run=server", "-k", "../../kube/deploy/knative")
 					if _, err := e.kubectl(nil, dry...); err != nil {
 						t.Fatal(err)
 					}

@@ -14,6 +14,6 @@
 // Service with EndpointSlices gets 404 at once and is never held.
 //
 // Its identity needs list and watch on endpointslices and pods, nothing
-// else (deploy/base/activator). Prometheus metrics, /healthz and /readyz
+// else (kube/deploy/base/activator). Prometheus metrics, /healthz and /readyz
 // are served on a port of their own.
 package kubeactivator

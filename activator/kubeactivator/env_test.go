@@ -30,15 +30,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/kubenode"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/runtime/images"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/node/kube"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // The cluster these tests share: one control plane, one podgate node
@@ -64,9 +63,9 @@ type env struct {
 	cp    *controlplane.ControlPlane
 	admin *rest.Config
 	cs    kubernetes.Interface
-	// activatorRest is deploy/base's podgate-activator service account;
+	// activatorRest is kube/deploy/base's podgate-activator service account;
 	// gateRest is shop's default service account, which
-	// deploy/examples/gate-rolebinding.yaml grants the gate's rights.
+	// kube/deploy/examples/gate-rolebinding.yaml grants the gate's rights.
 	activatorRest, gateRest *rest.Config
 	gateKubeconfig          string
 
@@ -142,7 +141,7 @@ func startEnv() (e *env, err error) {
 	if _, err = e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
 		return e, err
 	}
-	if _, err = e.kubectl(nil, "apply", "-f", "../deploy/examples/gate-rolebinding.yaml"); err != nil {
+	if _, err = e.kubectl(nil, "apply", "-f", "../../kube/deploy/examples/gate-rolebinding.yaml"); err != nil {
 		return e, err
 	}
 	if e.activatorRest, err = e.tokenConfig("podgate-system", "podgate-activator"); err != nil {
@@ -260,7 +259,7 @@ func kustomize(dir string) ([]map[string]any, error) {
 	}
 }
 
-// applyBase applies deploy/base as kustomize builds it, but for its
+// applyBase applies kube/deploy/base as kustomize builds it, but for its
 // Deployments (the podgate node would run them: the activator runs in
 // this process instead), the webhook configurations (no webhook runs
 // here; they concern opted-in objects only anyway) and the policy that
@@ -269,7 +268,7 @@ func kustomize(dir string) ([]map[string]any, error) {
 // the policy refuses. `podgate cluster up`'s tests run the policy, with
 // the tokens the node binds to each pod.
 func (e *env) applyBase() error {
-	objs, err := kustomize("../deploy/base")
+	objs, err := kustomize("../../kube/deploy/base")
 	if err != nil {
 		return err
 	}
@@ -327,7 +326,7 @@ func (e *env) startNode() error {
 	e.stopNode = cancel
 	ready := make(chan struct{})
 	go func() {
-		e.nodeDone <- kubenode.Run(ctx, kubenode.Config{
+		e.nodeDone <- kube.Run(ctx, kube.Config{
 			Kubeconfig: kubeconfig, NodeName: nodeName, PodCIDR: podCIDR,
 			Output: &e.log, Logger: slog.New(slog.NewTextHandler(&e.log, nil)),
 			Ready: func() { close(ready) },
@@ -372,7 +371,7 @@ spec:
       periodSeconds: 1
       failureThreshold: 1
 `, name, testNS, service, nodeName, images.TestappImage)
-	m, err := podspec.Load(strings.NewReader(manifest), name+".yaml")
+	m, err := workload.Load(strings.NewReader(manifest), name+".yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -382,16 +381,16 @@ spec:
 	}
 	pod := &corev1.Pod{ObjectMeta: *w.Template.ObjectMeta.DeepCopy(), Spec: *w.Template.Spec.DeepCopy()}
 	pod.Name, pod.Namespace = name, testNS
-	gate := wire.GateContainer(&pod.Spec)
+	gate := contract.GateContainer(&pod.Spec)
 	if gate == nil {
 		return nil, errors.New("no gate injected")
 	}
 	var env []corev1.EnvVar
 	for _, v := range gate.Env {
 		switch v.Name {
-		case gateenv.EnvStatusSource:
-			v.Value = gateenv.StatusSourceKubernetes
-		case gateenv.EnvOnlyRouter:
+		case contract.EnvStatusSource:
+			v.Value = contract.StatusSourceKubernetes
+		case contract.EnvOnlyRouter:
 			continue
 		}
 		env = append(env, v)
@@ -432,7 +431,7 @@ func (e *env) waitEndpoints(want map[string]bool) error {
 	return nil
 }
 
-// startActivator starts an activator as deploy/base's service account,
+// startActivator starts an activator as kube/deploy/base's service account,
 // on free loopback ports, reaching the pods through dialPod; cfg's zero
 // fields take the test defaults.
 func (e *env) startActivator(cfg Config) (*Server, context.CancelFunc, error) {

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/podgate/podgate/gate/gatemain"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // The test binary doubles as the programs of the pods the node agent

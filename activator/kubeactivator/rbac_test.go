@@ -18,8 +18,8 @@ import (
 )
 
 // TestLeastPrivilege checks, against the real API server's RBAC, the
-// rights deploy/base grants the activator and deploy/base/gate-rbac with
-// deploy/examples/gate-rolebinding.yaml grants a namespace's gates: what
+// rights kube/deploy/base grants the activator and kube/deploy/base/gate-rbac with
+// kube/deploy/examples/gate-rolebinding.yaml grants a namespace's gates: what
 // they need is allowed, and everything next to it is Forbidden.
 func TestLeastPrivilege(t *testing.T) {
 	e := sharedEnv(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/activator/kubebackends"
 	"github.com/podgate/podgate/activator/prommetrics"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Why a request got no target.
@@ -186,13 +186,13 @@ func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("host %q is not NAME.NAMESPACE.%s: the activator routes by Host to Service NAME in namespace NAMESPACE", r.Host, ts.cfg.Domain), http.StatusNotFound)
 		return
 	}
-	if wire.IsRouteCheck(r) {
+	if contract.IsRouteCheck(r) {
 		// Answered without a target: a check opens no health checks.
 		if !ts.cluster.HasService(namespace, name) {
 			ts.unknownService(w, namespace, name)
 			return
 		}
-		wire.AnswerRouteCheck(w, r)
+		contract.AnswerRouteCheck(w, r)
 		return
 	}
 	e, err := ts.acquire(namespace, name)

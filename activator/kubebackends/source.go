@@ -22,12 +22,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/informers"
-	"github.com/podgate/podgate/wire"
 )
 
 // GatePort is the gate's traffic and health port (queue-proxy's 8012).
-const GatePort = wire.GatePort
+const GatePort = contract.GatePort
 
 // ServiceNameLabel ties an EndpointSlice to its service.
 const ServiceNameLabel = discoveryv1.LabelServiceName
@@ -191,7 +191,7 @@ func podsOf(service string, port int32, slices []*discoveryv1.EndpointSlice, pod
 // gateAdminPort is the admin port the pod's gate declares, 0 without a
 // gate: where the target tells it that it gets no more traffic.
 func gateAdminPort(spec *corev1.PodSpec) int32 {
-	return wire.GateAdminPortOf(wire.GateContainer(spec))
+	return contract.GateAdminPortOf(contract.GateContainer(spec))
 }
 
 func equal(a, b []activator.Pod) bool {

@@ -7,14 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // one loads a manifest holding exactly one workload, without problems.
-func one(t *testing.T, manifest string) *podspec.Workload {
+func one(t *testing.T, manifest string) *workload.Workload {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(manifest), "m.yaml")
-	var ps podspec.Problems
+	m, err := workload.Load(strings.NewReader(manifest), "m.yaml")
+	var ps workload.Problems
 	if err != nil && !errors.As(err, &ps) {
 		t.Fatalf("Load: %v", err)
 	}

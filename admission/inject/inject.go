@@ -14,15 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // Options shape the injection.
 type Options struct {
-	// GateImage is the gate container's image (default gateenv.DefaultImage).
+	// GateImage is the gate container's image (default contract.DefaultImage).
 	GateImage string
 	// Local injects for `podgate run`: every pod has its own loopback
 	// address and containers bind $POD_IP, so probes moved into the gate
@@ -32,7 +31,7 @@ type Options struct {
 	// API server.
 	Local bool
 	// APIAddr is the node agent's control API in local mode
-	// (default wire.APIAddr).
+	// (default contract.APIAddr).
 	APIAddr string
 	// GateAsContainer puts the gate first among the regular containers
 	// instead of making it a native sidecar (an init container with
@@ -67,7 +66,7 @@ type Options struct {
 //   - the gate gets a kubelet readiness probe as fast as the fastest
 //     container's;
 //   - the pod gets a readiness gate on the condition the gate writes
-//     (wire.ContainersReadyCondition), which names the container that is
+//     (contract.ContainersReadyCondition), which names the container that is
 //     not ready.
 //
 // The user's native sidecars start after the gate (it is the first init
@@ -77,26 +76,26 @@ type Options struct {
 // it is over by the time they stop.
 //
 // The workload should have passed validation (package
-// podspec/validation). Injecting an injected workload returns an unchanged
+// admission/validation). Injecting an injected workload returns an unchanged
 // copy.
-func Gate(w *podspec.Workload, opts Options) (*podspec.Workload, error) {
+func Gate(w *workload.Workload, opts Options) (*workload.Workload, error) {
 	out := w.DeepCopy()
 	if out.IsInjected() {
 		return out, nil
 	}
 	spec := out.PodSpec()
-	if out.Container(wire.GateContainerName) != nil {
-		return nil, fmt.Errorf("inject %s: a container is already named %q, the gate's name", out.ID(), wire.GateContainerName)
+	if out.Container(contract.GateContainerName) != nil {
+		return nil, fmt.Errorf("inject %s: a container is already named %q, the gate's name", out.ID(), contract.GateContainerName)
 	}
 	serving := out.ServingIndex()
 	if serving < 0 {
 		return nil, fmt.Errorf("inject %s: no serving container", out.ID())
 	}
 	if opts.GateImage == "" {
-		opts.GateImage = gateenv.DefaultImage
+		opts.GateImage = contract.DefaultImage
 	}
 	if opts.APIAddr == "" {
-		opts.APIAddr = wire.APIAddr
+		opts.APIAddr = contract.APIAddr
 	}
 	cfg := baseConfig(out, opts)
 	r := &rewriter{w: out, opts: opts, cfg: &cfg, fastest: -1}
@@ -114,10 +113,10 @@ func Gate(w *podspec.Workload, opts Options) (*podspec.Workload, error) {
 			// not there.
 			continue
 		}
-		if err := r.route(c, gateenv.Liveness, &c.LivenessProbe); err != nil {
+		if err := r.route(c, contract.Liveness, &c.LivenessProbe); err != nil {
 			errs = append(errs, err)
 		}
-		if err := r.route(c, gateenv.Startup, &c.StartupProbe); err != nil {
+		if err := r.route(c, contract.Startup, &c.StartupProbe); err != nil {
 			errs = append(errs, err)
 		}
 		if !sidecar {
@@ -150,10 +149,10 @@ func Gate(w *podspec.Workload, opts Options) (*podspec.Workload, error) {
 // the gate injected into every workload and the other objects as they
 // are: what `podgate inject` prints. The first workload that cannot be
 // injected is the error, named by its source.
-func Manifests(m *podspec.Manifests, opts Options) ([]any, error) {
+func Manifests(m *workload.Manifests, opts Options) ([]any, error) {
 	items := m.InOrder()
 	for i, it := range items {
-		w, ok := it.(*podspec.Workload)
+		w, ok := it.(*workload.Workload)
 		if !ok {
 			continue
 		}
@@ -170,7 +169,7 @@ func Manifests(m *podspec.Manifests, opts Options) ([]any, error) {
 // when none is named; with the gate first it would pick the gate.
 const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
-func setDefaultContainer(w *podspec.Workload) {
+func setDefaultContainer(w *workload.Workload) {
 	if _, ok := w.Template.Annotations[defaultContainerAnnotation]; ok {
 		return
 	}
@@ -185,8 +184,8 @@ func isNativeSidecar(c *corev1.Container) bool {
 }
 
 // baseConfig is the gate's configuration before the probes are added.
-func baseConfig(w *podspec.Workload, opts Options) gateenv.Config {
-	cfg := gateenv.Defaults()
+func baseConfig(w *workload.Workload, opts Options) contract.Config {
+	cfg := contract.Defaults()
 	cfg.UserPort = int(w.ServingPort)
 	cfg.Namespace = w.Namespace
 	cfg.MultiContainerProbes = true
@@ -201,9 +200,9 @@ func baseConfig(w *podspec.Workload, opts Options) gateenv.Config {
 		// Locally the pod's only way in is podgate run's front door (a
 		// request straight to the pod IP ends the early end; see the
 		// Drainer), so its confirmation may end the drain early.
-		cfg.OnlyRouter = gateenv.OnlyRouterActivator
+		cfg.OnlyRouter = contract.OnlyRouterActivator
 	} else {
-		cfg.StatusSource = gateenv.StatusSourceKubernetes
+		cfg.StatusSource = contract.StatusSourceKubernetes
 	}
 	return cfg
 }
@@ -212,7 +211,7 @@ func baseConfig(w *podspec.Workload, opts Options) gateenv.Config {
 // but at most half the pod's terminationGracePeriodSeconds, since the
 // preStop hooks that wait for the drain eat into it (docs/facts.md §2).
 func drainQuietPeriod(grace *int64) time.Duration {
-	q := gateenv.DefaultDrainQuietPeriodSeconds * time.Second
+	q := contract.DefaultDrainQuietPeriodSeconds * time.Second
 	if grace != nil {
 		if half := time.Duration(*grace) * time.Second / 2; half < q {
 			q = half
@@ -237,15 +236,15 @@ func addDrainHook(c *corev1.Container) {
 		c.Lifecycle = &corev1.Lifecycle{}
 	}
 	c.Lifecycle.PreStop = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path:   gateenv.DrainPath,
-		Port:   intstr.FromInt32(wire.GateAdminPort),
+		Path:   contract.DrainPath,
+		Port:   intstr.FromInt32(contract.GateAdminPort),
 		Scheme: corev1.URISchemeHTTP,
 	}}
 }
 
 // setServingEnv gives the serving container $PORT and, in a Knative
 // Service, every container Knative's K_* variables (its runtime contract).
-func setServingEnv(w *podspec.Workload, serving *corev1.Container) {
+func setServingEnv(w *workload.Workload, serving *corev1.Container) {
 	setEnv(serving, "PORT", fmt.Sprint(w.ServingPort))
 	if k := w.Knative; k != nil {
 		for i := range w.PodSpec().Containers {
@@ -277,19 +276,19 @@ const (
 )
 
 // gateContainer is the gate sidecar.
-func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Container {
-	env := append(cfg.Encode(), gateenv.DownwardAPIEnv(opts.Local)...)
+func gateContainer(cfg contract.Config, opts Options, period int32) corev1.Container {
+	env := append(cfg.Encode(), contract.DownwardAPIEnv(opts.Local)...)
 	c := corev1.Container{
-		Name:  wire.GateContainerName,
+		Name:  contract.GateContainerName,
 		Image: opts.GateImage,
 		// The image's entrypoint (/podgate, in the gate image and in
 		// podgate's alike) with the subcommand: no command, so the
 		// container runs what its image holds.
 		Args: []string{"gate"},
 		Ports: []corev1.ContainerPort{
-			{Name: "queue-port", ContainerPort: wire.GatePort, Protocol: corev1.ProtocolTCP},
-			{Name: wire.GateAdminPortName, ContainerPort: wire.GateAdminPort, Protocol: corev1.ProtocolTCP},
-			{Name: "http-usermetric", ContainerPort: wire.GateMetricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: "queue-port", ContainerPort: contract.GatePort, Protocol: corev1.ProtocolTCP},
+			{Name: contract.GateAdminPortName, ContainerPort: contract.GateAdminPort, Protocol: corev1.ProtocolTCP},
+			{Name: "http-usermetric", ContainerPort: contract.GateMetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		Env: env,
 		// The gate answers from state it keeps current, so one failed
@@ -298,9 +297,9 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path:        "/",
-				Port:        intstr.FromInt32(wire.GatePort),
+				Port:        intstr.FromInt32(contract.GatePort),
 				Scheme:      corev1.URISchemeHTTP,
-				HTTPHeaders: []corev1.HTTPHeader{{Name: wire.NetworkProbeHeader, Value: wire.NetworkProbeQueue}},
+				HTTPHeaders: []corev1.HTTPHeader{{Name: contract.NetworkProbeHeader, Value: contract.NetworkProbeQueue}},
 			}},
 			PeriodSeconds:    period,
 			TimeoutSeconds:   prober.DefaultTimeoutSeconds,
@@ -320,7 +319,7 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 	// `podgate gate wait` waits for it instead.
 	c.StartupProbe = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-			Command: []string{gateenv.ImageBinary, "gate", "wait", "--timeout", fmt.Sprintf("%ds", gateWaitSeconds-1)},
+			Command: []string{contract.ImageBinary, "gate", "wait", "--timeout", fmt.Sprintf("%ds", gateWaitSeconds-1)},
 		}},
 		TimeoutSeconds:   gateWaitSeconds,
 		PeriodSeconds:    1,
@@ -333,8 +332,8 @@ func gateContainer(cfg gateenv.Config, opts Options, period int32) corev1.Contai
 	// learns of the deletion in time to drain while the others wait in
 	// theirs. (Locally the node agent's status source tells it first.)
 	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path:   gateenv.StartDrainPath,
-		Port:   intstr.FromInt32(wire.GateAdminPort),
+		Path:   contract.StartDrainPath,
+		Port:   intstr.FromInt32(contract.GateAdminPort),
 		Scheme: corev1.URISchemeHTTP,
 	}}}
 	return c

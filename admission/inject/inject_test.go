@@ -8,15 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // injected loads, validates and injects one workload, and decodes the
 // gate's configuration from the injected pod.
-func injected(t *testing.T, manifest string, opts Options) (*podspec.Workload, gateenv.Config) {
+func injected(t *testing.T, manifest string, opts Options) (*workload.Workload, contract.Config) {
 	t.Helper()
 	w := one(t, manifest)
 	if errs := validation.Validate(w); len(errs) > 0 {
@@ -26,12 +25,12 @@ func injected(t *testing.T, manifest string, opts Options) (*podspec.Workload, g
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := iw.Container(wire.GateContainerName)
+	gate := iw.Container(contract.GateContainerName)
 	if gate == nil {
 		t.Fatal("no gate container")
 	}
 	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": "p", "status.podIP": "127.0.1.9"})
-	cfg, err := gateenv.Decode(func(k string) string { return env[k] })
+	cfg, err := contract.Decode(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("gate env: %v", err)
 	}
@@ -58,7 +57,7 @@ func TestInjectReadiness(t *testing.T) {
 		if !cfg.MultiContainerProbes {
 			t.Error("ENABLE_MULTI_CONTAINER_PROBES not set")
 		}
-		if got := w.Container(wire.GateContainerName).ReadinessProbe.PeriodSeconds; got != 4 {
+		if got := w.Container(contract.GateContainerName).ReadinessProbe.PeriodSeconds; got != 4 {
 			t.Errorf("gate readiness period %d, want the fastest container's 4 (Knative would copy the serving container's 6)", got)
 		}
 	})
@@ -76,7 +75,7 @@ func TestInjectReadiness(t *testing.T) {
 				t.Errorf("%s lost its exec readiness probe", name)
 			}
 		}
-		if cfg.StatusSource != gateenv.StatusSourceKubernetes {
+		if cfg.StatusSource != contract.StatusSourceKubernetes {
 			t.Errorf("status source %q", cfg.StatusSource)
 		}
 	})
@@ -89,7 +88,7 @@ func TestInjectReadiness(t *testing.T) {
 		if w.Container("app").ReadinessProbe != nil {
 			t.Error("the container got a readiness probe")
 		}
-		if got := w.Container(wire.GateContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
+		if got := w.Container(contract.GateContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
 			t.Errorf("gate period %d, want 1: with no probe, ready as soon as the containers run", got)
 		}
 	})
@@ -103,7 +102,7 @@ func TestInjectReadiness(t *testing.T) {
 		if p := w.Container("app").ReadinessProbe; p == nil || p.Exec == nil {
 			t.Error("the serving container lost its exec readiness probe")
 		}
-		if got := w.Container(wire.GateContainerName).ReadinessProbe.PeriodSeconds; got != 2 {
+		if got := w.Container(contract.GateContainerName).ReadinessProbe.PeriodSeconds; got != 2 {
 			t.Errorf("gate period %d, want the exec probe's 2", got)
 		}
 	})
@@ -192,7 +191,7 @@ func TestInjectDrainHooks(t *testing.T) {
 			if h := b.Lifecycle.PreStop; h.Exec == nil {
 				t.Errorf("b's own preStop replaced by %+v", h)
 			}
-			gate := w.Container(wire.GateContainerName)
+			gate := w.Container(contract.GateContainerName)
 			switch {
 			case mode.gatePreStop == "" && gate.Lifecycle != nil:
 				t.Errorf("the gate got a lifecycle %+v", gate.Lifecycle)
@@ -250,7 +249,7 @@ func TestInjectGateContainer(t *testing.T) {
 					t.Errorf("gate startup probe %+v, want exec /podgate gate wait --timeout 9s, timeout 10, period 1", sp)
 				}
 			}
-			if g.Name != wire.GateContainerName || g.Image != "registry.test/gate:v1" {
+			if g.Name != contract.GateContainerName || g.Image != "registry.test/gate:v1" {
 				t.Fatalf("gate %s (%s), want the gate with the given image", g.Name, g.Image)
 			}
 			// The image's entrypoint with the subcommand.
@@ -331,7 +330,7 @@ func TestInjectLocalMode(t *testing.T) {
 	if cfg.StatusSource != "http://127.0.0.1:9999" {
 		t.Errorf("status source %q, want the node agent's API", cfg.StatusSource)
 	}
-	if cfg.OnlyRouter != gateenv.OnlyRouterActivator {
+	if cfg.OnlyRouter != contract.OnlyRouterActivator {
 		t.Errorf("only router %q, want the activator: locally the front door is the way in", cfg.OnlyRouter)
 	}
 }
@@ -377,7 +376,7 @@ func TestInjectRefusesAUserContainerNamedPodgate(t *testing.T) {
 
 func TestManifestsInjectsTheWorkloadsAndKeepsTheRestInPlace(t *testing.T) {
 	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
-	m, err := podspec.Load(strings.NewReader(configMap+"---\n"+podWith("")+"---\n"+configMap), "m.yaml")
+	m, err := workload.Load(strings.NewReader(configMap+"---\n"+podWith("")+"---\n"+configMap), "m.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +388,7 @@ func TestManifestsInjectsTheWorkloadsAndKeepsTheRestInPlace(t *testing.T) {
 		t.Fatalf("%d items, want 3", len(items))
 	}
 	for i, it := range items {
-		w, isWorkload := it.(*podspec.Workload)
+		w, isWorkload := it.(*workload.Workload)
 		if isWorkload != (i == 1) {
 			t.Fatalf("item %d is %T: want the pod in the middle, in its place", i, it)
 		}
@@ -398,7 +397,7 @@ func TestManifestsInjectsTheWorkloadsAndKeepsTheRestInPlace(t *testing.T) {
 		}
 	}
 
-	clash, err := podspec.Load(strings.NewReader(strings.Replace(podWith(""), "name: app", "name: podgate", 1)), "clash.yaml")
+	clash, err := workload.Load(strings.NewReader(strings.Replace(podWith(""), "name: app", "name: podgate", 1)), "clash.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // loopback is where Knative's queue-proxy reaches its sibling containers.
@@ -16,9 +15,9 @@ const loopback = "127.0.0.1"
 
 // rewriter moves and routes probes into the gate's configuration.
 type rewriter struct {
-	w    *podspec.Workload
+	w    *workload.Workload
 	opts Options
-	cfg  *gateenv.Config
+	cfg  *contract.Config
 	// fastest is the shortest readiness period seen, 0 for an aggressive
 	// probe, -1 while none was seen.
 	fastest int32
@@ -125,7 +124,7 @@ func (r *rewriter) gatePeriod() int32 {
 // (recorded in its configuration) and answers with the result. Timing,
 // thresholds and the probe's grace period stay, so the kubelet decides
 // exactly as before; the gate sees every result on the way.
-func (r *rewriter) route(c *corev1.Container, kind gateenv.ProbeKind, pp **corev1.Probe) error {
+func (r *rewriter) route(c *corev1.Container, kind contract.ProbeKind, pp **corev1.Probe) error {
 	p := *pp
 	if p == nil || p.Exec != nil {
 		return nil // exec stays: the gate cannot run a command in another container
@@ -135,20 +134,20 @@ func (r *rewriter) route(c *corev1.Container, kind gateenv.ProbeKind, pp **corev
 		return err
 	}
 	if r.cfg.RoutedProbes == nil {
-		r.cfg.RoutedProbes = map[string]gateenv.RoutedProbes{}
+		r.cfg.RoutedProbes = map[string]contract.RoutedProbes{}
 	}
 	rp := r.cfg.RoutedProbes[c.Name]
 	switch kind {
-	case gateenv.Liveness:
+	case contract.Liveness:
 		rp.Liveness = orig
-	case gateenv.Startup:
+	case contract.Startup:
 		rp.Startup = orig
 	}
 	r.cfg.RoutedProbes[c.Name] = rp
 	*pp = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path:   gateenv.ProbePath(c.Name, kind),
-			Port:   intstr.FromInt32(wire.GateAdminPort),
+			Path:   contract.ProbePath(c.Name, kind),
+			Port:   intstr.FromInt32(contract.GateAdminPort),
 			Scheme: corev1.URISchemeHTTP,
 		}},
 		InitialDelaySeconds:           p.InitialDelaySeconds,

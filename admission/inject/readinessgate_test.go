@@ -6,11 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
-func gateTypes(w *podspec.Workload) []corev1.PodConditionType {
+func gateTypes(w *workload.Workload) []corev1.PodConditionType {
 	var out []corev1.PodConditionType
 	for _, g := range w.PodSpec().ReadinessGates {
 		out = append(out, g.ConditionType)
@@ -19,7 +19,7 @@ func gateTypes(w *podspec.Workload) []corev1.PodConditionType {
 }
 
 func TestInjectAddsTheGatesReadinessGateOnce(t *testing.T) {
-	ours := corev1.PodConditionType(wire.ContainersReadyCondition)
+	ours := corev1.PodConditionType(contract.ContainersReadyCondition)
 	const container = "  containers:\n  - name: web\n    image: i\n    ports: [{containerPort: 8080}]\n"
 	podWith := func(gates string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" + gates + container
@@ -39,7 +39,7 @@ func TestInjectAddsTheGatesReadinessGateOnce(t *testing.T) {
 			podWith("  readinessGates: [{conditionType: example.com/lb-registered}]\n"),
 			[]corev1.PodConditionType{"example.com/lb-registered", ours}},
 		{"the gate's, written by the user, is not added twice",
-			podWith("  readinessGates: [{conditionType: " + wire.ContainersReadyCondition + "}, {conditionType: example.com/x}]\n"),
+			podWith("  readinessGates: [{conditionType: " + contract.ContainersReadyCondition + "}, {conditionType: example.com/x}]\n"),
 			[]corev1.PodConditionType{ours, "example.com/x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,5 +4,5 @@
 // (docs/admission.md) — reserved names and ports, named probe ports
 // resolved at admission, probe rules applied to readiness probes too. It
 // reports every problem at once, each with its field path in the manifest;
-// podspec.Workload.Problems locates them in the file.
+// workload.Workload.Problems locates them in the file.
 package validation

@@ -8,14 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Knative's reserved ports (queue-proxy's traffic, h2c, admin, metrics and
 // profiling ports) and the port names it gives a meaning.
 var (
-	knativeReservedPorts = map[int32]bool{wire.GatePort: true, 8013: true, wire.GateAdminPort: true, 9090: true, wire.GateMetricsPort: true, 8008: true}
+	knativeReservedPorts = map[int32]bool{contract.GatePort: true, 8013: true, contract.GateAdminPort: true, 9090: true, contract.GateMetricsPort: true, 8008: true}
 	knativePortNames     = []string{"", "h2c", "http1"}
 	// knativeReservedEnv are set by Knative on every container; PORT also,
 	// on the serving container only.
@@ -32,7 +32,7 @@ const (
 // podgate: one serving port, the revision settings, reserved names.
 // Multi-container probing is always on; exec probes on sidecars need no
 // port; podgate's other differences are in docs/admission.md.
-func validateKnative(w *podspec.Workload, v *podValidator) field.ErrorList {
+func validateKnative(w *workload.Workload, v *podValidator) field.ErrorList {
 	var errs field.ErrorList
 	k, spec, path := w.Knative, w.PodSpec(), w.SpecPath()
 	tmeta := field.NewPath("spec", "template", "metadata")
@@ -79,7 +79,7 @@ func validateKnative(w *podspec.Workload, v *podValidator) field.ErrorList {
 
 // validateServingPort: a Knative Service declares exactly one port, on the
 // container that serves traffic; with one container it may declare none.
-func validateServingPort(w *podspec.Workload, v *podValidator) field.ErrorList {
+func validateServingPort(w *workload.Workload, v *podValidator) field.ErrorList {
 	var errs field.ErrorList
 	spec, path := w.PodSpec(), w.SpecPath()
 	count, users := 0, 0
@@ -116,7 +116,7 @@ func validateServingPort(w *podspec.Workload, v *podValidator) field.ErrorList {
 
 func validateScaleAnnotations(ann map[string]string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{podspec.AnnotationInitialScale, podspec.AnnotationInitialScaleLegacy, podspec.AnnotationMinScale, podspec.AnnotationMinScaleLegacy} {
+	for _, key := range []string{workload.AnnotationInitialScale, workload.AnnotationInitialScaleLegacy, workload.AnnotationMinScale, workload.AnnotationMinScaleLegacy} {
 		s, ok := ann[key]
 		if !ok {
 			continue

@@ -9,26 +9,26 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // gatePorts are the ports the gate listens on inside every injected pod;
 // a container of the same pod cannot have them (shared network namespace
 // on Kubernetes, shared pod IP locally).
 var gatePorts = map[int32]string{
-	wire.GatePort:        "traffic and health",
-	wire.GateAdminPort:   "admin",
-	wire.GateMetricsPort: "metrics",
+	contract.GatePort:        "traffic and health",
+	contract.GateAdminPort:   "admin",
+	contract.GateMetricsPort: "metrics",
 }
 
 // podValidator validates a pod spec with the Kubernetes rules plus
 // podgate's own (reserved names and ports, named probe ports resolved).
 type podValidator struct {
-	w    *podspec.Workload
+	w    *workload.Workload
 	spec *corev1.PodSpec
 	path *field.Path
-	gate podspec.GateRef // the injected gate, if any
+	gate workload.GateRef // the injected gate, if any
 }
 
 func (v *podValidator) validate() field.ErrorList {
@@ -89,7 +89,7 @@ func (v *podValidator) names() field.ErrorList {
 		for _, msg := range apivalidation.IsDNS1123Label(c.Name) {
 			errs = append(errs, field.Invalid(np, c.Name, msg))
 		}
-		if c.Name == wire.GateContainerName && !isGate {
+		if c.Name == contract.GateContainerName && !isGate {
 			errs = append(errs, field.Invalid(np, c.Name, "reserved for the gate container podgate injects"))
 		}
 	}

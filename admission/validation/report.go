@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // LoadInputs loads the sources and validates every workload in them, as
 // `podgate validate`, `inject` and `run` do. Problems of loading and of
 // validation come together, sorted by source and document. The error is
 // for sources that cannot be read at all.
-func LoadInputs(inputs ...podspec.Input) (*podspec.Manifests, podspec.Problems, error) {
-	m, err := podspec.LoadInputs(inputs...)
-	var problems podspec.Problems
+func LoadInputs(inputs ...workload.Input) (*workload.Manifests, workload.Problems, error) {
+	m, err := workload.LoadInputs(inputs...)
+	var problems workload.Problems
 	if err != nil && !errors.As(err, &problems) {
 		return nil, nil, err
 	}
@@ -26,22 +26,22 @@ func LoadInputs(inputs ...podspec.Input) (*podspec.Manifests, podspec.Problems, 
 	for i, in := range inputs {
 		names[i] = in.Name
 	}
-	podspec.SortProblems(problems, names...)
+	workload.SortProblems(problems, names...)
 	return m, problems, nil
 }
 
 // Report is what `podgate validate` says about manifests: their problems,
 // the valid workloads, the objects skipped and the warnings.
 type Report struct {
-	Manifests *podspec.Manifests
-	Problems  podspec.Problems
+	Manifests *workload.Manifests
+	Problems  workload.Problems
 	// MoreWarnings, if set, adds to a workload's own warnings
-	// (podspec.Workload.Warnings): what Kubernetes would run but podgate
+	// (workload.Workload.Warnings): what Kubernetes would run but podgate
 	// cannot run here as written.
-	MoreWarnings func(*podspec.Workload) []string
+	MoreWarnings func(*workload.Workload) []string
 }
 
-func (r Report) warnings(w *podspec.Workload) []string {
+func (r Report) warnings(w *workload.Workload) []string {
 	out := w.Warnings()
 	if r.MoreWarnings != nil {
 		out = append(out, r.MoreWarnings(w)...)
@@ -75,7 +75,7 @@ func (r Report) WriteText(out, errOut io.Writer) {
 // jsonReport is the -o json document.
 type jsonReport struct {
 	Valid     bool              `json:"valid"`
-	Problems  podspec.Problems  `json:"problems"`
+	Problems  workload.Problems `json:"problems"`
 	Workloads []workloadSummary `json:"workloads"`
 	Skipped   []skippedSummary  `json:"skipped"`
 	Warnings  []warningSummary  `json:"warnings"`
@@ -120,7 +120,7 @@ func (r Report) WriteJSON(out io.Writer) error {
 		Warnings:  []warningSummary{},
 	}
 	if rep.Problems == nil {
-		rep.Problems = podspec.Problems{}
+		rep.Problems = workload.Problems{}
 	}
 	for _, w := range r.Manifests.Workloads {
 		rep.Workloads = append(rep.Workloads, workloadSummary{

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 const reportManifests = `apiVersion: v1
@@ -34,12 +34,12 @@ func loadReport(t *testing.T, manifests string) Report {
 	if err := os.WriteFile(path, []byte(manifests), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, problems, err := LoadInputs(podspec.FileInput(path))
+	m, problems, err := LoadInputs(workload.FileInput(path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return Report{Manifests: m, Problems: problems,
-		MoreWarnings: func(w *podspec.Workload) []string { return []string{"local: " + w.Name} }}
+		MoreWarnings: func(w *workload.Workload) []string { return []string{"local: " + w.Name} }}
 }
 
 func TestReportOfValidManifests(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // Validate checks a defaulted workload (as Load returns it) against the
@@ -21,13 +21,13 @@ import (
 //
 // An already injected workload validates too: the gate container and the
 // variables the injector set are recognised and left out.
-func Validate(w *podspec.Workload) field.ErrorList {
+func Validate(w *workload.Workload) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateMeta(w)...)
-	if w.Kind == podspec.KindDeployment {
+	if w.Kind == workload.KindDeployment {
 		errs = append(errs, validateDeployment(w)...)
 	}
-	v := &podValidator{w: w, spec: w.PodSpec(), path: w.SpecPath(), gate: podspec.FindGate(w.PodSpec())}
+	v := &podValidator{w: w, spec: w.PodSpec(), path: w.SpecPath(), gate: workload.FindGate(w.PodSpec())}
 	errs = append(errs, v.validate()...)
 	if w.Knative != nil {
 		errs = append(errs, validateKnative(w, v)...)
@@ -35,7 +35,7 @@ func Validate(w *podspec.Workload) field.ErrorList {
 	return errs
 }
 
-func validateMeta(w *podspec.Workload) field.ErrorList {
+func validateMeta(w *workload.Workload) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	switch {
@@ -43,7 +43,7 @@ func validateMeta(w *podspec.Workload) field.ErrorList {
 		errs = append(errs, field.Required(meta.Child("name"), "podgate needs a fixed name; generateName is not supported"))
 	case w.Name == "":
 		errs = append(errs, field.Required(meta.Child("name"), ""))
-	case w.Kind == podspec.KindService:
+	case w.Kind == workload.KindService:
 		// Knative derives revision and host names from it: a DNS label.
 		for _, msg := range apivalidation.IsDNS1123Label(w.Name) {
 			errs = append(errs, field.Invalid(meta.Child("name"), w.Name, msg))
@@ -57,14 +57,14 @@ func validateMeta(w *podspec.Workload) field.ErrorList {
 		errs = append(errs, field.Invalid(meta.Child("namespace"), w.Namespace, msg))
 	}
 	errs = append(errs, metavalidation.ValidateLabels(w.Labels, meta.Child("labels"))...)
-	if w.Kind != podspec.KindPod {
+	if w.Kind != workload.KindPod {
 		tmeta := field.NewPath("spec", "template", "metadata")
 		errs = append(errs, metavalidation.ValidateLabels(w.Template.Labels, tmeta.Child("labels"))...)
 	}
 	return errs
 }
 
-func validateDeployment(w *podspec.Workload) field.ErrorList {
+func validateDeployment(w *workload.Workload) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if w.Replicas < 0 {
@@ -110,7 +110,7 @@ func describePorts(ports []corev1.ContainerPort) string {
 }
 
 // generateName is the manifest's metadata.generateName.
-func generateName(w *podspec.Workload) string {
+func generateName(w *workload.Workload) string {
 	if o, ok := w.Object().(metav1.Object); ok {
 		return o.GetGenerateName()
 	}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // podWith is a Pod whose single container "app" (image, port 8080) gets
@@ -157,9 +157,9 @@ func TestInjectedWorkloadStillValidates(t *testing.T) {
 }
 
 // one loads a manifest holding exactly one workload, without problems.
-func one(t *testing.T, manifest string) *podspec.Workload {
+func one(t *testing.T, manifest string) *workload.Workload {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(manifest), "m.yaml")
+	m, err := workload.Load(strings.NewReader(manifest), "m.yaml")
 	if err != nil {
 		t.Fatalf("load problems: %v", err)
 	}

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/podspec/validation"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // admissionSource names the admitted object where podspec would name a
@@ -32,13 +32,13 @@ const admissionSource = "admission"
 // Unknown fields are not problems here: the API server has already
 // decided which fields exist, and one newer than podgate's API types
 // sends fields podgate does not know.
-func loadWorkload(raw []byte, namespace string) (*podspec.Workload, podspec.Problems, error) {
-	m, err := podspec.Load(bytes.NewReader(raw), admissionSource)
-	var problems podspec.Problems
+func loadWorkload(raw []byte, namespace string) (*workload.Workload, workload.Problems, error) {
+	m, err := workload.Load(bytes.NewReader(raw), admissionSource)
+	var problems workload.Problems
 	if err != nil && !errors.As(err, &problems) {
 		return nil, nil, err
 	}
-	problems = slices.DeleteFunc(problems, func(p podspec.Problem) bool {
+	problems = slices.DeleteFunc(problems, func(p workload.Problem) bool {
 		return p.Type == string(field.ErrorTypeForbidden) && p.Detail == "unknown field"
 	})
 	if len(m.Workloads) != 1 {
@@ -57,7 +57,7 @@ func loadWorkload(raw []byte, namespace string) (*podspec.Workload, podspec.Prob
 // problemLine is a problem as `podgate validate` prints it, without the
 // file and document (an admitted object has neither):
 // `Kind/name: field.path: message`.
-func problemLine(p podspec.Problem) string {
+func problemLine(p workload.Problem) string {
 	return strings.TrimPrefix(p.Error(), fmt.Sprintf("%s: doc %d: ", p.File, p.Doc))
 }
 
@@ -65,7 +65,7 @@ func problemLine(p podspec.Problem) string {
 // Invalid, one line per problem, and each problem as a cause with its
 // field path, so `kubectl` and client-go's apierrors.IsInvalid see what
 // they see for the API server's own validation.
-func deny(req admission.Request, problems podspec.Problems) admission.Response {
+func deny(req admission.Request, problems workload.Problems) admission.Response {
 	lines := make([]string, len(problems))
 	causes := make([]metav1.StatusCause, len(problems))
 	for i, p := range problems {
@@ -114,7 +114,7 @@ func (h *injector) Handle(_ context.Context, req admission.Request) admission.Re
 		// A controller's pod gets its name after mutation, before
 		// validation: podgate's own rule for a fixed name does not
 		// apply to it.
-		problems = slices.DeleteFunc(problems, func(p podspec.Problem) bool {
+		problems = slices.DeleteFunc(problems, func(p workload.Problem) bool {
 			return p.Field == "metadata.name" && p.Type == string(field.ErrorTypeRequired)
 		})
 	}
@@ -192,7 +192,7 @@ func (h *validator) Handle(_ context.Context, req admission.Request) admission.R
 }
 
 // newProblems drops the problems the old object had already.
-func newProblems(problems podspec.Problems, oldRaw []byte, namespace string) podspec.Problems {
+func newProblems(problems workload.Problems, oldRaw []byte, namespace string) workload.Problems {
 	_, old, err := loadWorkload(oldRaw, namespace)
 	if err != nil {
 		return problems
@@ -201,5 +201,5 @@ func newProblems(problems podspec.Problems, oldRaw []byte, namespace string) pod
 	for _, p := range old {
 		had[problemLine(p)] = true
 	}
-	return slices.DeleteFunc(problems, func(p podspec.Problem) bool { return had[problemLine(p)] })
+	return slices.DeleteFunc(problems, func(p workload.Problem) bool { return had[problemLine(p)] })
 }

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 func TestMain(m *testing.M) {
@@ -94,7 +94,7 @@ func applyPatch(t *testing.T, obj []byte, resp admission.Response) []byte {
 func corpusPods(t *testing.T) map[string]*corev1.Pod {
 	t.Helper()
 	var files []string
-	for _, pattern := range []string{"../testdata/valid/*", "../examples/*.yaml"} {
+	for _, pattern := range []string{"../testdata/valid/*", "../../examples/*.yaml"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
@@ -103,7 +103,7 @@ func corpusPods(t *testing.T) map[string]*corev1.Pod {
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, f := range files {
-		m, err := podspec.LoadFiles(f)
+		m, err := workload.LoadFiles(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -114,7 +114,7 @@ func corpusPods(t *testing.T) map[string]*corev1.Pod {
 				Spec:       *w.Template.Spec.DeepCopy(),
 			}
 			pod.Namespace = w.Namespace
-			if pod.Name == "" || w.Kind != podspec.KindPod {
+			if pod.Name == "" || w.Kind != workload.KindPod {
 				pod.Name = strings.ToLower(w.Name + "-pod")
 			}
 			pods[filepath.Base(f)+"/"+w.ID()] = pod
@@ -208,7 +208,7 @@ func TestWhatIsNeverInjected(t *testing.T) {
 		{"a mirror pod", "shop", podKind, admissionv1.Create,
 			withMeta(t, plainPod, func(p *corev1.Pod) { p.Annotations = map[string]string{mirrorPodAnnotation: "abc"} }), "mirror pod"},
 		{"a Knative revision's pod", "shop", podKind, admissionv1.Create,
-			withMeta(t, plainPod, func(p *corev1.Pod) { p.Labels[podspec.LabelKnativeRevision] = "web-00001" }), "Knative revision web-00001"},
+			withMeta(t, plainPod, func(p *corev1.Pod) { p.Labels[workload.LabelKnativeRevision] = "web-00001" }), "Knative revision web-00001"},
 		{"an invalid pod (the validating webhook names why)", "shop", podKind, admissionv1.Create,
 			withMeta(t, plainPod, func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe.HTTPGet.Port.IntVal = 70000 }),
 			"not injected, the pod is invalid: Pod/web: spec.containers[0].readinessProbe.httpGet.port: Invalid value: 70000"},
@@ -258,12 +258,12 @@ func TestTheVerdictsAreThoseOfPodgateValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[string]metav1.GroupVersionKind{podspec.KindPod: podKind, podspec.KindDeployment: deploymentKind, podspec.KindService: knativeKind}
+	kinds := map[string]metav1.GroupVersionKind{workload.KindPod: podKind, workload.KindDeployment: deploymentKind, workload.KindService: knativeKind}
 	covered := 0
 	for _, f := range files {
 		name := filepath.Base(f)
-		m, err := podspec.LoadFiles(f)
-		var problems podspec.Problems
+		m, err := workload.LoadFiles(f)
+		var problems workload.Problems
 		if len(m.Workloads) != 1 || (err != nil && !asProblems(err, &problems)) || hasDocumentOrStrictProblem(problems) {
 			continue
 		}
@@ -305,15 +305,15 @@ func TestTheVerdictsAreThoseOfPodgateValidate(t *testing.T) {
 	}
 }
 
-func asProblems(err error, ps *podspec.Problems) bool {
-	p, ok := err.(podspec.Problems)
+func asProblems(err error, ps *workload.Problems) bool {
+	p, ok := err.(workload.Problems)
 	*ps = p
 	return ok
 }
 
-func hasDocumentOrStrictProblem(ps podspec.Problems) bool {
+func hasDocumentOrStrictProblem(ps workload.Problems) bool {
 	for _, p := range ps {
-		if p.Type == podspec.TypeDocumentInvalid || p.Detail == "unknown field" || p.Detail == "duplicate field" {
+		if p.Type == workload.TypeDocumentInvalid || p.Detail == "unknown field" || p.Detail == "duplicate field" {
 			return true
 		}
 	}

@@ -38,16 +38,16 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/podspec/validation"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/kube/controlplane"
 )
 
 // cluster is a real control plane with podgate's webhook objects from
-// deploy/base applied, the webhook configurations pointed at a webhook
+// kube/deploy/base applied, the webhook configurations pointed at a webhook
 // running in this process.
 type cluster struct {
 	cp         *controlplane.ControlPlane
@@ -58,7 +58,7 @@ type cluster struct {
 	mutating   *admissionregistrationv1.MutatingWebhookConfiguration
 	validating *admissionregistrationv1.ValidatingWebhookConfiguration
 	// webhookRest is the webhook's own identity: the ServiceAccount of
-	// deploy/base with its least-privilege RBAC.
+	// kube/deploy/base with its least-privilege RBAC.
 	webhookRest *rest.Config
 }
 
@@ -96,7 +96,7 @@ func kubectl(t *testing.T, cp *controlplane.ControlPlane, stdin []byte, args ...
 	return out
 }
 
-// buildBase builds deploy/base with kubectl's kustomize: the webhook
+// buildBase builds kube/deploy/base with kubectl's kustomize: the webhook
 // configurations, and every other object as YAML.
 func buildBase(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, [][]byte) {
 	t.Helper()
@@ -104,7 +104,7 @@ func buildBase(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfigurat
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := exec.Command(bin, "kustomize", "../deploy/base").Output()
+	built, err := exec.Command(bin, "kustomize", "../../kube/deploy/base").Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize ../deploy/base: %v", err)
 	}
@@ -143,7 +143,7 @@ func buildBase(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfigurat
 	return mutating, validating, others
 }
 
-// startCluster starts the control plane and applies deploy/base as
+// startCluster starts the control plane and applies kube/deploy/base as
 // kustomize builds it; the webhook configurations are kept back, to be
 // created pointing at a webhook in this process.
 func startCluster(t *testing.T) *cluster {
@@ -177,7 +177,7 @@ func startCluster(t *testing.T) *cluster {
 	return c
 }
 
-// pointAt creates (or updates) the webhook configurations of deploy/base
+// pointAt creates (or updates) the webhook configurations of kube/deploy/base
 // with every clientConfig a URL on addr instead of the Service: the API
 // server runs on this host's loopback, as the webhook does.
 func (c *cluster) pointAt(t *testing.T, addr string) {
@@ -255,7 +255,7 @@ func (c *cluster) bundles(t *testing.T) [][]byte {
 }
 
 // startWebhook runs a webhook in this process, as the ServiceAccount of
-// deploy/base, on a free loopback port; it stops at the test's end or
+// kube/deploy/base, on a free loopback port; it stops at the test's end or
 // when stop is called.
 func (c *cluster) startWebhook(t *testing.T, name string, cfg Config) (*Server, func()) {
 	t.Helper()
@@ -335,7 +335,7 @@ func testPod(name string, labels map[string]string) *corev1.Pod {
 // gate returns the injected gate container, nil if there is none.
 func gate(p *corev1.Pod) *corev1.Container {
 	for i := range p.Spec.InitContainers {
-		if p.Spec.InitContainers[i].Name == wire.GateContainerName {
+		if p.Spec.InitContainers[i].Name == contract.GateContainerName {
 			return &p.Spec.InitContainers[i]
 		}
 	}
@@ -379,7 +379,7 @@ func wantInjected(t *testing.T, got *corev1.Pod, sent *corev1.Pod) {
 	if g.Image != wg.Image || !slices.Equal(g.Command, wg.Command) || !slices.Equal(g.Args, wg.Args) {
 		t.Errorf("gate %s %v %v, want %s %v %v", g.Image, g.Command, g.Args, wg.Image, wg.Command, wg.Args)
 	}
-	if g.RestartPolicy == nil || *g.RestartPolicy != corev1.ContainerRestartPolicyAlways || got.Spec.InitContainers[0].Name != wire.GateContainerName {
+	if g.RestartPolicy == nil || *g.RestartPolicy != corev1.ContainerRestartPolicyAlways || got.Spec.InitContainers[0].Name != contract.GateContainerName {
 		t.Error("the gate is not the first init container with restartPolicy Always (a native sidecar)")
 	}
 	for _, e := range wg.Env {
@@ -877,7 +877,7 @@ func manifestOf(t *testing.T, kind string, obj any) string {
 // line without its file and document.
 func validateLines(t *testing.T, manifest string) []string {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(manifest), "m.yaml")
+	m, err := workload.Load(strings.NewReader(manifest), "m.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

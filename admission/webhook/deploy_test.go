@@ -23,7 +23,7 @@ type hook struct {
 }
 
 // TestTheDeployedConfigurations pins what docs/kubernetes.md promises of
-// deploy/base's webhook configurations: every webhook calls a path the
+// kube/deploy/base's webhook configurations: every webhook calls a path the
 // webhook serves, within 5 s, without side effects; kube-system and
 // podgate's namespace never match, even labelled; only objects that opted
 // in match; Fail for pods, Ignore for workloads.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // The opt-in label: on a namespace it injects every pod created there
@@ -72,8 +72,8 @@ func (o optIn) skip(namespace string, m objectMeta) string {
 		return "opted out: " + InjectLabel + "=" + InjectDisabled
 	case m.Metadata.Annotations[mirrorPodAnnotation] != "":
 		return "a mirror pod: the kubelet runs its static pod as written"
-	case m.Metadata.Labels[podspec.LabelKnativeRevision] != "":
-		return "part of Knative revision " + m.Metadata.Labels[podspec.LabelKnativeRevision] + ": podgate validates its Knative Service"
+	case m.Metadata.Labels[workload.LabelKnativeRevision] != "":
+		return "part of Knative revision " + m.Metadata.Labels[workload.LabelKnativeRevision] + ": podgate validates its Knative Service"
 	}
 	return ""
 }

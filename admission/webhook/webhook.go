@@ -37,13 +37,13 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // The paths the webhooks are served at; the webhook configurations in
-// deploy/base/webhook name them.
+// kube/deploy/base/webhook name them.
 const (
 	PathInjectPods              = "/inject/pods"
 	PathValidatePods            = "/validate/pods"
@@ -95,7 +95,7 @@ type Config struct {
 	// DefaultConfiguration each).
 	MutatingConfiguration, ValidatingConfiguration string
 	// GateImage and GateAsContainer shape the injection as for `podgate
-	// inject` (default image gateenv.DefaultImage).
+	// inject` (default image contract.DefaultImage).
 	GateImage       string
 	GateAsContainer bool
 	// CALifetime and CertLifetime are the certificates' lifetimes
@@ -122,7 +122,7 @@ func (c *Config) setDefaults() {
 	def(&c.Secret, DefaultSecret)
 	def(&c.MutatingConfiguration, DefaultConfiguration)
 	def(&c.ValidatingConfiguration, DefaultConfiguration)
-	def(&c.GateImage, gateenv.DefaultImage)
+	def(&c.GateImage, contract.DefaultImage)
 	if c.CALifetime == 0 {
 		c.CALifetime = DefaultCALifetime
 	}
@@ -301,8 +301,8 @@ func (s *Server) serve(ctx context.Context, wake time.Time) {
 // mux; the Knative Services webhook follows once discovery finds the CRD.
 func (s *Server) register() {
 	s.handle(PathInjectPods, &injector{optIn: s.optIn, opts: inject.Options{GateImage: s.cfg.GateImage, GateAsContainer: s.cfg.GateAsContainer}})
-	s.handle(PathValidatePods, &validator{optIn: s.optIn, kind: podspec.KindPod})
-	s.handle(PathValidateDeployments, &validator{optIn: s.optIn, group: "apps", kind: podspec.KindDeployment})
+	s.handle(PathValidatePods, &validator{optIn: s.optIn, kind: workload.KindPod})
+	s.handle(PathValidateDeployments, &validator{optIn: s.optIn, group: "apps", kind: workload.KindDeployment})
 	s.mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	s.mux.HandleFunc(PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
@@ -428,7 +428,7 @@ func (s *Server) discoverKnative() {
 	if s.knative.Load() {
 		return
 	}
-	list, err := s.discovery.ServerResourcesForGroupVersion(podspec.KnativeGroupVersion)
+	list, err := s.discovery.ServerResourcesForGroupVersion(workload.KnativeGroupVersion)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			s.log.Warn("discovery of Knative Serving", "error", err)
@@ -437,7 +437,7 @@ func (s *Server) discoverKnative() {
 	}
 	for _, r := range list.APIResources {
 		if r.Name == "services" {
-			s.handle(PathValidateKnativeServices, &validator{optIn: s.optIn, group: "serving.knative.dev", kind: podspec.KindService})
+			s.handle(PathValidateKnativeServices, &validator{optIn: s.optIn, group: "serving.knative.dev", kind: workload.KindService})
 			s.knative.Store(true)
 			s.log.Info("Knative Serving found: validating its Services")
 			return

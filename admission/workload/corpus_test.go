@@ -1,4 +1,4 @@
-package podspec_test
+package workload_test
 
 import (
 	"bytes"
@@ -12,11 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/podspec/validation"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
@@ -26,22 +25,22 @@ const corpus = "../testdata"
 // check loads one file and validates what it holds, as `podgate validate`
 // does, naming the file by its base name so goldens do not depend on the
 // working directory.
-func check(t *testing.T, path string) (*podspec.Manifests, podspec.Problems) {
+func check(t *testing.T, path string) (*workload.Manifests, workload.Problems) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := podspec.Load(f, filepath.Base(path))
-	var problems podspec.Problems
+	m, err := workload.Load(f, filepath.Base(path))
+	var problems workload.Problems
 	if err != nil && !errors.As(err, &problems) {
 		t.Fatalf("Load(%s): %v", path, err)
 	}
 	for _, w := range m.Workloads {
 		problems = append(problems, w.Problems(validation.Validate(w))...)
 	}
-	podspec.SortProblems(problems)
+	workload.SortProblems(problems)
 	return m, problems
 }
 
@@ -120,7 +119,7 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			}{{".yaml", inject.Options{}}, {".local.yaml", inject.Options{Local: true}}} {
 				injected := injectAll(t, m.Workloads, mode.opts)
 				var b bytes.Buffer
-				if err := podspec.WriteYAML(&b, injected); err != nil {
+				if err := workload.WriteYAML(&b, injected); err != nil {
 					t.Fatal(err)
 				}
 				golden(t, filepath.Join(corpus, "inject", stem(f)+mode.suffix), b.Bytes())
@@ -131,7 +130,7 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			for _, opts := range []inject.Options{{GateAsContainer: true}, {GateAsContainer: true, Local: true}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
-				if err := podspec.WriteYAML(&b, injected); err != nil {
+				if err := workload.WriteYAML(&b, injected); err != nil {
 					t.Fatal(err)
 				}
 				assertInjectedRoundTrip(t, b.Bytes(), injected, opts)
@@ -141,7 +140,7 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 }
 
 func TestExamplesAreValidAndInjectable(t *testing.T) {
-	files, err := filepath.Glob("../examples/*.yaml")
+	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) < 8 {
 		t.Fatalf("examples: %v (%d files, want hello.yaml and the seven seed scenarios)", err, len(files))
 	}
@@ -161,7 +160,7 @@ func TestExamplesAreValidAndInjectable(t *testing.T) {
 			for _, opts := range []inject.Options{{}, {Local: true}, {GateAsContainer: true}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
-				if err := podspec.WriteYAML(&b, injected); err != nil {
+				if err := workload.WriteYAML(&b, injected); err != nil {
 					t.Fatal(err)
 				}
 				assertInjectedRoundTrip(t, b.Bytes(), injected, opts)
@@ -172,9 +171,9 @@ func TestExamplesAreValidAndInjectable(t *testing.T) {
 
 // injectAll injects every workload and checks that injecting again
 // changes nothing.
-func injectAll(t *testing.T, ws []*podspec.Workload, opts inject.Options) []*podspec.Workload {
+func injectAll(t *testing.T, ws []*workload.Workload, opts inject.Options) []*workload.Workload {
 	t.Helper()
-	var out []*podspec.Workload
+	var out []*workload.Workload
 	for _, w := range ws {
 		once, err := inject.Gate(w, opts)
 		if err != nil {
@@ -198,16 +197,16 @@ func injectAll(t *testing.T, ws []*podspec.Workload, opts inject.Options) []*pod
 // assertInjectedRoundTrip: the printed injected manifests load and
 // validate clean, injecting them again prints the same, and the gate's
 // environment decodes with the gate's own decoder.
-func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.Workload, opts inject.Options) {
+func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*workload.Workload, opts inject.Options) {
 	t.Helper()
-	m, err := podspec.Load(bytes.NewReader(printed), "injected.yaml")
+	m, err := workload.Load(bytes.NewReader(printed), "injected.yaml")
 	if err != nil {
 		t.Fatalf("injected output does not load: %v", err)
 	}
 	if len(m.Workloads) != len(injected) {
 		t.Fatalf("injected output holds %d workloads, want %d", len(m.Workloads), len(injected))
 	}
-	var again []*podspec.Workload
+	var again []*workload.Workload
 	for _, w := range m.Workloads {
 		if errs := validation.Validate(w); len(errs) > 0 {
 			t.Errorf("injected %s does not validate: %v", w.ID(), errs)
@@ -223,7 +222,7 @@ func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.W
 		assertGateEnvDecodes(t, iw, opts)
 	}
 	var b bytes.Buffer
-	if err := podspec.WriteYAML(&b, again); err != nil {
+	if err := workload.WriteYAML(&b, again); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(b.Bytes(), printed) {
@@ -233,14 +232,14 @@ func assertInjectedRoundTrip(t *testing.T, printed []byte, injected []*podspec.W
 
 // assertGateEnvDecodes resolves the gate's environment as the node agent
 // or kubelet would (downward API fields get a pod's values) and decodes it.
-func assertGateEnvDecodes(t *testing.T, w *podspec.Workload, opts inject.Options) {
+func assertGateEnvDecodes(t *testing.T, w *workload.Workload, opts inject.Options) {
 	t.Helper()
-	gate := w.Container(wire.GateContainerName)
+	gate := w.Container(contract.GateContainerName)
 	if gate == nil {
 		t.Fatalf("%s has no gate container", w.ID())
 	}
 	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": w.Name + "-pod", "status.podIP": "127.0.1.7"})
-	cfg, err := gateenv.Decode(func(k string) string { return env[k] })
+	cfg, err := contract.Decode(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("%s: gate env does not decode: %v", w.ID(), err)
 	}

@@ -1,10 +1,10 @@
-package podspec
+package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // Kubernetes' pod defaults that matter to podgate.

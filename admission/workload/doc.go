@@ -3,6 +3,6 @@
 // Workload with the API server's and Knative's defaults and its serving
 // container picked, every problem located by file, document and field
 // path (Problem). It writes them back out. The admission rules are
-// package podspec/validation's, the gate's injection package
-// podspec/inject's.
-package podspec
+// package admission/validation's, the gate's injection package
+// admission/inject's.
+package workload

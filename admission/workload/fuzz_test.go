@@ -1,4 +1,4 @@
-package podspec_test
+package workload_test
 
 import (
 	"bytes"
@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/podspec/validation"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // FuzzLoad feeds arbitrary bytes through the whole admission path. Load,
@@ -17,7 +17,7 @@ import (
 // and whatever is valid must inject into a manifest that loads, validates
 // and injects to itself again.
 func FuzzLoad(f *testing.F) {
-	for _, dir := range []string{"../testdata/valid", "../testdata/invalid", "../examples"} {
+	for _, dir := range []string{"../testdata/valid", "../testdata/invalid", "../../examples"} {
 		for _, pat := range []string{"*.yaml", "*.json"} {
 			files, _ := filepath.Glob(filepath.Join(dir, pat))
 			for _, file := range files {
@@ -28,8 +28,8 @@ func FuzzLoad(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := podspec.Load(bytes.NewReader(data), "f.yaml")
-		var problems podspec.Problems
+		m, err := workload.Load(bytes.NewReader(data), "f.yaml")
+		var problems workload.Problems
 		if err != nil && !errors.As(err, &problems) {
 			t.Fatalf("Load returned a non-Problems error for in-memory input: %v", err)
 		}
@@ -55,7 +55,7 @@ func FuzzLoad(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := podspec.Load(bytes.NewReader(out), "injected.yaml")
+			again, err := workload.Load(bytes.NewReader(out), "injected.yaml")
 			if err != nil {
 				t.Fatalf("injected %s does not load: %v\n%s", w.ID(), err, out)
 			}

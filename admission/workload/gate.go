@@ -1,10 +1,9 @@
-package podspec
+package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // GateRef locates the gate of an injected pod: a native sidecar among the
@@ -28,11 +27,11 @@ func (g GateRef) IsInit(i int) bool { return g.init && g.index == i }
 // container merely named podgate is not the gate.
 func FindGate(spec *corev1.PodSpec) GateRef {
 	isGate := func(c *corev1.Container) bool {
-		if c.Name != wire.GateContainerName {
+		if c.Name != contract.GateContainerName {
 			return false
 		}
 		for _, e := range c.Env {
-			if e.Name == gateenv.EnvStatusSource {
+			if e.Name == contract.EnvStatusSource {
 				return true
 			}
 		}

@@ -1,4 +1,4 @@
-package podspec
+package workload
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/podgate/podgate/specdecode"
+	"github.com/podgate/podgate/internal/specdecode"
 )
 
 // header is what every object document names before its kind is known.

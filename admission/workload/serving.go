@@ -1,9 +1,9 @@
-package podspec
+package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // pickServingContainer decides which container receives traffic and on
@@ -19,7 +19,7 @@ import (
 func pickServingContainer(w *Workload) {
 	cs := w.PodSpec().Containers
 	gate := FindGate(w.PodSpec())
-	w.ServingContainer, w.ServingPort = "", wire.KnativeUserPort
+	w.ServingContainer, w.ServingPort = "", contract.KnativeUserPort
 	first := -1
 	for i := range cs {
 		if gate.IsContainer(i) {

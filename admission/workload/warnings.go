@@ -1,10 +1,10 @@
-package podspec
+package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Warnings are things about a valid workload its author should know: the
@@ -35,5 +35,5 @@ func (w *Workload) Warnings() []string {
 }
 
 func isDrainHook(h *corev1.LifecycleHandler) bool {
-	return h.HTTPGet != nil && h.HTTPGet.Path == gateenv.DrainPath
+	return h.HTTPGet != nil && h.HTTPGet.Path == contract.DrainPath
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/gate/gatecli"
-	"github.com/podgate/podgate/internal/buildinfo"
 	"github.com/podgate/podgate/internal/command"
+	"github.com/podgate/podgate/internal/versioninfo"
 )
 
 // version is set at link time, as podgate's is
@@ -32,7 +32,7 @@ func newRootCmd() *cobra.Command {
 		Short: "The podgate gate sidecar alone (podgate-gate)",
 		Long: `podgate-gate is the gate of podgate without the rest: run it as "podgate gate",
 or with no arguments in queue-proxy's environment (Knative's queue sidecar).`,
-		Version: buildinfo.Version(version),
+		Version: versioninfo.Version(version),
 		Args:    cobra.NoArgs,
 		RunE:    gatecli.RunBare,
 	}
@@ -43,7 +43,7 @@ or with no arguments in queue-proxy's environment (Knative's queue sidecar).`,
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "podgate-gate %s\n", buildinfo.Version(version))
+			fmt.Fprintf(cmd.OutOrStdout(), "podgate-gate %s\n", versioninfo.Version(version))
 			return nil
 		},
 	})

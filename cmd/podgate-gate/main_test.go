@@ -157,8 +157,8 @@ func TestTheGateBinaryLinksOnlyTheGate(t *testing.T) {
 	banned := []string{
 		"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/applyconfigurations",
 		"sigs.k8s.io/controller-runtime", "github.com/virtual-kubelet/", "github.com/google/go-containerregistry",
-		"github.com/podgate/podgate/runtime", "github.com/podgate/podgate/kubenode", "github.com/podgate/podgate/webhook",
-		"github.com/podgate/podgate/localrun", "github.com/podgate/podgate/controlplane", "github.com/podgate/podgate/activator",
+		"github.com/podgate/podgate/node", "github.com/podgate/podgate/node/kube", "github.com/podgate/podgate/admission/webhook",
+		"github.com/podgate/podgate/local", "github.com/podgate/podgate/kube/controlplane", "github.com/podgate/podgate/activator",
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, b := range banned {

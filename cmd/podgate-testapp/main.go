@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // main exits 0 after a clean termination, 1 when the app fails (e.g. its

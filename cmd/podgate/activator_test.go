@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 func TestActivatorUsageAndStartErrors(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/podctl"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/podctl"
 )
 
 func init() { register(newDeleteCmd) }
@@ -47,7 +47,7 @@ error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "api", api.DefaultAddr, "address of the control API of 'podgate run'")
+	f.StringVar(&addr, "api", apiserver.DefaultAddr, "address of the control API of 'podgate run'")
 	f.StringVarP(&namespace, "namespace", "n", "default", "namespace of the pods")
 	f.Int64Var(&grace, "grace-period", -1, "seconds the pod gets to stop; -1 keeps the pod's terminationGracePeriodSeconds")
 	f.BoolVar(&now, "now", false, "stop at once (same as --grace-period=1)")

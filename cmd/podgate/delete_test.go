@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // terminator does to the store what the node agent's PodDeleter does when
@@ -55,7 +55,7 @@ func startDeleteAPI(t *testing.T) (*apiServer, *terminator) {
 	t.Helper()
 	store := objstore.New(objstore.Options{})
 	d := &terminator{store: store}
-	srv := startAPI(t, api.Config{Store: store, Pods: d})
+	srv := startAPI(t, apiserver.Config{Store: store, Pods: d})
 	seedStore(t, store)
 	return srv, d
 }

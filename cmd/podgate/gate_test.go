@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/gatemain"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/syncbuf"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // Helpers here carry a gate prefix: the package's other test files belong
@@ -29,13 +29,13 @@ const gateWait = 60 * time.Second
 
 // gateEnvNames are every variable the gate reads; tests clear them all.
 var gateEnvNames = []string{
-	gateenv.EnvServingReadinessProbe, gateenv.EnvMultiContainerProbes, gateenv.EnvHTTP2AutoDetection, gateenv.EnvQueueServingPort,
-	gateenv.EnvUserPort, gateenv.EnvContainerConcurrency, gateenv.EnvRevisionTimeoutSeconds,
-	gateenv.EnvServingNamespace, gateenv.EnvServingService, gateenv.EnvServingConfiguration,
-	gateenv.EnvServingRevision, gateenv.EnvServingPod, gateenv.EnvServingPodIP,
-	gateenv.EnvReadinessContainers, gateenv.EnvDelegatedReadiness, gateenv.EnvRoutedProbes,
-	gateenv.EnvDrainQuietPeriod, gateenv.EnvStatusSource, gateenv.EnvContainers,
-	gateenv.EnvUpstreamHost, gateenv.EnvAdminPort, gateenv.EnvMetricsPort, gateenv.EnvOnlyRouter,
+	contract.EnvServingReadinessProbe, contract.EnvMultiContainerProbes, contract.EnvHTTP2AutoDetection, contract.EnvQueueServingPort,
+	contract.EnvUserPort, contract.EnvContainerConcurrency, contract.EnvRevisionTimeoutSeconds,
+	contract.EnvServingNamespace, contract.EnvServingService, contract.EnvServingConfiguration,
+	contract.EnvServingRevision, contract.EnvServingPod, contract.EnvServingPodIP,
+	contract.EnvReadinessContainers, contract.EnvDelegatedReadiness, contract.EnvRoutedProbes,
+	contract.EnvDrainQuietPeriod, contract.EnvStatusSource, contract.EnvContainers,
+	contract.EnvUpstreamHost, contract.EnvAdminPort, contract.EnvMetricsPort, contract.EnvOnlyRouter,
 	"POD_IP", gatemain.EnvEnableRequestLog,
 }
 
@@ -293,7 +293,7 @@ func TestGateWaitPassesOnceTheGateServes(t *testing.T) {
 				return
 			}
 			mux := http.NewServeMux()
-			mux.HandleFunc(gateenv.LivezPath, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+			mux.HandleFunc(contract.LivezPath, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 			srv := &http.Server{Handler: mux}
 			go func() { _ = srv.Serve(gln) }()
 			started <- srv

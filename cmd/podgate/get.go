@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/podctl"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/podctl"
 )
 
 func init() { register(newGetCmd) }
@@ -53,7 +53,7 @@ Exit status: 0 ok, 1 not found or podgate not reachable, 2 usage error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.api, "api", api.DefaultAddr, "address of the control API of 'podgate run'")
+	f.StringVar(&o.api, "api", apiserver.DefaultAddr, "address of the control API of 'podgate run'")
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print a row for every change")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. serving.knative.dev/service=hello,app!=db")

@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gate"
-	"github.com/podgate/podgate/gate/podstatus"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/gate/podapi"
+	"github.com/podgate/podgate/local/apiserver"
 )
 
 // TestGetPodsShowsTheGatesCondition: the condition the gate writes on its
@@ -22,17 +22,17 @@ import (
 // with its reason and message.
 func TestGetPodsShowsTheGatesCondition(t *testing.T) {
 	noLeaks(t)
-	srv := startAPI(t, api.Config{})
+	srv := startAPI(t, apiserver.Config{})
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", CreationTimestamp: metav1.NewTime(time.Now().Add(-10 * time.Hour))},
 		Spec: corev1.PodSpec{NodeName: "podgate", Containers: []corev1.Container{{Name: "app"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition}}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: contract.ContainersReadyCondition}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.1.9"},
 	}
 	if _, err := srv.store.Pods.Create(p); err != nil {
 		t.Fatal(err)
 	}
-	w, err := podstatus.ConditionWriterForURL("http://"+srv.addr, "default", "web-1")
+	w, err := podapi.ConditionWriterForURL("http://"+srv.addr, "default", "web-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +44,10 @@ func TestGetPodsShowsTheGatesCondition(t *testing.T) {
 		want  *corev1.PodCondition // in -o yaml
 	}{
 		{"without the condition, 0/1", gate.PodCondition{}, "0/1", nil},
-		{"False: 0/1, the reason and message in the YAML", gate.PodCondition{Reason: wire.ReasonContainersNotReady, Message: msg, LastTransition: time.Now()}, "0/1",
-			&corev1.PodCondition{Type: wire.ContainersReadyCondition, Status: corev1.ConditionFalse, Reason: wire.ReasonContainersNotReady, Message: msg}},
+		{"False: 0/1, the reason and message in the YAML", gate.PodCondition{Reason: contract.ReasonContainersNotReady, Message: msg, LastTransition: time.Now()}, "0/1",
+			&corev1.PodCondition{Type: contract.ContainersReadyCondition, Status: corev1.ConditionFalse, Reason: contract.ReasonContainersNotReady, Message: msg}},
 		{"True: 1/1", gate.PodCondition{Ready: true, LastTransition: time.Now()}, "1/1",
-			&corev1.PodCondition{Type: wire.ContainersReadyCondition, Status: corev1.ConditionTrue}},
+			&corev1.PodCondition{Type: contract.ContainersReadyCondition, Status: corev1.ConditionTrue}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.c.Ready || tc.c.Reason != "" {

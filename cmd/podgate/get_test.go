@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // --- helpers shared by get, delete and logs tests ---
@@ -38,18 +38,18 @@ type apiServer struct {
 	stop  func()
 }
 
-func startAPI(t *testing.T, cfg api.Config) *apiServer {
+func startAPI(t *testing.T, cfg apiserver.Config) *apiServer {
 	t.Helper()
 	if cfg.Store == nil {
 		cfg.Store = objstore.New(objstore.Options{})
 	}
-	ln, err := api.Listen("127.0.0.1:0")
+	ln, err := apiserver.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- api.NewServer(cfg).Serve(ctx, ln) }()
+	go func() { done <- apiserver.NewServer(cfg).Serve(ctx, ln) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -158,7 +158,7 @@ func seedStore(t *testing.T, s *objstore.Store) {
 
 func TestGetPrintsKubectlTablesFromTheAPI(t *testing.T) {
 	noLeaks(t)
-	srv := startAPI(t, api.Config{})
+	srv := startAPI(t, apiserver.Config{})
 	seedStore(t, srv.store)
 	tests := []struct {
 		name string
@@ -210,7 +210,7 @@ func TestGetPrintsKubectlTablesFromTheAPI(t *testing.T) {
 
 func TestGetJSONAndYAMLPrintTheListAsServed(t *testing.T) {
 	noLeaks(t)
-	srv := startAPI(t, api.Config{})
+	srv := startAPI(t, apiserver.Config{})
 	seedStore(t, srv.store)
 
 	code, out, errOut := cli("get", "pods", "-o", "json", "--api", srv.addr)
@@ -246,7 +246,7 @@ func TestGetJSONAndYAMLPrintTheListAsServed(t *testing.T) {
 
 func TestGetErrors(t *testing.T) {
 	noLeaks(t)
-	srv := startAPI(t, api.Config{})
+	srv := startAPI(t, apiserver.Config{})
 	seedStore(t, srv.store)
 	down := closedAddr(t)
 
@@ -283,7 +283,7 @@ func TestGetErrors(t *testing.T) {
 
 func TestGetWatchPrintsARowForEveryChange(t *testing.T) {
 	noLeaks(t)
-	srv := startAPI(t, api.Config{})
+	srv := startAPI(t, apiserver.Config{})
 	seedStore(t, srv.store)
 	w := startCLI("get", "pods", "-w", "--api", srv.addr)
 	w.waitFor(t, "hello-1   1/1     Running   0          10h\n")
@@ -314,7 +314,7 @@ func TestGetWatchPrintsARowForEveryChange(t *testing.T) {
 
 func TestGetWatchOfOneNameFollowsThatObject(t *testing.T) {
 	noLeaks(t)
-	srv := startAPI(t, api.Config{})
+	srv := startAPI(t, apiserver.Config{})
 	seedStore(t, srv.store)
 	w := startCLI("get", "pods", "hello-1", "-w", "-o", "name", "--api", srv.addr)
 	w.waitFor(t, "pod/hello-1\n")
@@ -330,7 +330,7 @@ func TestGetWatchOfOneNameFollowsThatObject(t *testing.T) {
 
 func TestGetWatchOfAnEmptyListPrintsTheHeaderWithTheFirstRow(t *testing.T) {
 	noLeaks(t)
-	srv := startAPI(t, api.Config{})
+	srv := startAPI(t, apiserver.Config{})
 	w := startCLI("get", "events", "-w", "--api", srv.addr)
 	// Nothing to wait for yet: an empty list prints nothing, not even
 	// "No resources found" (kubectl prints it; under -w it would be noise).

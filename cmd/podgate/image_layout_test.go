@@ -13,7 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/ociimage"
+	"github.com/podgate/podgate/internal/ociimage"
 )
 
 // imageLayoutPod is a pod of podgate's own image, running its test app:
@@ -34,7 +34,7 @@ spec:
 `
 
 // imageLayoutOf builds podgate's image into a new OCI layout, as
-// scripts/image.sh does, and returns the layout and the reference with
+// hack/image.sh does, and returns the layout and the reference with
 // its digest.
 func imageLayoutOf(t *testing.T, bin string) (string, string) {
 	t.Helper()

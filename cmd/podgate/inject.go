@@ -6,12 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/loopback"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/podspec/validation"
-	"github.com/podgate/podgate/wire"
 )
 
 func init() { register(newInjectCmd) }
@@ -72,7 +71,7 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 			}
 			// Render everything before printing, so a failure prints nothing.
 			var b bytes.Buffer
-			if err := podspec.WriteItems(&b, items); err != nil {
+			if err := workload.WriteItems(&b, items); err != nil {
 				return err
 			}
 			_, err = cmd.OutOrStdout().Write(b.Bytes())
@@ -81,8 +80,8 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 	}
 	mf.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.Local, "local", false, "inject for 'podgate run' (own loopback address per pod, node agent status)")
-	cmd.Flags().StringVar(&opts.GateImage, "gate-image", gateenv.DefaultImage, "image of the gate container")
-	cmd.Flags().StringVar(&opts.APIAddr, "api", wire.APIAddr, "with --local: address of the node agent's control API")
+	cmd.Flags().StringVar(&opts.GateImage, "gate-image", contract.DefaultImage, "image of the gate container")
+	cmd.Flags().StringVar(&opts.APIAddr, "api", contract.APIAddr, "with --local: address of the node agent's control API")
 	cmd.Flags().BoolVar(&opts.GateAsContainer, "gate-as-container", false, "make the gate a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
 	return cmd
 }

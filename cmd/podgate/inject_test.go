@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // Helpers here carry an inject prefix: the package's other test files
@@ -26,16 +26,16 @@ func TestInjectPrintsTheGoldenManifests(t *testing.T) {
 		args   []string
 		golden string
 	}{
-		{[]string{"-f", "../../testdata/valid/05-two-containers-liveness.yaml"}, "05-two-containers-liveness.yaml"},
-		{[]string{"--local", "-f", "../../testdata/valid/07-sidecar-exec-readiness.yaml"}, "07-sidecar-exec-readiness.local.yaml"},
-		{[]string{"-f", "../../testdata/valid/15-multi-doc.yaml"}, "15-multi-doc.yaml"},
+		{[]string{"-f", "../../admission/testdata/valid/05-two-containers-liveness.yaml"}, "05-two-containers-liveness.yaml"},
+		{[]string{"--local", "-f", "../../admission/testdata/valid/07-sidecar-exec-readiness.yaml"}, "07-sidecar-exec-readiness.local.yaml"},
+		{[]string{"-f", "../../admission/testdata/valid/15-multi-doc.yaml"}, "15-multi-doc.yaml"},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			code, stdout, stderr := injectRun(tc.args...)
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			want, err := os.ReadFile(filepath.Join("../../testdata/inject", tc.golden))
+			want, err := os.ReadFile(filepath.Join("../../admission/testdata/inject", tc.golden))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,19 +52,19 @@ func TestInjectPrintsTheGoldenManifests(t *testing.T) {
 // workloads, in order.
 func injectWorkloadDocs(t *testing.T, printed string) string {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(printed), "out.yaml")
+	m, err := workload.Load(strings.NewReader(printed), "out.yaml")
 	if err != nil {
 		t.Fatalf("output does not load: %v", err)
 	}
 	var b bytes.Buffer
-	if err := podspec.WriteYAML(&b, m.Workloads); err != nil {
+	if err := workload.WriteYAML(&b, m.Workloads); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
 func TestInjectPassesOtherObjectsThroughInOrder(t *testing.T) {
-	code, stdout, _ := injectRun("-f", "../../testdata/valid/12-list.json")
+	code, stdout, _ := injectRun("-f", "../../admission/testdata/valid/12-list.json")
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -103,7 +103,7 @@ func TestInjectOutputIsStable(t *testing.T) {
 }
 
 func TestInjectRejectsInvalidInput(t *testing.T) {
-	code, stdout, stderr := injectRun("-f", "../../testdata/invalid/liveness-success-threshold.yaml")
+	code, stdout, stderr := injectRun("-f", "../../admission/testdata/invalid/liveness-success-threshold.yaml")
 	if code != exitInvalid || stdout != "" {
 		t.Errorf("exit %d, stdout %q: want 1 and nothing printed", code, stdout)
 	}
@@ -124,7 +124,7 @@ func TestInjectGateAsContainer(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("inject %v: exit %d: %s", args, code, stderr)
 		}
-		m, err := podspec.Load(strings.NewReader(stdout), "out.yaml")
+		m, err := workload.Load(strings.NewReader(stdout), "out.yaml")
 		if err != nil || len(m.Workloads) != 1 {
 			t.Fatalf("output does not load: %v\n%s", err, stdout)
 		}

@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/podctl"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/podctl"
 )
 
 func init() { register(newLogsCmd) }
@@ -46,7 +46,7 @@ Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "api", api.DefaultAddr, "address of the control API of 'podgate run'")
+	f.StringVar(&addr, "api", apiserver.DefaultAddr, "address of the control API of 'podgate run'")
 	f.StringVarP(&namespace, "namespace", "n", "default", "namespace of the pod")
 	f.StringVarP(&container, "container", "c", "", "container to print; needed when the pod has several")
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing new output")

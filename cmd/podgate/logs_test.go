@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // containerLogs is a LogSource with what the node agent keeps per
@@ -74,7 +74,7 @@ func startLogsAPI(t *testing.T, output map[string]string) (*apiServer, *containe
 	t.Helper()
 	store := objstore.New(objstore.Options{})
 	src := &containerLogs{output: output, lines: make(chan string)}
-	srv := startAPI(t, api.Config{Store: store, Logs: src})
+	srv := startAPI(t, apiserver.Config{Store: store, Logs: src})
 	seedStore(t, store)
 	return srv, src
 }

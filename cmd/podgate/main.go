@@ -75,7 +75,7 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // goroutine — but Go never ends the main thread: it parks it, still in
 // the pod's namespace (keeping the namespace alive), and /proc/PID/ns/net,
 // which shows the main thread's, would name that namespace from then on
-// (podnet.ErrNetnsNotRestored).
+// (netns.ErrNetnsNotRestored).
 func init() { runtime.LockOSThread() }
 
 func main() {

@@ -47,7 +47,7 @@ func podgateBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "podgate")
-		// Static, as scripts/image.sh builds it: the tests put this binary
+		// Static, as hack/image.sh builds it: the tests put this binary
 		// in an OCI image too, which holds no libc.
 		build := exec.Command(goTool, "build", "-o", binPath, "github.com/podgate/podgate/cmd/podgate")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")

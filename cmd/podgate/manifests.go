@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // stdinName names standard input (-f -) in messages.
@@ -25,19 +25,19 @@ func (m *manifestFlags) bind(fs *pflag.FlagSet) {
 }
 
 // inputs expands the flags (and extra arguments, which are more files) into
-// sources, in order (podspec.PathInputs). A path that does not exist or a
+// sources, in order (workload.PathInputs). A path that does not exist or a
 // directory without manifests is invalid input; - given twice is a usage
 // error.
-func (m *manifestFlags) inputs(args []string, stdin io.Reader) ([]podspec.Input, error) {
+func (m *manifestFlags) inputs(args []string, stdin io.Reader) ([]workload.Input, error) {
 	paths := append(append([]string{}, m.files...), args...)
 	if len(paths) == 0 {
 		return nil, usageErrorf("at least one -f FILE is required (a file, a directory, or - for standard input)")
 	}
-	var out []podspec.Input
+	var out []workload.Input
 	stdinUsed := false
 	for _, p := range paths {
 		if p != "-" {
-			in, err := podspec.PathInputs(p, m.recursive)
+			in, err := workload.PathInputs(p, m.recursive)
 			if err != nil {
 				return nil, invalidf("%v", err)
 			}
@@ -48,7 +48,7 @@ func (m *manifestFlags) inputs(args []string, stdin io.Reader) ([]podspec.Input,
 			return nil, usageErrorf("-f - is given twice: standard input can be read once")
 		}
 		stdinUsed = true
-		out = append(out, podspec.Input{Name: stdinName, Open: func() (io.ReadCloser, error) {
+		out = append(out, workload.Input{Name: stdinName, Open: func() (io.ReadCloser, error) {
 			return io.NopCloser(stdin), nil
 		}})
 	}

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 func TestNodeFlags(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 func init() { register(newProbeCmd) }

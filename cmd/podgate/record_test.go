@@ -21,12 +21,12 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/kube/controlplane"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/manifest"
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 var (
@@ -36,14 +36,14 @@ var (
 
 // readRecording reads a whole recording file; every line must be
 // complete (flushed and closed).
-func readRecording(t *testing.T, path string) (recording.Header, []recording.Fact) {
+func readRecording(t *testing.T, path string) (record.Header, []record.Fact) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h, facts, err := recording.Read(f)
+	h, facts, err := record.Read(f)
 	if err != nil {
 		t.Fatalf("reading the recording: %v", err)
 	}
@@ -51,20 +51,20 @@ func readRecording(t *testing.T, path string) (recording.Header, []recording.Fac
 }
 
 // describe is a fact in one line, for failure logs.
-func describe(f recording.Fact) string {
-	payload := map[recording.Kind]any{
-		recording.KindProbe: f.Probe, recording.KindContainer: f.State, recording.KindEvent: f.Event,
-		recording.KindCondition: f.Condition, recording.KindEndpoint: f.Endpoint, recording.KindGate: f.Gate,
-		recording.KindRoute: f.Route, recording.KindRequest: f.Request, recording.KindMark: f.Mark, recording.KindTruncated: f.Truncated,
+func describe(f record.Fact) string {
+	payload := map[record.Kind]any{
+		record.KindProbe: f.Probe, record.KindContainer: f.State, record.KindEvent: f.Event,
+		record.KindCondition: f.Condition, record.KindEndpoint: f.Endpoint, record.KindGate: f.Gate,
+		record.KindRoute: f.Route, record.KindRequest: f.Request, record.KindMark: f.Mark, record.KindTruncated: f.Truncated,
 	}[f.Kind]
 	return fmt.Sprintf("%s %-9s %s/%s %+v", f.Time.Format("15:04:05.000"), f.Kind, f.Pod, f.Container, payload)
 }
 
-func describeAll(fs []recording.Fact) string {
+func describeAll(fs []record.Fact) string {
 	var b strings.Builder
 	for _, f := range fs {
-		if f.Kind == recording.KindRoute || f.Kind == recording.KindRequest ||
-			(f.Kind == recording.KindProbe && f.Probe.Result == "success") {
+		if f.Kind == record.KindRoute || f.Kind == record.KindRequest ||
+			(f.Kind == record.KindProbe && f.Probe.Result == "success") {
 			continue // the many routine ones
 		}
 		b.WriteString("  " + describe(f) + "\n")
@@ -74,7 +74,7 @@ func describeAll(fs []recording.Fact) string {
 
 // first is the index of the first fact from index from on that matches,
 // or -1.
-func first(fs []recording.Fact, from int, match func(recording.Fact) bool) int {
+func first(fs []record.Fact, from int, match func(record.Fact) bool) int {
 	for i := max(from, 0); i < len(fs); i++ {
 		if match(fs[i]) {
 			return i
@@ -150,7 +150,7 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 	}
 
 	h, facts := readRecording(t, recFile)
-	sorted := recording.Sorted(facts)
+	sorted := record.Sorted(facts)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the recording, without routine probe successes, routes and requests:\n%s", describeAll(sorted))
@@ -162,13 +162,13 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 		}
 	})
 	t.Run("every kind of fact is there", func(t *testing.T) {
-		kinds := map[recording.Kind]int{}
+		kinds := map[record.Kind]int{}
 		for _, f := range facts {
 			kinds[f.Kind]++
 		}
-		for _, k := range []recording.Kind{
-			recording.KindProbe, recording.KindContainer, recording.KindEvent, recording.KindCondition,
-			recording.KindEndpoint, recording.KindGate, recording.KindRoute, recording.KindRequest,
+		for _, k := range []record.Kind{
+			record.KindProbe, record.KindContainer, record.KindEvent, record.KindCondition,
+			record.KindEndpoint, record.KindGate, record.KindRoute, record.KindRequest,
 		} {
 			if kinds[k] == 0 {
 				t.Errorf("no %s fact (kinds: %v)", k, kinds)
@@ -176,27 +176,27 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 		}
 	})
 	t.Run("the restart in podgate's order", func(t *testing.T) {
-		userContainer := func(f recording.Fact) bool { return f.Pod == pod.Name && f.Container == "user-container" }
-		failures := first(sorted, 0, func(f recording.Fact) bool {
-			return userContainer(f) && f.Kind == recording.KindProbe && f.Probe.Probe == "liveness" && f.Probe.Result == "failure"
+		userContainer := func(f record.Fact) bool { return f.Pod == pod.Name && f.Container == "user-container" }
+		failures := first(sorted, 0, func(f record.Fact) bool {
+			return userContainer(f) && f.Kind == record.KindProbe && f.Probe.Probe == "liveness" && f.Probe.Result == "failure"
 		})
-		restart := first(sorted, failures, func(f recording.Fact) bool {
-			return userContainer(f) && f.Kind == recording.KindProbe && f.Probe.Restart
+		restart := first(sorted, failures, func(f record.Fact) bool {
+			return userContainer(f) && f.Kind == record.KindProbe && f.Probe.Restart
 		})
-		killing := first(sorted, restart, func(f recording.Fact) bool {
-			return userContainer(f) && f.Kind == recording.KindEvent && f.Event.Reason == "Killing" && strings.Contains(f.Event.Message, "failed liveness probe")
+		killing := first(sorted, restart, func(f record.Fact) bool {
+			return userContainer(f) && f.Kind == record.KindEvent && f.Event.Reason == "Killing" && strings.Contains(f.Event.Message, "failed liveness probe")
 		})
-		notReady := first(sorted, restart, func(f recording.Fact) bool {
-			return f.Kind == recording.KindEndpoint && f.Pod == pod.Name && f.Endpoint.Ready != nil && !*f.Endpoint.Ready
+		notReady := first(sorted, restart, func(f record.Fact) bool {
+			return f.Kind == record.KindEndpoint && f.Pod == pod.Name && f.Endpoint.Ready != nil && !*f.Endpoint.Ready
 		})
-		started := first(sorted, killing, func(f recording.Fact) bool {
-			return userContainer(f) && f.Kind == recording.KindEvent && f.Event.Reason == "Started"
+		started := first(sorted, killing, func(f record.Fact) bool {
+			return userContainer(f) && f.Kind == record.KindEvent && f.Event.Reason == "Started"
 		})
-		running := first(sorted, killing, func(f recording.Fact) bool {
-			return userContainer(f) && f.Kind == recording.KindContainer && f.State.State == "running" && f.State.RestartCount == 1
+		running := first(sorted, killing, func(f record.Fact) bool {
+			return userContainer(f) && f.Kind == record.KindContainer && f.State.State == "running" && f.State.RestartCount == 1
 		})
-		ready := first(sorted, max(started, notReady), func(f recording.Fact) bool {
-			return f.Kind == recording.KindEndpoint && f.Pod == pod.Name && f.Endpoint.Ready != nil && *f.Endpoint.Ready
+		ready := first(sorted, max(started, notReady), func(f record.Fact) bool {
+			return f.Kind == record.KindEndpoint && f.Pod == pod.Name && f.Endpoint.Ready != nil && *f.Endpoint.Ready
 		})
 		steps := []struct {
 			name string
@@ -226,15 +226,15 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 		const slack = 500 * time.Millisecond
 		held := 0
 		for _, f := range sorted {
-			if f.Kind != recording.KindRoute {
+			if f.Kind != record.KindRoute {
 				continue
 			}
 			switch d := f.Route.Decision; {
-			case d == recording.DecisionHeld && !f.Time.Before(from.Add(-slack)) && !f.Time.After(to):
+			case d == record.DecisionHeld && !f.Time.Before(from.Add(-slack)) && !f.Time.After(to):
 				held++
-			case d == recording.DecisionReleased && f.Pod == pod.Name && f.Time.After(from) && f.Time.Before(back):
+			case d == record.DecisionReleased && f.Pod == pod.Name && f.Time.After(from) && f.Time.Before(back):
 				t.Errorf("a held request was released to the pod before its container started again (%s): %s", back.Format("15:04:05.000"), describe(f))
-			case d == recording.DecisionRouted && f.Pod == pod.Name && f.Time.After(from.Add(slack)) && f.Time.Before(to.Add(-slack)):
+			case d == record.DecisionRouted && f.Pod == pod.Name && f.Time.After(from.Add(slack)) && f.Time.Before(to.Add(-slack)):
 				t.Errorf("a request was sent to the pod while its endpoint was not ready (%s … %s): %s",
 					from.Format("15:04:05.000"), to.Format("15:04:05.000"), describe(f))
 			}
@@ -244,9 +244,9 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 		}
 	})
 	t.Run("every request the load sent is recorded", func(t *testing.T) {
-		var recorded []recording.Fact
+		var recorded []record.Fact
 		for _, f := range facts {
-			if f.Kind == recording.KindRequest {
+			if f.Kind == record.KindRequest {
 				recorded = append(recorded, f)
 			}
 		}
@@ -281,11 +281,11 @@ func TestRunRecordsTheLivenessRestart(t *testing.T) {
 		if last.Time.Before(interrupted) {
 			t.Errorf("the last fact %s is from before Ctrl-C at %s", describe(last), interrupted.Format("15:04:05.000"))
 		}
-		stopping := slices.ContainsFunc(facts, func(f recording.Fact) bool {
-			return f.Kind == recording.KindEvent && f.Event.Reason == "Killing" && strings.HasPrefix(f.Event.Message, "Stopping container") && !f.Time.Before(interrupted)
+		stopping := slices.ContainsFunc(facts, func(f record.Fact) bool {
+			return f.Kind == record.KindEvent && f.Event.Reason == "Killing" && strings.HasPrefix(f.Event.Message, "Stopping container") && !f.Time.Before(interrupted)
 		})
-		removed := slices.ContainsFunc(facts, func(f recording.Fact) bool {
-			return f.Kind == recording.KindEndpoint && f.Pod == pod.Name && (f.Endpoint.Removed || (f.Endpoint.Terminating != nil && *f.Endpoint.Terminating)) && !f.Time.Before(interrupted)
+		removed := slices.ContainsFunc(facts, func(f record.Fact) bool {
+			return f.Kind == record.KindEndpoint && f.Pod == pod.Name && (f.Endpoint.Removed || (f.Endpoint.Terminating != nil && *f.Endpoint.Terminating)) && !f.Time.Before(interrupted)
 		})
 		if !stopping || !removed {
 			t.Errorf("after Ctrl-C: Killing \"Stopping container\" recorded %t, the endpoint terminating or removed %t; want both", stopping, removed)
@@ -321,7 +321,7 @@ func TestRunRecordingKeepsToItsLimit(t *testing.T) {
 	}
 	h, facts := readRecording(t, recFile)
 	last := facts[len(facts)-1]
-	if h.Limit != limit || last.Kind != recording.KindTruncated || last.Truncated.Limit != limit {
+	if h.Limit != limit || last.Kind != record.KindTruncated || last.Truncated.Limit != limit {
 		t.Errorf("header limit %d, last fact %s: want %d and the truncated line", h.Limit, describe(last), limit)
 	}
 	if !bytes.HasSuffix(data, []byte("\n")) {
@@ -495,27 +495,27 @@ func TestRecordAClusterUntilCtrlC(t *testing.T) {
 	}
 	for _, want := range []struct {
 		what  string
-		match func(recording.Fact) bool
+		match func(record.Fact) bool
 	}{
-		{"the container status", func(f recording.Fact) bool {
-			return f.Kind == recording.KindContainer && f.Pod == "web" && f.Container == "app" && f.State.State == "waiting" &&
+		{"the container status", func(f record.Fact) bool {
+			return f.Kind == record.KindContainer && f.Pod == "web" && f.Container == "app" && f.State.State == "waiting" &&
 				f.State.Reason == "CrashLoopBackOff" && f.State.RestartCount == 2
 		}},
-		{"PodScheduled False", func(f recording.Fact) bool {
-			return f.Kind == recording.KindCondition && f.Pod == "web" && f.Condition.Type == "PodScheduled" && f.Condition.Status == "False"
+		{"PodScheduled False", func(f record.Fact) bool {
+			return f.Kind == record.KindCondition && f.Pod == "web" && f.Condition.Type == "PodScheduled" && f.Condition.Status == "False"
 		}},
-		{"the FailedScheduling event", func(f recording.Fact) bool {
-			return f.Kind == recording.KindEvent && f.Pod == "web" && f.Event.Reason == "FailedScheduling" && f.Event.Type == corev1.EventTypeWarning
+		{"the FailedScheduling event", func(f record.Fact) bool {
+			return f.Kind == record.KindEvent && f.Pod == "web" && f.Event.Reason == "FailedScheduling" && f.Event.Type == corev1.EventTypeWarning
 		}},
-		{"the Unhealthy event", func(f recording.Fact) bool {
-			return f.Kind == recording.KindEvent && f.Pod == "web" && f.Container == "app" && f.Event.Reason == "Unhealthy"
+		{"the Unhealthy event", func(f record.Fact) bool {
+			return f.Kind == record.KindEvent && f.Pod == "web" && f.Container == "app" && f.Event.Reason == "Unhealthy"
 		}},
-		{"the liveness failure it reports", func(f recording.Fact) bool {
-			return f.Kind == recording.KindProbe && f.Pod == "web" && f.Container == "app" && f.Probe.Probe == "liveness" &&
+		{"the liveness failure it reports", func(f record.Fact) bool {
+			return f.Kind == record.KindProbe && f.Pod == "web" && f.Container == "app" && f.Probe.Probe == "liveness" &&
 				f.Probe.Result == "failure" && f.Probe.Message == "HTTP probe failed with statuscode: 500"
 		}},
-		{"the endpoint", func(f recording.Fact) bool {
-			return f.Kind == recording.KindEndpoint && f.Pod == "web" && f.Namespace == ns && f.Endpoint.Address == "192.0.2.20" &&
+		{"the endpoint", func(f record.Fact) bool {
+			return f.Kind == record.KindEndpoint && f.Pod == "web" && f.Namespace == ns && f.Endpoint.Address == "192.0.2.20" &&
 				f.Endpoint.Service == "web" && f.Endpoint.Ready != nil && !*f.Endpoint.Ready
 		}},
 	} {

@@ -10,16 +10,16 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/api"
+	"github.com/podgate/podgate/activator/frontdoor"
+	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
-	"github.com/podgate/podgate/frontdoor"
 	"github.com/podgate/podgate/internal/loopback"
-	"github.com/podgate/podgate/localrun"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/runtime"
-	"github.com/podgate/podgate/runtime/images"
-	"github.com/podgate/podgate/timeline/live"
+	"github.com/podgate/podgate/local"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline/live"
 )
 
 func init() { register(newRunCmd) }
@@ -63,7 +63,7 @@ Every pod gets its own loopback address from --pod-cidr as $POD_IP and
 status.podIP; the serving container gets $PORT. A container runs its
 command; without one, its image must be known: ghcr.io/podgate/testapp is
 this binary's test app, others are mapped with --image NAME=PATH or
-found in the OCI image layout of --image-layout (scripts/image.sh).
+found in the OCI image layout of --image-layout (hack/image.sh).
 Container output is printed prefixed "pod/container | ".
 
 The front door on --listen routes each request by its Host header,
@@ -117,8 +117,8 @@ cannot run locally or a failed start (an address in use), 2 usage error
 // bind binds run's flags to o and servicePorts.
 func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 	o.manifests.bind(f)
-	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "loopback range pod IPs come from (inside 127.0.0.0/8)")
-	f.StringVar(&o.apiAddr, "api", api.DefaultAddr, "control API address (loopback only; port 0 picks a free one)")
+	f.StringVar(&o.podCIDR, "pod-cidr", node.DefaultPodCIDR, "loopback range pod IPs come from (inside 127.0.0.0/8)")
+	f.StringVar(&o.apiAddr, "api", apiserver.DefaultAddr, "control API address (loopback only; port 0 picks a free one)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
 	f.StringVar(&o.imageLayout, "image-layout", "", cmdflags.ImageLayoutUsage)
 	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
@@ -144,8 +144,8 @@ const uiFacts = 100_000
 // is wrong as written is a usage error whatever the manifests say. What
 // depends on the world (an image path that does not exist, an address in
 // use) is checked later, as invalid input (exit 1).
-func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.Config, error) {
-	cfg := localrun.Config{
+func (o *runOptions) config(replicasSet bool, servicePorts []string) (local.Config, error) {
+	cfg := local.Config{
 		PodCIDR: o.podCIDR, APIAddr: o.apiAddr, NodeName: o.nodeName, NoGate: o.noGate, Listen: o.listen, Domain: o.domain,
 		ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout, MetricsListen: o.metricsListen,
 	}
@@ -174,7 +174,7 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (localrun.C
 	return cfg, nil
 }
 
-func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []podspec.Input, stdout, stderr io.Writer) (err error) {
+func runPods(ctx context.Context, o runOptions, cfg local.Config, inputs []workload.Input, stdout, stderr io.Writer) (err error) {
 	im, err := images.FromFlags(o.images)
 	if err != nil {
 		return invalidf("%v", err)
@@ -182,7 +182,7 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 	if im, err = cmdflags.WithImageLayout(im, o.imageLayout); err != nil {
 		return invalidf("%v", err)
 	}
-	workloads, err := localrun.LoadWorkloads(inputs, stderr)
+	workloads, err := local.LoadWorkloads(inputs, stderr)
 	if err != nil {
 		return invalidf("%v", err)
 	}
@@ -203,20 +203,20 @@ func runPods(ctx context.Context, o runOptions, cfg localrun.Config, inputs []po
 	}
 	if o.ui != "" {
 		// The live view reads the facts from memory, besides any recording.
-		facts := recording.NewLog(uiFacts)
-		ui, err := live.Listen(o.ui, facts, recording.Header{Source: "podgate run"})
+		facts := record.NewLog(uiFacts)
+		ui, err := live.Listen(o.ui, facts, record.Header{Source: "podgate run"})
 		if err != nil {
 			return invalidf("%v", err)
 		}
 		defer ui.Close()
-		var sink recording.Sink = facts
+		var sink record.Sink = facts
 		if cfg.Recorder != nil {
-			sink = recording.Tee(cfg.Recorder, facts)
+			sink = record.Tee(cfg.Recorder, facts)
 		}
 		cfg.Recorder = sink
 		fmt.Fprintf(stderr, "podgate: timeline on %s\n", ui.URL())
 	}
-	if err := localrun.Run(ctx, cfg); err != nil {
+	if err := local.Run(ctx, cfg); err != nil {
 		return invalidf("%v", err)
 	}
 	return nil

@@ -25,8 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Helpers here carry a run prefix: the package's other test files belong

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 func init() { register(newTestappCmd) }

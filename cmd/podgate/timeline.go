@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/timeline"
-	"github.com/podgate/podgate/timeline/render"
+	"github.com/podgate/podgate/record/timeline"
+	"github.com/podgate/podgate/record/timeline/render"
 )
 
 func init() { register(newTimelineCmd) }

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
-// timelineRecording writes a small recording with recording.Writer: a pod
+// timelineRecording writes a small recording with record.Writer: a pod
 // whose liveness probe fails twice and restarts it, requests to it.
 func timelineRecording(t *testing.T) string {
 	t.Helper()
@@ -27,23 +27,23 @@ func timelineRecording(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := recording.NewWriter(f, recording.Header{Source: "podgate run", Started: start, Detail: "cli test"}, 0)
+	w, err := record.NewWriter(f, record.Header{Source: "podgate run", Started: start, Detail: "cli test"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := func(sec float64, f recording.Fact) {
+	pod := func(sec float64, f record.Fact) {
 		f.Time, f.Namespace, f.Pod = at(sec), "default", "web-0"
 		w.Record(f)
 	}
 	ready := true
-	pod(0.5, recording.Fact{Kind: recording.KindContainer, Container: "app", State: &recording.State{State: "running", Ready: true, ContainerID: "a"}})
-	pod(0.6, recording.Fact{Kind: recording.KindEndpoint, Endpoint: &recording.Endpoint{Service: "web", Slice: "web-1", Address: "127.0.10.2", Ready: &ready}})
+	pod(0.5, record.Fact{Kind: record.KindContainer, Container: "app", State: &record.State{State: "running", Ready: true, ContainerID: "a"}})
+	pod(0.6, record.Fact{Kind: record.KindEndpoint, Endpoint: &record.Endpoint{Service: "web", Slice: "web-1", Address: "127.0.10.2", Ready: &ready}})
 	for i, sec := range []float64{2, 3} {
-		pod(sec, recording.Fact{Kind: recording.KindProbe, Container: "app", Probe: &recording.Probe{Probe: "liveness", Result: "failure", Message: "HTTP probe failed with statuscode: 500", Restart: i == 1}})
+		pod(sec, record.Fact{Kind: record.KindProbe, Container: "app", Probe: &record.Probe{Probe: "liveness", Result: "failure", Message: "HTTP probe failed with statuscode: 500", Restart: i == 1}})
 	}
-	pod(3, recording.Fact{Kind: recording.KindEvent, Container: "app", Event: &recording.Event{Type: "Normal", Reason: "Killing", Message: "Container app failed liveness probe, will be restarted", Object: "Pod/web-0"}})
-	pod(1, recording.Fact{Kind: recording.KindRequest, Request: &recording.Request{ID: 1, Target: "default/web", Start: at(0.9), Status: 200, Latency: 100 * time.Millisecond}})
-	w.Record(recording.Fact{Time: at(4), Kind: recording.KindMark, Mark: &recording.Mark{Name: "done"}})
+	pod(3, record.Fact{Kind: record.KindEvent, Container: "app", Event: &record.Event{Type: "Normal", Reason: "Killing", Message: "Container app failed liveness probe, will be restarted", Object: "Pod/web-0"}})
+	pod(1, record.Fact{Kind: record.KindRequest, Request: &record.Request{ID: 1, Target: "default/web", Start: at(0.9), Status: 200, Latency: 100 * time.Millisecond}})
+	w.Record(record.Fact{Time: at(4), Kind: record.KindMark, Mark: &record.Mark{Name: "done"}})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/node/images"
 )
 
 func init() { register(newValidateCmd) }
@@ -54,7 +54,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				return invalidf("%v", err)
 			}
 			r := validation.Report{Manifests: m, Problems: problems,
-				MoreWarnings: func(w *podspec.Workload) []string { return images.LocalWarnings(w, im) }}
+				MoreWarnings: func(w *workload.Workload) []string { return images.LocalWarnings(w, im) }}
 			if output == "json" {
 				if err := r.WriteJSON(cmd.OutOrStdout()); err != nil {
 					return err

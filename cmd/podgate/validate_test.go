@@ -159,8 +159,8 @@ func TestValidateJSONOutput(t *testing.T) {
 }
 
 func TestValidateCorpus(t *testing.T) {
-	invalid, _ := filepath.Glob("../../testdata/invalid/*.yaml")
-	valid, _ := filepath.Glob("../../testdata/valid/*.yaml")
+	invalid, _ := filepath.Glob("../../admission/testdata/invalid/*.yaml")
+	valid, _ := filepath.Glob("../../admission/testdata/valid/*.yaml")
 	if len(invalid) < 30 || len(valid) < 7 {
 		t.Fatalf("corpus: %d invalid, %d valid", len(invalid), len(valid))
 	}

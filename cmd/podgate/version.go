@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/internal/buildinfo"
+	"github.com/podgate/podgate/internal/versioninfo"
 )
 
 // version is set at link time:
@@ -21,7 +21,7 @@ func init() { register(newVersionCmd) }
 
 // buildVersion is what `podgate version` and `podgate --version` print
 // after "podgate ".
-func buildVersion() string { return buildinfo.Version(version) }
+func buildVersion() string { return versioninfo.Version(version) }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{

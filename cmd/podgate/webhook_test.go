@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 func TestWebhookUsageAndStartErrors(t *testing.T) {

@@ -1,4 +1,4 @@
-package gateenv
+package contract
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/specdecode"
+	"github.com/podgate/podgate/internal/specdecode"
 )
 
 // strictJSON decodes one JSON value with the strict decoder every probe

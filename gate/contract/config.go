@@ -1,11 +1,9 @@
-package gateenv
+package contract
 
 import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/podgate/podgate/wire"
 )
 
 // Config is the gate's configuration as the injector writes it and the
@@ -90,10 +88,10 @@ func (r RoutedProbes) Probe(kind ProbeKind) *corev1.Probe {
 // Defaults is the configuration of a gate whose environment sets nothing.
 func Defaults() Config {
 	return Config{
-		ServingPort:      wire.GatePort,
-		AdminPort:        wire.GateAdminPort,
-		MetricsPort:      wire.GateMetricsPort,
-		UserPort:         wire.KnativeUserPort,
+		ServingPort:      GatePort,
+		AdminPort:        GateAdminPort,
+		MetricsPort:      GateMetricsPort,
+		UserPort:         KnativeUserPort,
 		UpstreamHost:     "127.0.0.1",
 		RevisionTimeout:  DefaultRevisionTimeoutSeconds * time.Second,
 		DrainQuietPeriod: DefaultDrainQuietPeriodSeconds * time.Second,

@@ -1,4 +1,4 @@
-package gateenv
+package contract
 
 import (
 	"reflect"
@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/podgate/podgate/wire"
 )
 
 func envMap(vars []corev1.EnvVar) map[string]string {
@@ -275,7 +273,7 @@ func TestDecodeEnvAcceptsQueueProxysEnvironment(t *testing.T) {
 	}
 	// An empty podgate variable still means unset.
 	env[EnvAdminPort] = ""
-	if c, err := DecodeEnv(lookuper(env)); err != nil || c.AdminPort != wire.GateAdminPort {
+	if c, err := DecodeEnv(lookuper(env)); err != nil || c.AdminPort != GateAdminPort {
 		t.Errorf("empty %s: admin port %d, %v", EnvAdminPort, c.AdminPort, err)
 	}
 }

@@ -10,7 +10,7 @@
 // The package is a leaf: it imports only the Kubernetes API types, the
 // standard library and the leaves wire and specdecode, so both sides can
 // depend on it.
-package gateenv
+package contract
 
 // Knative queue-proxy variables.
 const (

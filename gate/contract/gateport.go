@@ -1,4 +1,4 @@
-package wire
+package contract
 
 import corev1 "k8s.io/api/core/v1"
 

@@ -1,4 +1,4 @@
-package gateenv
+package contract
 
 import (
 	"fmt"

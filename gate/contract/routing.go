@@ -1,4 +1,4 @@
-package gateenv
+package contract
 
 // What the gate's start, its drain and its routed probes add to the
 // contract: the admin paths the injector's hooks and probes call, the

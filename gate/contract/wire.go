@@ -9,7 +9,7 @@
 // and the front door both give, is here for the same reason
 // (AnswerRouteCheck). It is a leaf: it imports only k8s.io/api and the
 // standard library.
-package wire
+package contract
 
 // The kubelet's probes (docs/facts.md §1).
 const (

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/gatemain"
-	"github.com/podgate/podgate/gateenv"
 	"github.com/podgate/podgate/internal/command"
 )
 
@@ -77,7 +77,7 @@ func waitCommand() *cobra.Command {
 		Use:   "wait",
 		Short: "Wait until the gate of this container serves (its startup probe)",
 		Long: `Wait until the gate configured by this environment answers on its admin
-port (` + gateenv.LivezPath + `), at most --timeout. The injector makes it the startup
+port (` + contract.LivezPath + `), at most --timeout. The injector makes it the startup
 probe of the gate when the gate runs as a native sidecar: the other containers
 start once the gate serves, not once the pod is ready.
 
@@ -103,11 +103,11 @@ environment is malformed), 2 usage error.`,
 // RunBare is a root command without a subcommand: the gate, when run in
 // queue-proxy's environment, else the help. Knative starts its queue
 // sidecar with the image's entrypoint and no arguments, so with podgate's
-// image as Knative's queue-sidecar-image (deploy/knative) that is the
+// image as Knative's queue-sidecar-image (kube/deploy/knative) that is the
 // binary alone, with QUEUE_SERVING_PORT and the other SERVING_* variables
 // set. root must have the gate's Command among its subcommands.
 func RunBare(root *cobra.Command, _ []string) error {
-	if _, ok := os.LookupEnv(gateenv.EnvQueueServingPort); !ok {
+	if _, ok := os.LookupEnv(contract.EnvQueueServingPort); !ok {
 		return root.Help()
 	}
 	gate, _, err := root.Find([]string{"gate"})

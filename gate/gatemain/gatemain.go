@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/gate"
-	"github.com/podgate/podgate/gate/podstatus"
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/gate/podapi"
 )
 
 // Config is what `podgate gate` is given besides its environment.
@@ -43,7 +43,7 @@ func (c Config) getenv(k string) string {
 // then drains and returns. Every error is the environment's or the
 // machine's (invalid input); it names the variable or the address.
 func Run(ctx context.Context, c Config) error {
-	cfg, err := gateenv.DecodeEnv(c.LookupEnv)
+	cfg, err := contract.DecodeEnv(c.LookupEnv)
 	if err != nil {
 		return err
 	}
@@ -60,26 +60,26 @@ func Run(ctx context.Context, c Config) error {
 		opts.RequestLog = c.Stdout
 	}
 	switch src := cfg.StatusSource; src {
-	case gateenv.StatusSourceNone:
-	case gateenv.StatusSourceKubernetes:
-		s, err := podstatus.ForCluster(cfg.Namespace, cfg.Pod)
+	case contract.StatusSourceNone:
+	case contract.StatusSourceKubernetes:
+		s, err := podapi.ForCluster(cfg.Namespace, cfg.Pod)
 		if err != nil {
-			return fmt.Errorf("%s: %w", gateenv.EnvStatusSource, err)
+			return fmt.Errorf("%s: %w", contract.EnvStatusSource, err)
 		}
 		opts.Status = s
 		// The same API takes the gate's pod condition.
-		if opts.Conditions, err = podstatus.ConditionWriterForCluster(cfg.Namespace, cfg.Pod); err != nil {
-			return fmt.Errorf("%s: %w", gateenv.EnvStatusSource, err)
+		if opts.Conditions, err = podapi.ConditionWriterForCluster(cfg.Namespace, cfg.Pod); err != nil {
+			return fmt.Errorf("%s: %w", contract.EnvStatusSource, err)
 		}
 	default:
-		s, err := podstatus.ForURL(src, cfg.Namespace, cfg.Pod)
+		s, err := podapi.ForURL(src, cfg.Namespace, cfg.Pod)
 		if err != nil {
-			return fmt.Errorf("%s: %w", gateenv.EnvStatusSource, err)
+			return fmt.Errorf("%s: %w", contract.EnvStatusSource, err)
 		}
 		defer s.Close()
 		opts.Status = s
-		if opts.Conditions, err = podstatus.ConditionWriterForURL(src, cfg.Namespace, cfg.Pod); err != nil {
-			return fmt.Errorf("%s: %w", gateenv.EnvStatusSource, err)
+		if opts.Conditions, err = podapi.ConditionWriterForURL(src, cfg.Namespace, cfg.Pod); err != nil {
+			return fmt.Errorf("%s: %w", contract.EnvStatusSource, err)
 		}
 	}
 	g, err := gate.New(opts)
@@ -115,7 +115,7 @@ func (c Config) requestLog() (bool, error) {
 // "" (every interface) lets callers inside the pod use 127.0.0.1 too, as
 // with queue-proxy. The injector sets SERVING_POD_IP in both modes, so the
 // address, not its presence, tells them apart.
-func ListenHost(cfg gateenv.Config, getenv func(string) string) (string, error) {
+func ListenHost(cfg contract.Config, getenv func(string) string) (string, error) {
 	ip := cfg.PodIP
 	if ip == "" {
 		ip = getenv("POD_IP")
@@ -141,7 +141,7 @@ const waitPoll = 10 * time.Millisecond
 // pod start, and a whole period before the app may start. Waiting here
 // passes on the first attempt, as soon as the gate serves.
 func Wait(ctx context.Context, getenv func(string) string, timeout time.Duration) (string, error) {
-	cfg, err := gateenv.Decode(getenv)
+	cfg, err := contract.Decode(getenv)
 	if err != nil {
 		return "", err
 	}
@@ -152,7 +152,7 @@ func Wait(ctx context.Context, getenv func(string) string, timeout time.Duration
 	if host == "" {
 		host = "127.0.0.1" // the gate listens on every interface
 	}
-	url := "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.AdminPort)) + gateenv.LivezPath
+	url := "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.AdminPort)) + contract.LivezPath
 	return url, waitServing(ctx, url, timeout)
 }
 

@@ -3,7 +3,7 @@ package gatemain
 import (
 	"testing"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 func TestListenHost(t *testing.T) {
@@ -19,7 +19,7 @@ func TestListenHost(t *testing.T) {
 		{"no pod IP means every interface", "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := gateenv.Config{PodIP: tc.servingPodIP}
+			cfg := contract.Config{PodIP: tc.servingPodIP}
 			got, err := ListenHost(cfg, func(k string) string {
 				if k == "POD_IP" {
 					return tc.podIP

@@ -4,4 +4,4 @@
 // (in flight, queue depth, ready, health checks held), on a registry of
 // the gate's own so several gates can share a process. The request path
 // costs an atomic load, a counter increment and a histogram observation.
-package metrics
+package gatemetrics

@@ -1,4 +1,4 @@
-package metrics
+package gatemetrics
 
 import (
 	"fmt"

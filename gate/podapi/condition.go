@@ -1,4 +1,4 @@
-package podstatus
+package podapi
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/kubeconfig"
-	"github.com/podgate/podgate/wire"
 )
 
 // ConditionWriter implements gate.ConditionWriter: a strategic merge
@@ -100,7 +100,7 @@ func ConditionPatch(c gate.PodCondition) ([]byte, error) {
 		since = metav1.NewTime(c.LastTransition)
 	}
 	cond := map[string]any{
-		"type":               wire.ContainersReadyCondition,
+		"type":               contract.ContainersReadyCondition,
 		"status":             status,
 		"reason":             orNull(c.Reason),
 		"message":            orNull(c.Message),

@@ -1,4 +1,4 @@
-package podstatus
+package podapi
 
 import (
 	"context"
@@ -16,13 +16,12 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gate"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/testapp"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/test/syncbuf"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // patchCounter counts the PATCHes of one pod's status that reach the
@@ -55,8 +54,8 @@ func (c *patchCounter) count() int {
 func startCountingAPI(t *testing.T, clk clock.PassiveClock) (*objstore.Store, string, *patchCounter) {
 	t.Helper()
 	st := objstore.New(objstore.Options{})
-	counter := &patchCounter{next: api.NewServer(api.Config{Store: st}), path: "/api/v1/namespaces/default/pods/web-1/status", clock: clk}
-	ln, err := api.Listen("127.0.0.1:0")
+	counter := &patchCounter{next: apiserver.NewServer(apiserver.Config{Store: st}), path: "/api/v1/namespaces/default/pods/web-1/status", clock: clk}
+	ln, err := apiserver.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +81,7 @@ func gateCondition(t *testing.T, st *objstore.Store) *corev1.PodCondition {
 		return nil
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == wire.ContainersReadyCondition {
+		if c.Type == contract.ContainersReadyCondition {
 			return &c
 		}
 	}
@@ -162,7 +161,7 @@ func TestGateWritesItsConditionOnItsPod(t *testing.T) {
 	host, port, _ := startApp(t)
 	_, sidePort, sideAddr := startApp(t)
 
-	cfg := gateenv.Defaults()
+	cfg := contract.Defaults()
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
 	cfg.Namespace, cfg.Pod = "default", "web-1"
 	httpProbe := func(port int) *corev1.Probe {
@@ -201,8 +200,8 @@ func TestGateWritesItsConditionOnItsPod(t *testing.T) {
 	toggleReady(t, sideAddr, false)
 	const want = "containers not ready: side (readiness probe failed: HTTP probe failed with statuscode: 503)"
 	c = waitCondition("the condition names the sidecar", func(c *corev1.PodCondition) bool { return c.Status == corev1.ConditionFalse })
-	if c.Reason != wire.ReasonContainersNotReady || c.Message != want {
-		t.Errorf("condition %s %q, want %s %q", c.Reason, c.Message, wire.ReasonContainersNotReady, want)
+	if c.Reason != contract.ReasonContainersNotReady || c.Message != want {
+		t.Errorf("condition %s %q, want %s %q", c.Reason, c.Message, contract.ReasonContainersNotReady, want)
 	}
 	// The node agent's conditions were not touched by the gate's patches.
 	stored, _ := st.Pods.Get("default", "web-1")
@@ -237,8 +236,8 @@ func TestGateWritesItsConditionOnItsPod(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	if c := gateCondition(t, st); c == nil || c.Status != corev1.ConditionFalse || c.Reason != wire.ReasonDraining {
-		t.Errorf("condition after the gate stopped: %+v, want False %s", c, wire.ReasonDraining)
+	if c := gateCondition(t, st); c == nil || c.Status != corev1.ConditionFalse || c.Reason != contract.ReasonDraining {
+		t.Errorf("condition after the gate stopped: %+v, want False %s", c, contract.ReasonDraining)
 	}
 	// One write per change (False, True, Draining), each logged.
 	if n := patches.count() - first; n != 3 {
@@ -257,7 +256,7 @@ func TestConditionWritesBackOffAndTheLastValueWins(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	st, url, patches := startCountingAPI(t, clk)
 	host, port, _ := startApp(t)
-	cfg := gateenv.Defaults()
+	cfg := contract.Defaults()
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
 	cfg.Namespace, cfg.Pod = "default", "web-1"
 	cfg.Containers = []string{"web"} // no probe: ready at once, no probe timers on the clock
@@ -291,7 +290,7 @@ func TestConditionWritesBackOffAndTheLastValueWins(t *testing.T) {
 	}
 
 	// The value changes while the writer waits: the drain starts.
-	resp, err := http.Post("http://"+ls.Admin.Addr().String()+gateenv.StartDrainPath, "", nil)
+	resp, err := http.Post("http://"+ls.Admin.Addr().String()+contract.StartDrainPath, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,8 +304,8 @@ func TestConditionWritesBackOffAndTheLastValueWins(t *testing.T) {
 		c := gateCondition(t, st)
 		return c != nil
 	})
-	if c := gateCondition(t, st); c.Status != corev1.ConditionFalse || c.Reason != wire.ReasonDraining {
-		t.Errorf("written %+v, want the last value: False %s", c, wire.ReasonDraining)
+	if c := gateCondition(t, st); c.Status != corev1.ConditionFalse || c.Reason != contract.ReasonDraining {
+		t.Errorf("written %+v, want the last value: False %s", c, contract.ReasonDraining)
 	}
 	if n := patches.count() - sent; n != 1 {
 		t.Errorf("%d patches after the pod appeared, want 1 (True was never written)", n)

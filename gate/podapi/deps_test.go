@@ -1,4 +1,4 @@
-package podstatus
+package podapi
 
 import (
 	"os/exec"
@@ -29,7 +29,7 @@ func TestGateAndActivatorReadTheAPIThroughClientGo(t *testing.T) {
 			t.Errorf("gate and activator do not depend on %s", want)
 		}
 	}
-	for _, banned := range []string{"github.com/podgate/podgate/objstore", "github.com/podgate/podgate/api"} {
+	for _, banned := range []string{"github.com/podgate/podgate/local/objstore", "github.com/podgate/podgate/local/apiserver"} {
 		if slices.Contains(deps, banned) {
 			t.Errorf("gate or activator depends on %s: they must read the API through client-go", banned)
 		}

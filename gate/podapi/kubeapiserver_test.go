@@ -1,4 +1,4 @@
-package podstatus
+package podapi
 
 import (
 	"context"
@@ -20,11 +20,10 @@ import (
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/gate"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // A real control plane (package controlplane: etcd, kube-apiserver with
@@ -88,7 +87,7 @@ func TestOnAClusterAMissingPermissionIsLoggedOnceAndNamed(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1"},
 		// Bound to a node that does not exist: the scheduler leaves it alone.
 		Spec: corev1.PodSpec{NodeName: "no-such-node", Containers: []corev1.Container{{Name: "web", Image: "ghcr.io/podgate/testapp"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition}}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: contract.ContainersReadyCondition}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +114,7 @@ func TestOnAClusterAMissingPermissionIsLoggedOnceAndNamed(t *testing.T) {
 	// writer the only thing waiting on the clock.
 	clk := testingclock.NewFakeClock(time.Now())
 	host, port, _ := startApp(t)
-	cfg := gateenv.Defaults()
+	cfg := contract.Defaults()
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
 	cfg.Namespace, cfg.Pod, cfg.Containers = "default", "web-1", []string{"web"}
 	var logs syncbuf.Buffer
@@ -179,8 +178,8 @@ func TestOnAClusterAMissingPermissionIsLoggedOnceAndNamed(t *testing.T) {
 	for _, c := range got.Status.Conditions {
 		types = append(types, fmt.Sprintf("%s=%s", c.Type, c.Status))
 	}
-	if strings.Join(types, " ") != wire.ContainersReadyCondition+"=True PodScheduled=True" &&
-		strings.Join(types, " ") != "PodScheduled=True "+wire.ContainersReadyCondition+"=True" {
+	if strings.Join(types, " ") != contract.ContainersReadyCondition+"=True PodScheduled=True" &&
+		strings.Join(types, " ") != "PodScheduled=True "+contract.ContainersReadyCondition+"=True" {
 		t.Errorf("conditions %v, want PodScheduled kept and the gate's True", types)
 	}
 }

@@ -4,7 +4,7 @@
 // local control API) and a cluster (PODGATE_STATUS_SOURCE=kubernetes, the
 // API server by in-cluster config or $KUBECONFIG). It reports the pod's
 // containers' statuses (native sidecars included) and its deletion.
-package podstatus
+package podapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package podstatus
+package podapi
 
 import (
 	"context"
@@ -19,12 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/api"
 	"github.com/podgate/podgate/gate"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/readiness"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -46,13 +46,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func startAPI(t *testing.T) (*objstore.Store, string) {
 	t.Helper()
 	st := objstore.New(objstore.Options{})
-	ln, err := api.Listen("127.0.0.1:0")
+	ln, err := apiserver.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- api.NewServer(api.Config{Store: st}).Serve(ctx, ln) }()
+	go func() { done <- apiserver.NewServer(apiserver.Config{Store: st}).Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -165,7 +165,7 @@ func TestGateFollowsTheNodeAgent(t *testing.T) {
 	host, portStr, _ := net.SplitHostPort(app.Addr())
 	port, _ := strconv.Atoi(portStr)
 
-	cfg := gateenv.Defaults()
+	cfg := contract.Defaults()
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
 	cfg.Namespace, cfg.Pod, cfg.StatusSource = "default", "web-1", url
 	cfg.ReadinessProbes = []*corev1.Probe{{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(port)}}}}
@@ -310,9 +310,9 @@ func TestGateDrainsOnTheNodeAgentsDeletion(t *testing.T) {
 	host, portStr, _ := net.SplitHostPort(app.Addr())
 	port, _ := strconv.Atoi(portStr)
 
-	cfg := gateenv.Defaults()
+	cfg := contract.Defaults()
 	cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, time.Hour
-	cfg.Namespace, cfg.Pod, cfg.StatusSource, cfg.OnlyRouter = "default", "web-1", url, gateenv.OnlyRouterActivator
+	cfg.Namespace, cfg.Pod, cfg.StatusSource, cfg.OnlyRouter = "default", "web-1", url, contract.OnlyRouterActivator
 	cfg.Containers = []string{"web"}
 	src, err := ForURL(url, cfg.Namespace, cfg.Pod)
 	if err != nil {
@@ -350,7 +350,7 @@ func TestGateDrainsOnTheNodeAgentsDeletion(t *testing.T) {
 	}
 	hook := make(chan string, 1)
 	go func() {
-		resp, err := client.Get(admin + gateenv.DrainPath)
+		resp, err := client.Get(admin + contract.DrainPath)
 		if err != nil {
 			hook <- err.Error()
 			return
@@ -366,7 +366,7 @@ func TestGateDrainsOnTheNodeAgentsDeletion(t *testing.T) {
 		t.Fatalf("preStop hook answered %q before the drain ended", got)
 	case <-time.After(50 * time.Millisecond):
 	}
-	resp, err := client.Post(admin+gateenv.UnroutedPath+"?pod=web-1", "", nil)
+	resp, err := client.Post(admin+contract.UnroutedPath+"?pod=web-1", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // state is the Aggregator's view of one container.

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // TestGRPCReadinessProbe: a gRPC readiness probe follows the container's
@@ -115,25 +115,25 @@ func TestContainers(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		cfg  gateenv.Config
+		cfg  contract.Config
 		want []spec
 	}{
 		{"plain queue-proxy env: one unnamed probe is the user container's",
-			gateenv.Config{ReadinessProbes: []*corev1.Probe{tcp}},
+			contract.Config{ReadinessProbes: []*corev1.Probe{tcp}},
 			[]spec{{"user-container", true, false, true}}},
 		{"plain queue-proxy env: sidecar probes are numbered",
-			gateenv.Config{ReadinessProbes: []*corev1.Probe{tcp, grpc}},
+			contract.Config{ReadinessProbes: []*corev1.Probe{tcp, grpc}},
 			[]spec{{"user-container", true, false, true}, {"container-1", true, false, false}}},
 		{"no probes: always ready, still one serving container",
-			gateenv.Config{},
+			contract.Config{},
 			[]spec{{"user-container", false, false, true}}},
 		{"injected env: named probes, other containers, delegated and routed",
-			gateenv.Config{
+			contract.Config{
 				ReadinessProbes:     []*corev1.Probe{tcp, grpc},
 				ReadinessContainers: []string{"web", "cache"},
 				Containers:          []string{"web", "cache", "logger", "exec"},
 				DelegatedReadiness:  []string{"web", "exec"},
-				RoutedProbes:        map[string]gateenv.RoutedProbes{"zeta": {}, "alpha": {}},
+				RoutedProbes:        map[string]contract.RoutedProbes{"zeta": {}, "alpha": {}},
 			},
 			[]spec{
 				{"web", true, true, true}, {"cache", true, false, false}, {"logger", false, false, false},

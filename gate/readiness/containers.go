@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // DefaultServingContainer names the serving container when the
@@ -34,7 +34,7 @@ type Container struct {
 // Without PODGATE_READINESS_CONTAINERS (plain Knative), probe 0 belongs to
 // the serving container and the others are named container-1,
 // container-2, … in their order.
-func Containers(cfg gateenv.Config) ([]Container, error) {
+func Containers(cfg contract.Config) ([]Container, error) {
 	serving := DefaultServingContainer
 	switch {
 	case len(cfg.Containers) > 0:
@@ -63,7 +63,7 @@ func Containers(cfg gateenv.Config) ([]Container, error) {
 		}
 		s := add(name)
 		if s.Probe != nil {
-			return nil, fmt.Errorf("%s: container %q has two readiness probes", gateenv.EnvReadinessContainers, name)
+			return nil, fmt.Errorf("%s: container %q has two readiness probes", contract.EnvReadinessContainers, name)
 		}
 		s.Probe = p
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // protoServer is a real HTTP server that answers "ok" and records the

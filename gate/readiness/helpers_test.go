@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podgate/podgate/internal/syncbuf"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/syncbuf"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // testWait bounds every wait in these tests; polls end as soon as their

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/prober"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // Fast probing: a periodSeconds: 0 probe that is not ready yet, or a

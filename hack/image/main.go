@@ -1,7 +1,7 @@
 // Command image writes OCI images of static binaries into an OCI image
 // layout (and, if asked, one tarball of them all) and prints each image's
 // reference with its digest, one a line, in the order given.
-// scripts/image.sh runs it on the podgate and podgate-gate binaries it
+// hack/image.sh runs it on the podgate and podgate-gate binaries it
 // builds:
 //
 //	go run ./hack/image -binary BIN -ref ghcr.io/podgate/podgate:v1 [-binary BIN2 -ref REF2 ...] -layout DIR [-tarball FILE]
@@ -17,7 +17,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/podgate/podgate/ociimage"
+	"github.com/podgate/podgate/internal/ociimage"
 )
 
 // image is one -binary with its -ref.

@@ -8,23 +8,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podgate/podgate/ociimage"
+	"github.com/podgate/podgate/internal/ociimage"
 )
 
-// runScript runs scripts/image.sh with args and returns its stdout, one
+// runScript runs hack/image.sh with args and returns its stdout, one
 // entry a line.
 func runScript(t *testing.T, args ...string) []string {
 	t.Helper()
-	cmd := exec.Command("../../scripts/image.sh", args...)
+	cmd := exec.Command("../image.sh", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("scripts/image.sh %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("hack/image.sh %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return strings.Split(strings.TrimSpace(stdout.String()), "\n")
 }
 
-// scripts/image.sh as a caller sees it: podgate's image and the gate's in
+// hack/image.sh as a caller sees it: podgate's image and the gate's in
 // one layout, their references with digests on stdout, podgate's first.
 func TestImageShBuildsPodgatesImageAndTheGatesIntoOneLayout(t *testing.T) {
 	dir := t.TempDir()
@@ -69,7 +69,7 @@ func TestImageShBuildsPodgatesImageAndTheGatesIntoOneLayout(t *testing.T) {
 }
 
 func TestImageShRefusesAnUnknownImage(t *testing.T) {
-	cmd := exec.Command("../../scripts/image.sh", "--layout", t.TempDir(), "--only", "node")
+	cmd := exec.Command("../image.sh", "--layout", t.TempDir(), "--only", "node")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--only node: want podgate or gate") {
 		t.Errorf("--only node: %v, %q; want exit 2 naming the choices", err, out)

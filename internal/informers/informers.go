@@ -3,7 +3,7 @@
 // bell (a channel of one), so a burst of events costs one look, and the
 // look, made by the consumer one at a time, sees the stores' latest state.
 // The activator's backends (activator/kubebackends) and the gate's status
-// source (gate/podstatus) watch this way.
+// source (gate/podapi) watch this way.
 package informers
 
 import (

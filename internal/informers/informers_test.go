@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podgate/podgate/api"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiserver"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,13 +24,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // returns a real client-go clientset on it.
 func startAPI(t *testing.T, store *objstore.Store) kubernetes.Interface {
 	t.Helper()
-	ln, err := api.Listen("127.0.0.1:0")
+	ln, err := apiserver.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- api.NewServer(api.Config{Store: store}).Serve(ctx, ln) }()
+	go func() { done <- apiserver.NewServer(apiserver.Config{Store: store}).Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

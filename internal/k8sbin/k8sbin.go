@@ -2,7 +2,7 @@
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) that
 // podgate's Kubernetes-mode tests and benchmarks run.
 //
-// They are never assumed to be installed: Dir runs scripts/k8s-build.sh,
+// They are never assumed to be installed: Dir runs hack/k8s-build.sh,
 // which builds them from the versions pinned in hack/k8s into a cache
 // keyed by those pins (a cache hit takes milliseconds, a cold build minutes,
 // and concurrent callers wait on the script's lock). A test therefore never
@@ -40,7 +40,7 @@ var Names = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, 
 const EnvDir = "PODGATE_K8S_BIN"
 
 // Script is the build script, relative to the module root.
-const Script = "scripts/k8s-build.sh"
+const Script = "hack/k8s-build.sh"
 
 const module = "github.com/podgate/podgate"
 

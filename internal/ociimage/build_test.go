@@ -16,7 +16,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 const testRef = "example.test/hello:v1"
@@ -87,8 +87,8 @@ func TestBuildMakesOneFileImage(t *testing.T) {
 	}
 	// The injector names the program by this path (the gate's startup
 	// probe, `/podgate gate wait`), and the node agent maps it.
-	if BinaryPath != gateenv.ImageBinary {
-		t.Errorf("the images hold their program at %s, the injector and the node agent say %s", BinaryPath, gateenv.ImageBinary)
+	if BinaryPath != contract.ImageBinary {
+		t.Errorf("the images hold their program at %s, the injector and the node agent say %s", BinaryPath, contract.ImageBinary)
 	}
 	if !cfg.Created.Equal(time.Unix(0, 0)) {
 		t.Errorf("created %s, want the epoch", cfg.Created)

@@ -42,7 +42,7 @@ func main() { fmt.Println(%q) }
 `
 
 // helloBinary builds (once per test run) a static Linux binary printing
-// greeting ("hello A" or "hello B"), as scripts/image.sh builds podgate.
+// greeting ("hello A" or "hello B"), as hack/image.sh builds podgate.
 func helloBinary(t *testing.T, greeting string) string {
 	t.Helper()
 	binOnce.Do(func() {

@@ -31,7 +31,7 @@ func (r reference) hasDigest() bool { return r.digest != (v1.Hash{}) }
 
 // parseReference reads NAME[:TAG][@sha256:HEX]. go-containerregistry's
 // parser refuses a tag and a digest together; Kubernetes manifests (and
-// scripts/image.sh's output) write both, so the digest is split off here.
+// hack/image.sh's output) write both, so the digest is split off here.
 func parseReference(s string) (reference, error) {
 	var r reference
 	repo, dig, hasDigest := strings.Cut(s, "@")

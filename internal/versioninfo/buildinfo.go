@@ -2,7 +2,7 @@
 // at link time (cmd/podgate's main.version), else the module version the
 // go command recorded, with the commit it was built from and the
 // toolchain. `podgate version` prints it; the node reports it.
-package buildinfo
+package versioninfo
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package buildinfo
+package versioninfo
 
 import (
 	"runtime/debug"

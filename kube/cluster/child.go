@@ -14,13 +14,13 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/podgate/podgate/cluster/install"
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/kubenode"
-	"github.com/podgate/podgate/ociimage"
-	"github.com/podgate/podgate/podnet"
-	"github.com/podgate/podgate/podnet/nodenet"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/internal/ociimage"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/kube/install"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/node/kube"
+	"github.com/podgate/podgate/node/netns"
+	"github.com/podgate/podgate/node/netns/nodenet"
 )
 
 // Child is the cluster process, `podgate cluster child`, started by Up in
@@ -34,7 +34,7 @@ import (
 func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer) error {
 	// First: until then the inherited descriptors would leak into every
 	// process started.
-	lns, err := podnet.InheritedListeners()
+	lns, err := netns.InheritedListeners()
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	network, err := podnet.SetupCluster(cc.PodCIDR)
+	network, err := netns.SetupCluster(cc.PodCIDR)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 	port := apiPort(cp)
 	fwdCtx, stopForward := context.WithCancel(context.Background())
 	forwarded := make(chan error, 2)
-	go func() { forwarded <- podnet.Forward(fwdCtx, apiLn, net.JoinHostPort("127.0.0.1", port)) }()
+	go func() { forwarded <- netns.Forward(fwdCtx, apiLn, net.JoinHostPort("127.0.0.1", port)) }()
 	forwards := 1
 	if doorLn, ok := lns["door"]; ok {
 		forwards++
@@ -139,7 +139,7 @@ func apiPort(cp *controlplane.ControlPlane) string {
 
 // runNode runs the node agent until a signal on sigs (or the end of ctx),
 // reporting ready once it runs its pods.
-func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *controlplane.ControlPlane, network *podnet.Cluster, port string, ready *os.File, stdout io.Writer, log *slog.Logger) error {
+func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *controlplane.ControlPlane, network *netns.Cluster, port string, ready *os.File, stdout io.Writer, log *slog.Logger) error {
 	gateway := network.Gateway().String()
 	kubeconfig, err := cp.NodeKubeconfig(cc.NodeName)
 	if err != nil {
@@ -156,7 +156,7 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 	}
 	apiServer := net.JoinHostPort(gateway, port)
 	msg, _ := json.Marshal(readyMessage{Kubeconfig: cp.AdminKubeconfig(), APIServer: apiServer})
-	return kubenode.Run(ctx, kubenode.Config{
+	return kube.Run(ctx, kube.Config{
 		Signals:    sigs,
 		Kubeconfig: kubeconfig, NodeName: cc.NodeName, NodeIP: gateway,
 		Network:          nodenet.New(network),

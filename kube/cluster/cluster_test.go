@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/node/images"
 )
 
 // testappSpec is a pod spec of the test app on :8080 with probes every

@@ -15,10 +15,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/podgate/podgate/cluster/install"
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/podnet"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/kube/install"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // Defaults of Config.
@@ -83,7 +83,7 @@ type Config struct {
 	NodeName string
 	// Images are `--image NAME=PATH` mappings for the node agent.
 	Images []string
-	// NoInstall leaves the cluster bare: no podgate image, no deploy/base,
+	// NoInstall leaves the cluster bare: no podgate image, no kube/deploy/base,
 	// no front door.
 	NoInstall bool
 	// FrontDoor is the host's loopback address forwarded to the
@@ -187,7 +187,7 @@ func (cfg Config) withDefaults() (Config, error) {
 
 // checkPodCIDR is podnet's rule, and clear of the Service range.
 func checkPodCIDR(cidr string) error {
-	p, err := podnet.ParseCIDR(cidr)
+	p, err := netns.ParseCIDR(cidr)
 	if err != nil {
 		return fmt.Errorf("--pod-cidr: %w", err)
 	}

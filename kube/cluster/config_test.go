@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/cluster/install"
+	"github.com/podgate/podgate/kube/install"
 )
 
 func TestConfigRefusesWhatUpCannotRun(t *testing.T) {

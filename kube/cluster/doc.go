@@ -7,20 +7,20 @@
 //
 //   - The host side (Up), in the caller's namespaces: it gets the control
 //     plane's binaries (a cache hit, or a build whose progress it shows),
-//     checks it may create network namespaces (podnet.Preflight), opens the
+//     checks it may create network namespaces (netns.Preflight), opens the
 //     loopback listener of the API server on the host, and starts the
 //     cluster process: this binary again, with the hidden subcommand
 //     `podgate cluster child`, in a new network namespace
-//     (podnet.StartInNewNetns) and a session of its own, handing it the
+//     (netns.StartInNewNetns) and a session of its own, handing it the
 //     listener (and the front door's). Once the node is Ready it writes
 //     DIR/kubeconfig (the admin's credential, server
 //     https://127.0.0.1:PORT) and says how to use it; then it installs
-//     podgate (package cluster/install: podgate's image, built while the
-//     control plane starts, in the layout DIR/image; deploy/base applied
+//     podgate (package kube/install: podgate's image, built while the
+//     control plane starts, in the layout DIR/image; kube/deploy/base applied
 //     with it; the webhook and the activator ready) and prints the front
 //     door. Ctrl-C stops the cluster process and waits for it.
 //   - The cluster process (Child), inside its namespace: the bridge with
-//     the pod CIDR's first address (the node's, podnet.SetupCluster), the
+//     the pod CIDR's first address (the node's, netns.SetupCluster), the
 //     control plane with the API server on all addresses of the namespace
 //     and advertising the node's address, the node agent with that
 //     address as its InternalIP (running the images of DIR/image), the

@@ -24,11 +24,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/cluster/install"
-	"github.com/podgate/podgate/deploy"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/ociimage"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/internal/ociimage"
+	"github.com/podgate/podgate/kube/deploy"
+	"github.com/podgate/podgate/kube/install"
 )
 
 // frontDoorGet sends GET / with host to the front door.
@@ -175,7 +175,7 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
-				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(wire.GatePort)}}},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(contract.GatePort)}}},
 		}
 		if _, err := u.client.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -203,9 +203,9 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		for _, p := range pods {
 			gated := false
 			for _, g := range p.Spec.ReadinessGates {
-				gated = gated || g.ConditionType == wire.ContainersReadyCondition
+				gated = gated || g.ConditionType == contract.ContainersReadyCondition
 			}
-			g := wire.GateContainer(&p.Spec)
+			g := contract.GateContainer(&p.Spec)
 			if g == nil || !gated {
 				t.Fatalf("pod %s: gate container %v, readiness gate %v; want both injected", p.Name, g != nil, gated)
 			}
@@ -265,7 +265,7 @@ func testGatesRunTheGateImage(t *testing.T, u *upProcess, want int) {
 	}
 }
 
-// testGateOwnPodPolicy checks deploy/base's policy podgate-gate-own-pod
+// testGateOwnPodPolicy checks kube/deploy/base's policy podgate-gate-own-pod
 // with tokens the API server binds to pods, as a node asks for them: a
 // gate's token patches its own pod's status, and is refused, with the
 // policy's message, another pod's or with no pod binding; an identity

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/podgate/podgate/cluster/install"
+	"github.com/podgate/podgate/kube/install"
 )
 
 // imageBuild is install.BuildImage, run while the control plane starts.
@@ -36,7 +36,7 @@ func (b *imageBuild) wait() {
 }
 
 // install installs podgate on the cluster whose node is Ready — its
-// image, deploy/base, the webhook and the activator ready — and says
+// image, kube/deploy/base, the webhook and the activator ready — and says
 // where the front door is. Meanwhile it watches the cluster process, ctx
 // and the signals, as Up does: stopped reports that the cluster was
 // stopped (or failed, or the install did), and Up returns err.

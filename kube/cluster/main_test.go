@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/node/netns"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // podgateBin is the podgate binary built for these tests: they run
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	podgateBin = filepath.Join(dir, "podgate")
-	// Static, as scripts/image.sh builds it: cluster up's install puts
+	// Static, as hack/image.sh builds it: cluster up's install puts
 	// podgate itself into its image. (-trimpath as buildStatic builds, so
 	// that its test finds this build in the cache.)
 	build := exec.Command("go", "build", "-trimpath", "-o", podgateBin, "github.com/podgate/podgate/cmd/podgate")
@@ -87,7 +87,7 @@ type upProcess struct {
 	rec    pidRecord
 	config *rest.Config
 	client *kubernetes.Clientset
-	ns     *podnet.Netns // the cluster's network namespace, to dial pods
+	ns     *netns.Netns // the cluster's network namespace, to dial pods
 
 	// frontDoor is the front door's URL and upToDoor how long cluster up
 	// said it took to get there, once installed.
@@ -159,7 +159,7 @@ func start(t testing.TB, cidr string, extra []string) *upProcess {
 	}
 	u.config.QPS, u.config.Burst = 50, 100
 	u.client = kubernetes.NewForConfigOrDie(u.config)
-	if u.ns, err = podnet.NetnsOf(u.rec.Pid); err != nil {
+	if u.ns, err = netns.NetnsOf(u.rec.Pid); err != nil {
 		t.Fatal(err)
 	}
 	return u

@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/podnet"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/node/netns"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // nodeMonitorGracePeriod is how long the node-lifecycle controller of this
@@ -41,7 +41,7 @@ const (
 // 127.0.0.1 inside it through a forward to the control plane on the
 // host's loopback. A sleeping process holds it.
 type nodeNetns struct {
-	ns     *podnet.Netns
+	ns     *netns.Netns
 	holder *exec.Cmd
 	api    string // the API server's address inside
 }
@@ -49,11 +49,11 @@ type nodeNetns struct {
 func newNodeNetns(t *testing.T, apiServer string) *nodeNetns {
 	t.Helper()
 	holder := exec.Command("sleep", "3600")
-	if err := podnet.StartInNewNetns(holder); err != nil {
+	if err := netns.StartInNewNetns(holder); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	ns, err := podnet.NetnsOf(holder.Process.Pid)
+	ns, err := netns.NetnsOf(holder.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func newNodeNetns(t *testing.T, apiServer string) *nodeNetns {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	forwarded := make(chan error, 1)
-	go func() { forwarded <- podnet.Forward(ctx, ln, apiServer) }()
+	go func() { forwarded <- netns.Forward(ctx, ln, apiServer) }()
 	t.Cleanup(func() { cancel(); <-forwarded })
 	return &nodeNetns{ns: ns, holder: holder, api: ln.Addr().String()}
 }

@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // footprint is what of a running cluster must be gone once it stopped.
@@ -28,7 +28,7 @@ type footprint struct {
 	// namespace's inode number is reused once the namespace is gone, and
 	// another cluster's pod (two test runs at once) would then seem to be
 	// left in this one's.
-	held []*podnet.Netns
+	held []*netns.Netns
 }
 
 // footprintOf records the cluster's processes' namespaces while it runs
@@ -47,7 +47,7 @@ func footprintOf(t *testing.T, u *upProcess) *footprint {
 	}
 	fp.api = srv.Host
 	for _, pid := range SessionMembers(fp.session) {
-		ns, err := podnet.NetnsOf(pid)
+		ns, err := netns.NetnsOf(pid)
 		if err != nil {
 			continue // gone meanwhile
 		}

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // leftoverWait bounds the wait for the cluster's last processes once the
@@ -48,7 +48,7 @@ func Up(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("a cluster already runs in %s (process %d); stop it first: podgate cluster down --dir %s", cfg.Dir, rec.Pid, cfg.Dir)
 	}
 	// Before the binaries, whose first build takes minutes.
-	if err := podnet.Preflight(); err != nil {
+	if err := netns.Preflight(); err != nil {
 		return fmt.Errorf("cluster up: %w", err)
 	}
 	bins, err := binaries(cfg.Stderr)
@@ -191,7 +191,7 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 	// Only a process that escaped the cluster's session could hold the
 	// output pipes open after the cluster process ended.
 	cmd.WaitDelay = leftoverWait
-	lnFile, err := podnet.PassListener(cmd, "api", ln)
+	lnFile, err := netns.PassListener(cmd, "api", ln)
 	if err != nil {
 		readyR.Close()
 		return nil, err
@@ -205,7 +205,7 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 			return nil, fmt.Errorf("--front-door %s: %w", cfg.FrontDoor, err)
 		}
 		defer doorLn.Close()
-		doorFile, err := podnet.PassListener(cmd, "door", doorLn)
+		doorFile, err := netns.PassListener(cmd, "door", doorLn)
 		if err != nil {
 			readyR.Close()
 			return nil, err
@@ -249,7 +249,7 @@ func (h *hostSide) start() error {
 		goruntime.LockOSThread()
 		// Never unlocked: the thread ends with this goroutine, after the
 		// cluster process.
-		if err := podnet.StartInNewNetns(h.cmd); err != nil {
+		if err := netns.StartInNewNetns(h.cmd); err != nil {
 			started <- err
 			return
 		}
@@ -270,7 +270,7 @@ func (h *hostSide) record(listen, door string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster process: %w", err)
 	}
-	ns, err := podnet.NetnsOf(pid)
+	ns, err := netns.NetnsOf(pid)
 	if err != nil {
 		return fmt.Errorf("the cluster process: %w", err)
 	}

@@ -38,7 +38,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/node/proc"
 )
 
 // Defaults of Options.

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/runtime/proc"
+	"github.com/podgate/podgate/node/proc"
 )
 
 // logTailLines is how much of a component's log an error quotes.

@@ -6,7 +6,7 @@ package deploy
 
 import "embed"
 
-// Base is deploy/base: the namespace podgate-system and its components
+// Base is kube/deploy/base: the namespace podgate-system and its components
 // (webhook, activator, gate-rbac), under "base/".
 //
 //go:embed base
@@ -18,7 +18,7 @@ const Image = "ghcr.io/podgate/podgate"
 
 // GateImage is the gate's own image (podgate-gate, the gate alone): the
 // webhook injects it (its --gate-image, by default this one), and
-// deploy/knative makes it Knative's queue sidecar.
+// kube/deploy/knative makes it Knative's queue sidecar.
 const GateImage = "ghcr.io/podgate/podgate-gate"
 
 // Namespace is podgate's own namespace in Base.

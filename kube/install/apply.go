@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/podgate/podgate/deploy"
+	"github.com/podgate/podgate/kube/deploy"
 )
 
 // DefaultTimeout bounds the install: the apply, the pods of the webhook
@@ -29,7 +29,7 @@ const poll = 100 * time.Millisecond
 
 // Options is an Apply.
 type Options struct {
-	// Dir receives deploy/base and the overlay (replaced if there).
+	// Dir receives kube/deploy/base and the overlay (replaced if there).
 	Dir string
 	// Kubeconfig is the admin's, Kubectl the cluster's kubectl.
 	Kubeconfig, Kubectl string
@@ -40,7 +40,7 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// overlay is the kustomization cluster up applies: deploy/base (copied
+// overlay is the kustomization cluster up applies: kube/deploy/base (copied
 // beside it from the binary) with podgate's image by digest, one replica
 // of each part (one node), the webhook injecting gates of the gate's
 // image by digest, and readiness probed every second instead of every
@@ -81,7 +81,7 @@ patches:
       value: 1
 `
 
-// writeOverlay writes deploy/base and the overlay into dir, replacing
+// writeOverlay writes kube/deploy/base and the overlay into dir, replacing
 // what a previous cluster left there: podgate's image of digest, and the
 // webhook injecting gateImage.
 func writeOverlay(dir, digest, gateImage string) error {

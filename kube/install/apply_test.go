@@ -11,8 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/podgate/podgate/deploy"
 	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/kube/deploy"
 )
 
 // The overlay as kubectl's kustomize builds it: every Deployment of

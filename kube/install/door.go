@@ -18,12 +18,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podgate/podgate/deploy"
-	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/kube/deploy"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // activatorPort is the name of the activator Service's traffic port in
-// deploy/base; its EndpointSlices list the pods' port under that name.
+// kube/deploy/base; its EndpointSlices list the pods' port under that name.
 const activatorPort = "http"
 
 // frontDoor forwards the connections of the host's front door listener
@@ -50,7 +50,7 @@ func ServeFrontDoor(ctx context.Context, ln net.Listener, rc *rest.Config, log *
 	infCtx, stop := context.WithCancel(ctx)
 	running.Go(func() { inf.RunWithContext(infCtx) })
 	defer func() { stop(); running.Wait() }()
-	fw := &podnet.Forwarder{Pick: d.pick, Log: log}
+	fw := &netns.Forwarder{Pick: d.pick, Log: log}
 	return fw.Serve(ctx, ln)
 }
 

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/deploy"
+	"github.com/podgate/podgate/kube/deploy"
 )
 
 func slice(name string, port int32, portName string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/deploy"
-	"github.com/podgate/podgate/ociimage"
+	"github.com/podgate/podgate/internal/ociimage"
+	"github.com/podgate/podgate/kube/deploy"
 )
 
 // modulePath is podgate's Go module, built from source when podgate
@@ -46,7 +46,7 @@ type Image struct {
 
 // BuildImage puts a static podgate into an OCI image in the layout dir
 // (the one the node runs images from): the podgate binary at executable
-// when it is static, as scripts/image.sh builds it; else one built from
+// when it is static, as hack/image.sh builds it; else one built from
 // podgate's source with CGO_ENABLED=0 (into dir), when this is run from
 // there (go run ./cmd/podgate, say). An image holds nothing but the
 // binary, so a dynamically linked one could not run from it.
@@ -158,7 +158,7 @@ const (
 
 // errNoSource says what to do when a static podgate is needed and there
 // is no source tree to build one from.
-var errNoSource = errors.New("run cluster up from podgate's source tree (it builds a static podgate there), use a podgate built with CGO_ENABLED=0 (scripts/image.sh's, or CGO_ENABLED=0 go build ./cmd/podgate), or --no-install")
+var errNoSource = errors.New("run cluster up from podgate's source tree (it builds a static podgate there), use a podgate built with CGO_ENABLED=0 (hack/image.sh's, or CGO_ENABLED=0 go build ./cmd/podgate), or --no-install")
 
 // sourceTree is the root of podgate's source tree when the working
 // directory is in one (its module is podgate's).

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podgate/podgate/deploy"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/ociimage"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/internal/ociimage"
+	"github.com/podgate/podgate/kube/deploy"
 )
 
 // dynamicBinary is a dynamically linked program of this machine.
@@ -98,7 +98,7 @@ func TestTheImageOfADynamicallyLinkedPodgate(t *testing.T) {
 
 func TestOutsideTheSourceTreeTheGateRunsFromPodgatesImage(t *testing.T) {
 	// A static Go program stands for a podgate built with CGO_ENABLED=0
-	// (scripts/image.sh's), run where there is no source tree to build
+	// (hack/image.sh's), run where there is no source tree to build
 	// podgate-gate from.
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module example.test/static\n\ngo 1.26\n"), 0o644); err != nil {
@@ -136,8 +136,8 @@ func TestOutsideTheSourceTreeTheGateRunsFromPodgatesImage(t *testing.T) {
 // The names the install uses are the ones the injector and the node agent
 // know: deploy is a leaf and cannot import them.
 func TestTheImageNamesAreTheGateEnvironmentsOnes(t *testing.T) {
-	if deploy.GateImage != gateenv.DefaultImage || deploy.Image != gateenv.PodgateImage {
+	if deploy.GateImage != contract.DefaultImage || deploy.Image != contract.PodgateImage {
 		t.Errorf("deploy names %s and %s; gateenv %s (the injector's default) and %s",
-			deploy.GateImage, deploy.Image, gateenv.DefaultImage, gateenv.PodgateImage)
+			deploy.GateImage, deploy.Image, contract.DefaultImage, contract.PodgateImage)
 	}
 }

@@ -28,10 +28,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/podgate/podgate/cluster"
 	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/kube/cluster"
 	"github.com/podgate/podgate/lab"
-	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // Config says how to start `podgate cluster up`.
@@ -66,7 +66,7 @@ type Cluster struct {
 	rest      *rest.Config
 	cs        kubernetes.Interface
 	kubectl   string
-	netns     *podnet.Netns
+	netns     *netns.Netns
 	http      *lab.PodHTTP
 	stopOnce  sync.Once
 }
@@ -140,7 +140,7 @@ func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix) error {
 	if c.kubectl, err = k8sbin.Path(k8sbin.Kubectl); err != nil {
 		return err
 	}
-	if c.netns, err = podnet.NetnsOf(info.Pid); err != nil {
+	if c.netns, err = netns.NetnsOf(info.Pid); err != nil {
 		return err
 	}
 	c.http = lab.NewPodHTTP(c.dialInside, func(ip net.IP) error {

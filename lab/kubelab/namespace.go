@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/podgate/podgate/apiclient"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/manifest"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // Namespace is a scenario's World on a cluster: a namespace of its own
@@ -90,8 +90,10 @@ func (n *Namespace) Namespace() string { return n.name }
 func (n *Namespace) FrontDoorURL() string { return n.c.FrontDoorURL() }
 
 // Host is NAME.NAMESPACE.example.com, the activator's domain in
-// deploy/base.
-func (n *Namespace) Host(service string) string { return service + "." + n.name + "." + wire.Domain }
+// kube/deploy/base.
+func (n *Namespace) Host(service string) string {
+	return service + "." + n.name + "." + contract.Domain
+}
 
 // PodHTTP reaches the pods from inside the cluster's network namespace.
 func (n *Namespace) PodHTTP() *lab.PodHTTP { return n.c.http }
@@ -169,7 +171,7 @@ func (n *Namespace) StatusMessage(ctx context.Context, service string) (string, 
 			continue
 		}
 		for _, c := range p.Status.Conditions {
-			if string(c.Type) == wire.ContainersReadyCondition {
+			if string(c.Type) == contract.ContainersReadyCondition {
 				parts = append(parts, fmt.Sprintf("pod %s: %s=%s %s: %s", p.Name, c.Type, c.Status, c.Reason, c.Message))
 			}
 		}
@@ -181,7 +183,7 @@ func (n *Namespace) StatusMessage(ctx context.Context, service string) (string, 
 }
 
 // TimesOutHeldRequests: the activator holds requests for its one
-// --request-timeout (5 minutes in deploy/base), whatever the workload.
+// --request-timeout (5 minutes in kube/deploy/base), whatever the workload.
 func (n *Namespace) TimesOutHeldRequests() bool { return false }
 
 // Output is the cluster's containers' output (every namespace's).

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 // judge holds what expectations are judged against: the run (its marks,
@@ -421,7 +421,7 @@ func (j *judge) event(e *scenario.EventRule) (string, error) {
 	}
 	reasons := map[string]int{}
 	for _, f := range j.m.Sorted() {
-		if f.Kind != recording.KindEvent {
+		if f.Kind != record.KindEvent {
 			continue
 		}
 		reasons[f.Event.Reason]++
@@ -444,7 +444,7 @@ func (j *judge) drainedFirst(alias string) (string, error) {
 	}
 	var containers []string
 	for _, c := range p.Containers {
-		if c.Name != wire.GateContainerName {
+		if c.Name != contract.GateContainerName {
 			containers = append(containers, c.Name)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 // world is a run to judge, made by hand: its marks (made now, the facts
@@ -18,7 +18,7 @@ import (
 type world struct {
 	t     *testing.T
 	r     *runner
-	facts []recording.Fact
+	facts []record.Fact
 	t0    time.Time
 }
 
@@ -42,7 +42,7 @@ func (w *world) req(sec, dur float64, status int, body string) {
 	w.r.rec.Requests = append(w.r.rec.Requests, load.Request{Start: w.at(sec), Duration: time.Duration(dur * float64(time.Second)), Status: status, Body: body})
 }
 
-func (w *world) fact(sec float64, f recording.Fact) {
+func (w *world) fact(sec float64, f record.Fact) {
 	f.Time = w.at(sec)
 	if f.Pod != "" {
 		f.Namespace = "default"
@@ -53,38 +53,38 @@ func (w *world) fact(sec float64, f recording.Fact) {
 // readyPod is pod web, ready from +1s, its endpoint too, bound to "pod".
 func (w *world) readyPod() {
 	w.r.pods["pod"] = &boundPod{name: "web"}
-	w.fact(0, recording.Fact{Kind: recording.KindContainer, Pod: "web", Container: "app", State: &recording.State{State: "running", ContainerID: "c1"}})
-	w.fact(1, recording.Fact{Kind: recording.KindContainer, Pod: "web", Container: "app", State: &recording.State{State: "running", Ready: true, ContainerID: "c1"}})
+	w.fact(0, record.Fact{Kind: record.KindContainer, Pod: "web", Container: "app", State: &record.State{State: "running", ContainerID: "c1"}})
+	w.fact(1, record.Fact{Kind: record.KindContainer, Pod: "web", Container: "app", State: &record.State{State: "running", Ready: true, ContainerID: "c1"}})
 	w.ready(1, true)
 }
 
 func (w *world) ready(sec float64, ready bool) {
 	status := map[bool]string{true: "True", false: "False"}[ready]
-	w.fact(sec, recording.Fact{Kind: recording.KindCondition, Pod: "web", Condition: &recording.Condition{Type: "Ready", Status: status}})
-	w.fact(sec+0.001, recording.Fact{Kind: recording.KindEndpoint, Pod: "web", Endpoint: &recording.Endpoint{Service: "web", Slice: "web", Address: "127.0.0.2", Ready: &ready}})
+	w.fact(sec, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: status}})
+	w.fact(sec+0.001, record.Fact{Kind: record.KindEndpoint, Pod: "web", Endpoint: &record.Endpoint{Service: "web", Slice: "web", Address: "127.0.0.2", Ready: &ready}})
 }
 
 // route is one request through the front door: held from heldSec (when
 // not negative), sent to pod ("" for none) at sec, ending 10 ms later.
 func (w *world) route(id uint64, heldSec, sec float64, pod string, status int) {
 	if heldSec >= 0 {
-		w.fact(heldSec, recording.Fact{Kind: recording.KindRoute, Route: &recording.Route{Target: "default/web", Decision: recording.DecisionHeld, Request: id}})
+		w.fact(heldSec, record.Fact{Kind: record.KindRoute, Route: &record.Route{Target: "default/web", Decision: record.DecisionHeld, Request: id}})
 	}
-	decision := recording.DecisionRouted
+	decision := record.DecisionRouted
 	if heldSec >= 0 {
-		decision = recording.DecisionReleased
+		decision = record.DecisionReleased
 	}
-	w.fact(sec, recording.Fact{Kind: recording.KindRoute, Pod: pod, Route: &recording.Route{Target: "default/web", Decision: decision, Request: id}})
+	w.fact(sec, record.Fact{Kind: record.KindRoute, Pod: pod, Route: &record.Route{Target: "default/web", Decision: decision, Request: id}})
 	start := sec
 	if heldSec >= 0 {
 		start = heldSec
 	}
-	w.fact(sec+0.01, recording.Fact{Kind: recording.KindRequest, Pod: pod, Request: &recording.Request{ID: id, Target: "default/web", Start: w.at(start), Status: status, Latency: w.at(sec + 0.01).Sub(w.at(start))}})
+	w.fact(sec+0.01, record.Fact{Kind: record.KindRequest, Pod: pod, Request: &record.Request{ID: id, Target: "default/web", Start: w.at(start), Status: status, Latency: w.at(sec + 0.01).Sub(w.at(start))}})
 }
 
 func (w *world) judge() *judge {
 	w.t.Helper()
-	m, err := timeline.Build(recording.Header{Started: w.t0}, w.facts, timeline.Options{})
+	m, err := timeline.Build(record.Header{Started: w.t0}, w.facts, timeline.Options{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.readyPod()
 			w.route(1, -1, 2, "web", 200)
 			w.ready(10, false)
-			w.fact(10.002, recording.Fact{Kind: recording.KindEvent, Pod: "web", Container: "app", Event: &recording.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})
+			w.fact(10.002, record.Fact{Kind: record.KindEvent, Pod: "web", Container: "app", Event: &record.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})
 			w.route(2, -1, 10.003, "web", 200)     // the news on its way
 			w.route(3, 10.010, 12.002, "web", 200) // held, released when ready again
 			w.ready(12, true)
@@ -178,7 +178,7 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 		{"requestsSentToKilledPod: one after the front door held", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.ready(10, false)
-			w.fact(10.002, recording.Fact{Kind: recording.KindEvent, Pod: "web", Container: "app", Event: &recording.Event{Reason: "Killing", Message: "Container app failed liveness probe"}})
+			w.fact(10.002, record.Fact{Kind: record.KindEvent, Pod: "web", Container: "app", Event: &record.Event{Reason: "Killing", Message: "Container app failed liveness probe"}})
 			w.route(3, 10.010, 12.002, "web", 200)
 			w.route(4, -1, 10.5, "web", 200) // sent to the pod although the front door knew
 			w.ready(12, true)
@@ -205,12 +205,12 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 		}, false, []string{"the front door sent it 1 requests while it was not ready, after it knew", "request 1 sent at +00:05.500"}},
 		{"event: found", func(w *world) scenario.Expectation {
 			w.readyPod()
-			w.fact(3, recording.Fact{Kind: recording.KindEvent, Pod: "web", Container: "app", Event: &recording.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})
+			w.fact(3, record.Fact{Kind: record.KindEvent, Pod: "web", Container: "app", Event: &record.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})
 			return scenario.Expectation{Event: &scenario.EventRule{Reason: "Killing", Pod: "pod", Container: "app", Message: "failed liveness"}}
 		}, true, []string{"at +00:03.000, web: Container app failed liveness probe"}},
 		{"event: missing", func(w *world) scenario.Expectation {
 			w.readyPod()
-			w.fact(3, recording.Fact{Kind: recording.KindEvent, Pod: "web", Event: &recording.Event{Reason: "Started", Message: "Started container app"}})
+			w.fact(3, record.Fact{Kind: record.KindEvent, Pod: "web", Event: &record.Event{Reason: "Started", Message: "Started container app"}})
 			return scenario.Expectation{Event: &scenario.EventRule{Reason: "Killing"}}
 		}, false, []string{"no such event among the recording's (Started×1)"}},
 	}
@@ -219,7 +219,7 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w := newWorld(t)
 			e := tt.setup(w)
 			if len(w.facts) == 0 { // a recording has facts
-				w.fact(0, recording.Fact{Kind: recording.KindMark, Mark: &recording.Mark{Name: "start"}})
+				w.fact(0, record.Fact{Kind: record.KindMark, Mark: &record.Mark{Name: "start"}})
 			}
 			v := w.judge().judge(e)
 			if v.Pass != tt.pass {

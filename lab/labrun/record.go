@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline"
-	"github.com/podgate/podgate/timeline/render"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
+	"github.com/podgate/podgate/record/timeline/render"
 )
 
 // record writes the scenario's recording to path: the header and facts
@@ -18,7 +18,7 @@ import (
 // request the load sent through it) with the scenario's marks among them
 // at their instants. It returns the recording laid out on its time axis,
 // and its facts.
-func (r *runner) record(runFile, path string) (*timeline.Model, []recording.Fact, error) {
+func (r *runner) record(runFile, path string) (*timeline.Model, []record.Fact, error) {
 	data, err := os.ReadFile(runFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("podgate run's recording: %w", err)
@@ -33,12 +33,12 @@ func (r *runner) record(runFile, path string) (*timeline.Model, []recording.Fact
 	// The run's command line names the run's own directory; the
 	// scenario is what says what ran.
 	h.Detail = fmt.Sprintf("podgate lab run %s: %s", r.s.File, r.s.Name)
-	var merged []recording.Fact
+	var merged []record.Fact
 	marks := r.tl.Marks()
 	for _, f := range facts {
 		// Each mark before the first fact after it; a truncated line stays
 		// last, as the format says.
-		for len(marks) > 0 && (marks[0].At.Before(f.Time) || f.Kind == recording.KindTruncated) {
+		for len(marks) > 0 && (marks[0].At.Before(f.Time) || f.Kind == record.KindTruncated) {
 			merged = append(merged, markFact(marks[0].Name, marks[0].At))
 			marks = marks[1:]
 		}
@@ -47,7 +47,7 @@ func (r *runner) record(runFile, path string) (*timeline.Model, []recording.Fact
 	for _, m := range marks {
 		merged = append(merged, markFact(m.Name, m.At))
 	}
-	out, err := recording.Create(path, h, 0)
+	out, err := record.Create(path, h, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,15 +64,15 @@ func (r *runner) record(runFile, path string) (*timeline.Model, []recording.Fact
 	return m, merged, nil
 }
 
-func markFact(name string, at time.Time) recording.Fact {
-	return recording.Fact{Time: at, Kind: recording.KindMark, Mark: &recording.Mark{Name: name}}
+func markFact(name string, at time.Time) record.Fact {
+	return record.Fact{Time: at, Kind: record.KindMark, Mark: &record.Mark{Name: name}}
 }
 
 // writePicture writes the SVG of the facts to path. Messages that name
 // the run's own directory (an exec probe's file) say $(WORKDIR) instead,
 // so pictures of two runs differ only in what happened.
-func writePicture(path string, h recording.Header, facts []recording.Fact, work string) error {
-	clean := make([]recording.Fact, len(facts))
+func writePicture(path string, h record.Header, facts []record.Fact, work string) error {
+	clean := make([]record.Fact, len(facts))
 	for i, f := range facts {
 		clean[i] = withoutDir(f, work)
 	}
@@ -88,7 +88,7 @@ func writePicture(path string, h recording.Header, facts []recording.Fact, work 
 }
 
 // withoutDir is f with dir replaced by $(WORKDIR) in its messages.
-func withoutDir(f recording.Fact, dir string) recording.Fact {
+func withoutDir(f record.Fact, dir string) record.Fact {
 	r := func(s string) string { return strings.ReplaceAll(s, dir, "$(WORKDIR)") }
 	switch {
 	case f.Probe != nil:

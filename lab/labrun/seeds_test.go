@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/lab/scenario"
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // scenarioFiles are the seed scenarios as files: what `podgate lab run`
@@ -74,7 +74,7 @@ func checkRecording(t *testing.T, r *Result) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h, facts, err := recording.Read(f)
+	h, facts, err := record.Read(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +85,9 @@ func checkRecording(t *testing.T, r *Result) {
 	requests := 0
 	for _, f := range facts {
 		switch f.Kind {
-		case recording.KindMark:
+		case record.KindMark:
 			marks = append(marks, f.Mark.Name)
-		case recording.KindRequest:
+		case record.KindRequest:
 			requests++
 		}
 	}

@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // runner is one scenario being run: its world, its timeline of marks,

@@ -3,8 +3,8 @@ package labrun
 import (
 	"time"
 
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 // frontDoor is what a recording shows the front door knew: the workload
@@ -19,9 +19,9 @@ func (j *judge) frontDoor() frontDoor {
 	fd := frontDoor{target: map[uint64]string{}, held: map[string][]time.Time{}}
 	for _, f := range j.m.Sorted() {
 		switch {
-		case f.Kind == recording.KindRequest:
+		case f.Kind == record.KindRequest:
 			fd.target[f.Request.ID] = f.Request.Target
-		case f.Kind == recording.KindRoute && f.Route.Decision == recording.DecisionHeld:
+		case f.Kind == record.KindRoute && f.Route.Decision == record.DecisionHeld:
 			fd.held[f.Route.Target] = append(fd.held[f.Route.Target], f.Time)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Manifest is a copy of a manifest file with the few changes a scenario
@@ -247,7 +247,7 @@ func knativeAsDeployment(ksvc map[string]any, replicas int) (dep, svc map[string
 		"metadata":   map[string]any{"name": name},
 		"spec": map[string]any{
 			"selector": map[string]any{"app": name},
-			"ports":    []any{map[string]any{"name": "http", "port": 80, "targetPort": wire.GatePort}},
+			"ports":    []any{map[string]any{"name": "http", "port": 80, "targetPort": contract.GatePort}},
 		},
 	}
 	return dep, svc, nil

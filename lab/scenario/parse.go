@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/specdecode"
+	"github.com/podgate/podgate/internal/specdecode"
 )
 
 // DefaultStepTimeout bounds a step without a timeout of its own:

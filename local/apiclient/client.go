@@ -18,9 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/api/resources"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/local/apiserver/resources"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Client talks to the control API of a running `podgate run`.
@@ -39,7 +39,7 @@ func New(addr string) (*Client, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("control API address %q: want HOST:PORT or http://HOST:PORT (e.g. %s)", addr, wire.APIAddr)
+		return nil, fmt.Errorf("control API address %q: want HOST:PORT or http://HOST:PORT (e.g. %s)", addr, contract.APIAddr)
 	}
 	u.Path = ""
 	// Its own transport: no proxy from the environment (the API is on

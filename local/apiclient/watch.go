@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/local/apiserver/resources"
 )
 
 // WatchEvent is one change from a watch: metav1.WatchEvent with the object

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // clientset is the real client-go typed clientset on the test server.

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/podgate/podgate/api/resources"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiserver/resources"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // collection serves one objstore collection as a Kubernetes resource.

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/local/apiserver/resources"
 )
 
 // PodDeleter is told of pod deletions. It is transitional: it lets a node

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/api/resources"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiserver/resources"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // storeDeleter does what the node agent's PodDeleter does to the store:

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
-	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/local/apiserver/resources"
 )
 
 // Version is what /version reports as gitVersion; the binary sets it.

@@ -1,7 +1,7 @@
 // Package api is podgate's local control API: the Kubernetes-shaped HTTP
 // endpoints `podgate run` serves from its object store (objstore). The Go
 // client the CLI reads them with is package apiclient; the resources both
-// name are package api/resources.
+// name are package local/apiserver/resources.
 //
 // It speaks enough of the Kubernetes REST protocol for client-go (typed
 // clientsets, informers, discovery) and kubectl-like clients; paths, list
@@ -29,4 +29,4 @@
 // it. Answers are JSON; request bodies are JSON or, as client-go's
 // generated clients send them, protobuf. The server listens on loopback
 // only: it has no authentication.
-package api
+package apiserver

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Selectable fields per kind: the ones the API server offers for the same

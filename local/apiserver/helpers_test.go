@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // testServer is a real control API on 127.0.0.1:0 over a real store.

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/local/apiserver/resources"
 )
 
 // LogSource serves container output: the node agent implements it.

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // lineLog is a LogSource over fixed text per container; with Follow the

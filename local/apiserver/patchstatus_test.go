@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // TestStrategicMergePatchOfStatusConditionsMergesByType: status.conditions

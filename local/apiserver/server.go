@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/podgate/podgate/api/resources"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/loopback"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/local/apiserver/resources"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // DefaultAddr is where `podgate run` serves the control API.
-const DefaultAddr = wire.APIAddr
+const DefaultAddr = contract.APIAddr
 
 // Config wires a Server to the state it serves.
 type Config struct {

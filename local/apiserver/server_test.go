@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 func TestListsHaveTheAPIServersShape(t *testing.T) {

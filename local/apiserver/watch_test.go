@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"bufio"
@@ -13,9 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/api/resources"
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/apiserver/resources"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 func TestWatchStreamIsNewlineDelimitedWatchEvents(t *testing.T) {

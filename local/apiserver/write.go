@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // maxBody bounds a request body, as the API server's 3 MiB limit does.

@@ -1,17 +1,17 @@
-package localcluster
+package controllers
 
 import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // agentConditions are the pod conditions the node agent owns, as the
 // kubelet owns them (PodScheduled, which it carries over, included).
 // Others write other conditions on the same pod through pods/status: the
-// gate its wire.ContainersReadyCondition, a controller the condition of a
+// gate its contract.ContainersReadyCondition, a controller the condition of a
 // readiness gate of its own.
 var agentConditions = []corev1.PodConditionType{
 	corev1.PodScheduled,
@@ -45,12 +45,12 @@ func mergeAgentConditions(stored, written []corev1.PodCondition) []corev1.PodCon
 }
 
 // gateConditionMessage is the message of the gate's condition on the pod
-// (wire.ContainersReadyCondition) while it is not True: the containers
+// (contract.ContainersReadyCondition) while it is not True: the containers
 // that are not ready, each with its probe's message. "" when the pod has
 // no such condition or it is True.
 func gateConditionMessage(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
-		if c.Type == wire.ContainersReadyCondition && c.Status != corev1.ConditionTrue {
+		if c.Type == contract.ContainersReadyCondition && c.Status != corev1.ConditionTrue {
 			return c.Message
 		}
 	}

@@ -1,11 +1,11 @@
-package localcluster
+package controllers
 
 import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // TestAgentStatusWritesKeepOthersConditions: the node agent writes the
@@ -14,7 +14,7 @@ import (
 // of it says, while the agent's own conditions are replaced by its write.
 func TestAgentStatusWritesKeepOthersConditions(t *testing.T) {
 	t.Parallel()
-	gateType := corev1.PodConditionType(wire.ContainersReadyCondition)
+	gateType := corev1.PodConditionType(contract.ContainersReadyCondition)
 	c := func(typ corev1.PodConditionType, s corev1.ConditionStatus, msg string) corev1.PodCondition {
 		return corev1.PodCondition{Type: typ, Status: s, Message: msg}
 	}

@@ -5,4 +5,4 @@
 // EndpointSlice controller and Knative's Service status (Endpoints). On
 // Kubernetes it is not started: the node agent (package runtime) talks to
 // the real API server instead. It never imports runtime.
-package localcluster
+package controllers

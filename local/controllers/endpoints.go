@@ -1,4 +1,4 @@
-package localcluster
+package controllers
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Labels on the EndpointSlices.
@@ -48,7 +48,7 @@ type EndpointsConfig struct {
 	// Workloads are the services: each gets an EndpointSlice of the pods
 	// its selector picks (a Deployment's spec.selector, a Knative
 	// revision's label, a Pod's own name).
-	Workloads []*podspec.Workload
+	Workloads []*workload.Workload
 	// Domain is the domain of a Knative Service's status.url (default
 	// DefaultDomain).
 	Domain string
@@ -79,7 +79,7 @@ type Endpoints struct {
 // service is one workload's EndpointSlice and, for a Knative Service, its
 // status; the fields below the line are guarded by Endpoints.mu.
 type service struct {
-	w        *podspec.Workload
+	w        *workload.Workload
 	name     string // the EndpointSlice's, and its service-name label
 	selector func(*corev1.Pod) bool
 
@@ -114,7 +114,7 @@ func NewEndpoints(cfg EndpointsConfig) (*Endpoints, error) {
 
 // ServiceName names a workload's EndpointSlice (and Service): a Pod's
 // own name, a Deployment's name, a Knative Service's revision.
-func ServiceName(w *podspec.Workload) string {
+func ServiceName(w *workload.Workload) string {
 	if w.Knative != nil {
 		return w.Knative.RevisionName
 	}
@@ -122,14 +122,14 @@ func ServiceName(w *podspec.Workload) string {
 }
 
 // selectorOf picks the workload's pods as a Service in front of it would.
-func selectorOf(w *podspec.Workload) (func(*corev1.Pod) bool, error) {
+func selectorOf(w *workload.Workload) (func(*corev1.Pod) bool, error) {
 	inNS := func(p *corev1.Pod) bool { return p.Namespace == w.Namespace }
 	switch {
-	case w.Kind == podspec.KindPod:
+	case w.Kind == workload.KindPod:
 		return func(p *corev1.Pod) bool { return inNS(p) && p.Name == w.Name }, nil
 	case w.Knative != nil:
 		rev := w.Knative.RevisionName
-		return func(p *corev1.Pod) bool { return inNS(p) && p.Labels[podspec.LabelKnativeRevision] == rev }, nil
+		return func(p *corev1.Pod) bool { return inNS(p) && p.Labels[workload.LabelKnativeRevision] == rev }, nil
 	}
 	sel := labels.SelectorFromSet(w.Template.Labels)
 	if d, ok := w.Object().(*appsv1.Deployment); ok && d.Spec.Selector != nil {
@@ -324,9 +324,9 @@ func (e *Endpoints) writeSliceLocked(s *service, eps []endpoint) {
 
 // endpointPort is where traffic for the workload goes: the serving port,
 // or the gate's once the gate is injected.
-func endpointPort(w *podspec.Workload) (string, int32) {
+func endpointPort(w *workload.Workload) (string, int32) {
 	if w.IsInjected() {
-		return wire.GateTrafficPort(w.Container(wire.GateContainerName))
+		return contract.GateTrafficPort(w.Container(contract.GateContainerName))
 	}
 	if c := w.Container(w.ServingContainer); c != nil {
 		for _, p := range c.Ports {
@@ -341,9 +341,9 @@ func endpointPort(w *podspec.Workload) (string, int32) {
 func sliceLabels(s *service) map[string]string {
 	l := map[string]string{LabelServiceName: s.name, LabelManagedBy: managedBy}
 	if k := s.w.Knative; k != nil {
-		l[podspec.LabelKnativeService] = s.w.Name
-		l[podspec.LabelKnativeConfiguration] = s.w.Name
-		l[podspec.LabelKnativeRevision] = k.RevisionName
+		l[workload.LabelKnativeService] = s.w.Name
+		l[workload.LabelKnativeConfiguration] = s.w.Name
+		l[workload.LabelKnativeRevision] = k.RevisionName
 	}
 	return l
 }

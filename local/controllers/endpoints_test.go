@@ -1,4 +1,4 @@
-package localcluster
+package controllers
 
 import (
 	"fmt"
@@ -12,15 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 const waitLimit = 10 * time.Second
 
-func loadWorkloads(t *testing.T, manifest string) []*podspec.Workload {
+func loadWorkloads(t *testing.T, manifest string) []*workload.Workload {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(manifest), "test.yaml")
+	m, err := workload.Load(strings.NewReader(manifest), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestKnativeServiceStatusFollowsThePodsAndTheFrontDoor(t *testing.T) {
 	t.Parallel()
 	count := &servingCount{}
 	e, store := startEndpoints(t, EndpointsConfig{Workloads: loadWorkloads(t, deploymentAndService), Serving: count, Domain: "podgate.test"})
-	rev := map[string]string{podspec.LabelKnativeRevision: "hello-00001"}
+	rev := map[string]string{workload.LabelKnativeRevision: "hello-00001"}
 	svc := waitCondition(t, store, "before any pod", "Ready", corev1.ConditionUnknown, "RevisionMissing")
 	if svc.Status.URL != "http://hello.default.podgate.test" {
 		t.Errorf("url %q, want http://hello.default.podgate.test", svc.Status.URL)

@@ -1,13 +1,13 @@
-package localcluster
+package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Events is the events API of the embedded store, as the node agent
-// writes to it (runtime.EventWriter).
+// writes to it (node.EventWriter).
 type Events struct {
 	store *objstore.Store
 }

@@ -1,4 +1,4 @@
-package localcluster
+package controllers
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // Labels the controllers put on pods.
@@ -64,10 +64,10 @@ type podNaming struct {
 //   - a Knative Service's pods belong to the Deployment Knative creates for
 //     revision NAME-00001, so they are NAME-00001-deployment-<hash>-<5>,
 //     with Knative's labels.
-func namingFor(w *podspec.Workload) podNaming {
+func namingFor(w *workload.Workload) podNaming {
 	labels := w.PodLabels()
 	switch {
-	case w.Kind == podspec.KindPod:
+	case w.Kind == workload.KindPod:
 		return podNaming{fixedName: w.Name, labels: labels, serviceName: w.Name}
 	case w.Knative != nil:
 		rev := w.Knative.RevisionName

@@ -1,4 +1,4 @@
-package localcluster
+package controllers
 
 import (
 	"encoding/json"
@@ -12,15 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // DefaultDomain is Knative's default domain: a Service's URL is
 // http://NAME.NAMESPACE.example.com.
-const DefaultDomain = wire.Domain
+const DefaultDomain = contract.Domain
 
 // Knative Service condition types and the reasons podgate writes.
 const (
@@ -118,7 +117,7 @@ func (e *Endpoints) syncServiceLocked(s *service, eps []endpoint) {
 	svc := &objstore.KnativeService{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: maps.Clone(w.Labels), Generation: 1},
 	}
-	if obj, ok := w.Object().(*podspec.Service); ok {
+	if obj, ok := w.Object().(*workload.Service); ok {
 		if spec, err := json.Marshal(obj.Spec); err == nil {
 			svc.Spec = spec
 		}
@@ -219,14 +218,14 @@ func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) [
 // gateReadyzURL is where the gate of the pod at ip says which container
 // is not ready, for a pod without the gate's condition (injected before
 // the gate wrote one, or whose gate has not written it yet).
-func gateReadyzURL(w *podspec.Workload, ip string) string {
-	port := wire.GateAdminPort
-	if g := w.Container(wire.GateContainerName); g != nil {
+func gateReadyzURL(w *workload.Workload, ip string) string {
+	port := contract.GateAdminPort
+	if g := w.Container(contract.GateContainerName); g != nil {
 		env := map[string]string{}
 		for _, e := range g.Env {
 			env[e.Name] = e.Value
 		}
-		if cfg, err := gateenv.Decode(func(k string) string { return env[k] }); err == nil {
+		if cfg, err := contract.Decode(func(k string) string { return env[k] }); err == nil {
 			port = cfg.AdminPort
 		}
 	}
@@ -234,7 +233,7 @@ func gateReadyzURL(w *podspec.Workload, ip string) string {
 }
 
 // notServing explains, pod by pod, why none takes traffic.
-func notServing(w *podspec.Workload, eps []endpoint) string {
+func notServing(w *workload.Workload, eps []endpoint) string {
 	var parts []string
 	for _, st := range eps {
 		name := st.pod.Name
@@ -245,14 +244,14 @@ func notServing(w *podspec.Workload, eps []endpoint) string {
 			// The gate names the containers that are not ready, with
 			// their probes' messages, in its condition on the pod.
 			parts = append(parts, fmt.Sprintf("pod %s: %s", name, gateConditionMessage(st.pod)))
-		case len(st.notReady) == 1 && st.notReady[0] == wire.GateContainerName:
+		case len(st.notReady) == 1 && st.notReady[0] == contract.GateContainerName:
 			// The gate is first to know: it probes the containers itself
 			// (aggressively while starting) before the kubelet-paced
 			// probes mark them.
 			parts = append(parts, fmt.Sprintf("pod %s: its gate reports a container not ready (%s names it)", name, gateReadyzURL(w, st.pod.Status.PodIP)))
 		case len(st.notReady) > 0:
 			// The gate is unready because of the others: name those.
-			others := slices.DeleteFunc(slices.Clone(st.notReady), func(c string) bool { return c == wire.GateContainerName })
+			others := slices.DeleteFunc(slices.Clone(st.notReady), func(c string) bool { return c == contract.GateContainerName })
 			parts = append(parts, fmt.Sprintf("pod %s has containers not ready: [%s]", name, strings.Join(others, " ")))
 		case st.serving:
 			// Ready endpoint, yet not in the front door's view: its gate

@@ -1,4 +1,4 @@
-package localcluster
+package controllers
 
 import (
 	"strings"
@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // TestKnativeServiceStatusNamesTheContainerTheGateNames: a Knative
@@ -24,7 +24,7 @@ func TestKnativeServiceStatusNamesTheContainerTheGateNames(t *testing.T) {
 		want      string
 	}{
 		{"the gate's condition names the container",
-			&corev1.PodCondition{Type: wire.ContainersReadyCondition, Status: corev1.ConditionFalse, Reason: wire.ReasonContainersNotReady, Message: named},
+			&corev1.PodCondition{Type: contract.ContainersReadyCondition, Status: corev1.ConditionFalse, Reason: contract.ReasonContainersNotReady, Message: named},
 			"pod h: " + named},
 		{"without it, the gate's verbose readiness is where to look", nil,
 			"pod h: its gate reports a container not ready (http://127.0.1.9:8022/readyz?verbose names it)"},
@@ -32,9 +32,9 @@ func TestKnativeServiceStatusNamesTheContainerTheGateNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, store := startEndpoints(t, EndpointsConfig{Workloads: loadWorkloads(t, deploymentAndService)})
-			rev := map[string]string{podspec.LabelKnativeRevision: "hello-00001"}
+			rev := map[string]string{workload.LabelKnativeRevision: "hello-00001"}
 			p := podState{name: "h", ip: "127.0.1.9", labels: rev, statuses: []corev1.ContainerStatus{
-				{Name: wire.GateContainerName, Ready: false, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+				{Name: contract.GateContainerName, Ready: false, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 				{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 			}}.pod()
 			if tc.condition != nil {

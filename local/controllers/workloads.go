@@ -1,4 +1,4 @@
-package localcluster
+package controllers
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Environment the control plane puts first in the serving container's
@@ -31,7 +31,7 @@ type WorkloadsConfig struct {
 	// Store receives the pods. Required.
 	Store *objstore.Store
 	// Workloads are the manifests to run.
-	Workloads []*podspec.Workload
+	Workloads []*workload.Workload
 	// NodeName is the one node's: the scheduler's choice for every pod.
 	// Required.
 	NodeName string
@@ -64,7 +64,7 @@ type Workloads struct {
 
 // controller is one workload's.
 type controller struct {
-	w        *podspec.Workload
+	w        *workload.Workload
 	naming   podNaming
 	replicas int
 	ownerUID types.UID
@@ -93,9 +93,9 @@ func NewWorkloads(cfg WorkloadsConfig) (*Workloads, error) {
 
 // ReplicasOf is how many pods a workload runs: one for a Pod, else its
 // replicas, or override when set.
-func ReplicasOf(w *podspec.Workload, override *int32) int {
+func ReplicasOf(w *workload.Workload, override *int32) int {
 	switch {
-	case w.Kind == podspec.KindPod:
+	case w.Kind == workload.KindPod:
 		return 1
 	case override != nil:
 		return int(*override)
@@ -181,7 +181,7 @@ func (c *Workloads) reconcile() string {
 	stopping := c.stopping
 	c.mu.Unlock()
 	for _, ctl := range c.ctrls {
-		if stopping || ctl.w.Kind == podspec.KindPod {
+		if stopping || ctl.w.Kind == workload.KindPod {
 			continue
 		}
 		for range ctl.replicas - have[ctl] {
@@ -253,7 +253,7 @@ func (c *Workloads) createPod(ctl *controller) error {
 
 // servingEnv puts PORT (and a Knative Service's K_SERVICE,
 // K_CONFIGURATION, K_REVISION) first in the serving container's env.
-func servingEnv(w *podspec.Workload, spec *corev1.PodSpec) {
+func servingEnv(w *workload.Workload, spec *corev1.PodSpec) {
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		if c.Name != w.ServingContainer {
@@ -291,7 +291,7 @@ func (c *Workloads) scheduled(p *corev1.Pod, now metav1.Time) {
 
 // ownerRefs names the ReplicaSet that would own the pods.
 func (ctl *controller) ownerRefs() []metav1.OwnerReference {
-	if ctl.w.Kind == podspec.KindPod {
+	if ctl.w.Kind == workload.KindPod {
 		return nil
 	}
 	yes := true

@@ -1,4 +1,4 @@
-package localcluster
+package controllers
 
 import (
 	"regexp"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 const podDeploymentService = `apiVersion: v1

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/apiclient"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // DeleteRequest is one `podgate delete pod NAME...` (or pod/NAME...).

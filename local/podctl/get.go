@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/printers"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/printers"
 )
 
 // GetRequest is one `podgate get TYPE [NAME...]`, its flags named as

@@ -10,10 +10,10 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/api/resources"
-	"github.com/podgate/podgate/apiclient"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/printers"
+	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/apiserver/resources"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/printers"
 )
 
 // item is one object ready to print.

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/apiclient"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 // LogsRequest is one `podgate logs POD` (or pod/POD).

@@ -10,7 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 var (

@@ -3,7 +3,7 @@ package printers
 import (
 	"time"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Services (Knative's) print as `kubectl get ksvc`.

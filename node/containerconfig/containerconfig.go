@@ -12,11 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/expansion"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/internal/expansion"
+	"github.com/podgate/podgate/node/env"
+	"github.com/podgate/podgate/node/images"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/runtime/env"
-	"github.com/podgate/podgate/runtime/images"
 )
 
 // EnvPodIP is the pod's address, set in every container before its own
@@ -95,7 +95,7 @@ func (r Resolver) Pod(specPath *field.Path, spec *corev1.PodSpec, info env.PodIn
 // Workload resolves w's containers for a stand-in pod of node nodeName
 // (whose pods reach it at hostIP) and reports what would keep them from
 // starting, before anything runs.
-func (r Resolver) Workload(w *podspec.Workload, nodeName, hostIP string) field.ErrorList {
+func (r Resolver) Workload(w *workload.Workload, nodeName, hostIP string) field.ErrorList {
 	info := env.PodInfo{Name: w.Name, Namespace: w.Namespace, Labels: w.PodLabels(),
 		Annotations: w.Template.Annotations, NodeName: nodeName, PodIP: "127.0.0.1", HostIP: hostIP}
 	_, _, errs := r.Pod(w.SpecPath(), w.PodSpec(), info, nil, nil)

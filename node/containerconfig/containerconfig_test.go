@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/node/env"
 )
 
 func TestResolveAsTheKubeletBeforeCreate(t *testing.T) {
@@ -161,7 +161,7 @@ spec:
 `, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := podspec.Load(strings.NewReader(tc.manifest), "m.yaml")
+			m, err := workload.Load(strings.NewReader(tc.manifest), "m.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/expansion"
+	"github.com/podgate/podgate/internal/expansion"
 )
 
 // PodInfo is what the downward API can expose about a pod.

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/expansion"
+	"github.com/podgate/podgate/internal/expansion"
 )
 
 // expandIn resolves a container whose env defines A=alpha, EMPTY="" and

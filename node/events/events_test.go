@@ -9,15 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/localcluster"
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/controllers"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 func TestEventRecorder(t *testing.T) {
 	t.Parallel()
 	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := objstore.New(objstore.Options{})
-	r := New(localcluster.NewEvents(store), fc, "node", 3, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r := New(controllers.NewEvents(store), fc, "node", 3, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	pod := Object{"default", "web", "uid-1"}
 
 	t.Run("a repeat bumps count and lastTimestamp of the same event", func(t *testing.T) {

@@ -15,7 +15,7 @@ const (
 	// the kill goes on regardless, as the kubelet's does.
 	ReasonFailedPreStopHook = "FailedPreStopHook"
 	// ReasonFailedMount is the event of a pod whose
-	// runtime.PodExtras.Prepare failed (it is tried again): the kubelet's
+	// node.PodExtras.Prepare failed (it is tried again): the kubelet's
 	// for a volume it could not set up, which is what kubenode's Prepare
 	// makes (the pod's service-account token, CA and namespace).
 	ReasonFailedMount = "FailedMount"

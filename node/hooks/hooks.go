@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/expansion"
+	"github.com/podgate/podgate/internal/expansion"
 	"github.com/podgate/podgate/probe"
 )
 

@@ -11,13 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
 )
 
 // TestappImage is the test app's image; podgate runs it as its own
-// `testapp` subcommand.
+// `test/testapp` subcommand.
 const TestappImage = "ghcr.io/podgate/testapp"
 
 // Map resolves container images to local entrypoints.
@@ -50,7 +50,7 @@ type Store interface {
 	Entrypoint(image string) (entrypoint, cmd []string, program string, found bool, err error)
 }
 
-// Default maps the test app's image to this binary's `testapp`
+// Default maps the test app's image to this binary's `test/testapp`
 // subcommand, the gate's image and podgate's (whose `gate` both run the
 // gate), and the command "podgate", to this binary: `podgate run` runs
 // its gates without flags or images.
@@ -61,9 +61,9 @@ func Default() (Map, error) {
 	}
 	return Map{
 		Entrypoints: map[string][]string{
-			TestappImage:         {exe, "testapp"},
-			gateenv.GateImage:    {exe},
-			gateenv.PodgateImage: {exe},
+			TestappImage:          {exe, "testapp"},
+			contract.GateImage:    {exe},
+			contract.PodgateImage: {exe},
 		},
 		Self: exe,
 	}, nil
@@ -193,7 +193,7 @@ func (m Map) Argv(image string, command, args []string, path *field.Path) ([]str
 // entrypoint for. 'podgate validate' prints them as warnings; 'podgate
 // run' refuses such a workload (the node agent's Check), naming the same
 // field.
-func LocalWarnings(w *podspec.Workload, m Map) []string {
+func LocalWarnings(w *workload.Workload, m Map) []string {
 	var out []string
 	spec := w.PodSpec()
 	check := func(c *corev1.Container, path *field.Path) {
@@ -255,7 +255,7 @@ func (m Map) Executor(image string, h probe.HostExecutor) probe.Executor {
 // this machine that runs for it ("" for an image whose program is not
 // known). The Store says for its images; podgate's own images (the
 // gate's and podgate's), mapped in Entrypoints, hold theirs at
-// gateenv.ImageBinary.
+// contract.ImageBinary.
 func (m Map) program(image string) (inImage, local string) {
 	if m.Store != nil {
 		ep, cmd, prog, found, err := m.Store.Entrypoint(image)
@@ -272,11 +272,11 @@ func (m Map) program(image string) (inImage, local string) {
 			return prog, ep[0]
 		}
 	}
-	if r := repository(image); r != gateenv.GateImage && r != gateenv.PodgateImage {
+	if r := repository(image); r != contract.GateImage && r != contract.PodgateImage {
 		return "", ""
 	}
 	if ep, ok := m.entrypoint(image); ok && len(ep) > 0 {
-		return gateenv.ImageBinary, ep[0]
+		return contract.ImageBinary, ep[0]
 	}
 	return "", ""
 }

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
 )
 
@@ -143,11 +143,11 @@ func TestExecutorFindsTheImagesProgramAsTheContainerWould(t *testing.T) {
 		"registry.test/app:v1":        {cmd: []string{app, "serve"}, program: "/usr/local/bin/app"},
 		"registry.test/tampered":      {err: errors.New("digest mismatch")},
 	}
-	defaults := Map{Self: self, Entrypoints: map[string][]string{gateenv.GateImage: {self}, gateenv.PodgateImage: {self}}}
+	defaults := Map{Self: self, Entrypoints: map[string][]string{contract.GateImage: {self}, contract.PodgateImage: {self}}}
 	withStore := defaults
 	withStore.Store = store
 	mappedGate := Map{Self: self}
-	mappedGate.Set(gateenv.GateImage, mapped)
+	mappedGate.Set(contract.GateImage, mapped)
 	for _, tc := range []struct {
 		name  string
 		m     Map
@@ -156,15 +156,15 @@ func TestExecutorFindsTheImagesProgramAsTheContainerWould(t *testing.T) {
 		want  string // the output, or "error" when nothing ran
 	}{
 		{"the command podgate is this binary, whatever the image", defaults, "busybox", []string{"podgate", "gate", "wait"}, "self gate wait"},
-		{"/podgate in the gate image without a layout is this binary", defaults, gateenv.GateImage + ":v1", []string{"/podgate", "gate", "wait"}, "self gate wait"},
-		{"/podgate in podgate's image by digest is this binary", defaults, gateenv.PodgateImage + "@sha256:2", []string{"/podgate", "gate", "wait"}, "self gate wait"},
+		{"/podgate in the gate image without a layout is this binary", defaults, contract.GateImage + ":v1", []string{"/podgate", "gate", "wait"}, "self gate wait"},
+		{"/podgate in podgate's image by digest is this binary", defaults, contract.PodgateImage + "@sha256:2", []string{"/podgate", "gate", "wait"}, "self gate wait"},
 		{"/podgate in the gate image of the store is the image's program", withStore, "registry.test/gate@sha256:1", []string{"/podgate", "gate", "wait"}, "stored-gate gate wait"},
 		{"an image's program with only a cmd, by its path in the image", withStore, "registry.test/app:v1", []string{"/usr/local/bin/app", "check"}, "stored-app check"},
-		{"the gate image mapped with --image is the mapped program", mappedGate, gateenv.GateImage, []string{"/podgate", "gate", "wait"}, "mapped-gate gate wait"},
-		{"the gate image not in the store falls back to the defaults", withStore, gateenv.GateImage, []string{"/podgate", "gate", "wait"}, "self gate wait"},
+		{"the gate image mapped with --image is the mapped program", mappedGate, contract.GateImage, []string{"/podgate", "gate", "wait"}, "mapped-gate gate wait"},
+		{"the gate image not in the store falls back to the defaults", withStore, contract.GateImage, []string{"/podgate", "gate", "wait"}, "self gate wait"},
 		{"/podgate in another image is a path on this machine", defaults, "busybox", []string{"/podgate", "gate"}, "error"},
 		{"an image the store cannot run maps nothing", withStore, "registry.test/tampered", []string{"/podgate"}, "error"},
-		{"other commands in podgate's image run as written", defaults, gateenv.GateImage, []string{"/bin/echo", "hi"}, "hi"},
+		{"other commands in podgate's image run as written", defaults, contract.GateImage, []string{"/bin/echo", "hi"}, "hi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.m.Executor(tc.image, probe.HostExecutor{Dir: dir, Env: []string{"WHO=container", "PATH=/usr/bin:/bin"}})
@@ -198,7 +198,7 @@ func TestDefaultRunsTheGateOfEitherImageAsThisBinary(t *testing.T) {
 	}
 	path := field.NewPath("spec", "initContainers").Index(0)
 	// The injected gate: no command, args [gate].
-	for _, image := range []string{gateenv.DefaultImage, gateenv.GateImage + ":v1", gateenv.PodgateImage + "@sha256:abc"} {
+	for _, image := range []string{contract.DefaultImage, contract.GateImage + ":v1", contract.PodgateImage + "@sha256:abc"} {
 		argv, ferr := m.Argv(image, nil, []string{"gate"}, path)
 		if ferr != nil || strings.Join(argv, " ") != exe+" gate" {
 			t.Errorf("%s: argv %q, %v; want %s gate", image, argv, ferr, exe)

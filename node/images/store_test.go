@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // storeImage is one image of a mapStore: what it runs (program: its
@@ -78,8 +78,8 @@ func TestOrDefaultRunsTheTestAppAndGateWithoutFlagsKeepingTheStore(t *testing.T)
 		wantImages []string // mapped after OrDefault
 		wantStore  bool
 	}{
-		{"no --image: the test app and the gate", Map{}, []string{TestappImage, gateenv.GateImage, gateenv.PodgateImage}, false},
-		{"no --image, a store: the defaults and the store", Map{Store: store}, []string{TestappImage, gateenv.GateImage}, true},
+		{"no --image: the test app and the gate", Map{}, []string{TestappImage, contract.GateImage, contract.PodgateImage}, false},
+		{"no --image, a store: the defaults and the store", Map{Store: store}, []string{TestappImage, contract.GateImage}, true},
 		{"--image given: as it is", Map{Entrypoints: map[string][]string{"x": {"/x"}}, Store: store}, []string{"x"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,7 @@
 // runtime) as the kubelet of a real Kubernetes cluster.
 //
 // The agent reads and writes pods through three interfaces of its own
-// (runtime.PodSource, runtime.PodWriter, runtime.EventWriter); locally
+// (node.PodSource, node.PodWriter, node.EventWriter); locally
 // the embedded store implements them, here the kube-apiserver does,
 // through client-go and with a node's credential (user system:node:NAME,
 // group system:nodes), so the Node authorizer and NodeRestriction limit it
@@ -44,17 +44,17 @@
 //
 // Pod addresses come from the node's pod network, whose range is also the
 // Node's spec.podCIDR (the controller manager allocates none): with
-// Config.Network (package podnet/nodenet, as `podgate cluster up` and
+// Config.Network (package node/netns/nodenet, as `podgate cluster up` and
 // `podgate node --pod-network netns` run it) each pod has a network
 // namespace and a real address; without, pods take host loopback
 // addresses of --pod-cidr, which the API server refuses in
 // EndpointSlices (the node warns at start).
 //
 // With a pod network, a liveness or startup kill waits (package
-// kubenode/withdrawal, up to Config.WithdrawTimeout) until no
+// node/kube/withdrawal, up to Config.WithdrawTimeout) until no
 // EndpointSlice lists the pod's address as ready: the agent has written Ready=False first, and the
 // EndpointSlice controller follows that write a little later. Reading
 // EndpointSlices is beyond a kubelet's rights; ClusterRole
 // withdrawal.Role, bound to group system:nodes, grants it, and without
 // it the node kills without waiting.
-package kubenode
+package kube

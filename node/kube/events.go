@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 )
 
 // Events writes the node agent's events to the core/v1 events API
-// (runtime.EventWriter).
+// (node.EventWriter).
 //
 // The Node authorizer lets a node create, update and patch events, but
 // not get, list or delete them. So a repeat (a count bumped) is a patch of

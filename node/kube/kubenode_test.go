@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"bufio"
@@ -32,11 +32,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/runtime"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // Pod ranges of these tests: their own, so they run beside `podgate run`
@@ -63,7 +63,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 
 // testappPod is a pod of the test app bound to node, named by its
 // --name too (so its process can be found), with fast probes.
-func testappPod(name, node string) *corev1.Pod {
+func testappPod(name, nodeName string) *corev1.Pod {
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}},
@@ -74,7 +74,7 @@ func testappPod(name, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
-			NodeName: node,
+			NodeName: nodeName,
 			Containers: []corev1.Container{{
 				Name: "app", Image: images.TestappImage,
 				Args: []string{"--port", "8080", "--name", "kubenode-test-" + name},
@@ -229,7 +229,7 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 		checks := []struct{ what, got, want string }{
 			{"spec.podCIDR", n.Spec.PodCIDR, nodeCIDR},
 			{"kubeletVersion", n.Status.NodeInfo.KubeletVersion, KubeletVersion},
-			{"InternalIP", n.Status.Addresses[0].Address, runtime.HostIP},
+			{"InternalIP", n.Status.Addresses[0].Address, node.HostIP},
 			{"allocatable pods", n.Status.Allocatable.Pods().String(), "110"},
 			{"hostname label", n.Labels["kubernetes.io/hostname"], "node-1"},
 		}
@@ -576,14 +576,14 @@ func TestConfigIsChecked(t *testing.T) {
 // its range. It gives no pod a network (the check fails before any).
 type rangeOnly string
 
-func (r rangeOnly) Add(string) (runtime.PodNet, error) { return nil, errors.New("not for pods") }
-func (r rangeOnly) Capacity() (int, netip.Prefix)      { return 253, netip.MustParsePrefix(string(r)) }
+func (r rangeOnly) Add(string) (node.PodNet, error) { return nil, errors.New("not for pods") }
+func (r rangeOnly) Capacity() (int, netip.Prefix)   { return 253, netip.MustParsePrefix(string(r)) }
 
 // The kubelet version the node reports is the one of the Kubernetes API
 // podgate is built against: go.mod's k8s.io/api v0.X.Y is Kubernetes
 // v1.X.Y.
 func TestKubeletVersionFollowsTheAPIModule(t *testing.T) {
-	mod, err := os.ReadFile("../go.mod")
+	mod, err := os.ReadFile("../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // nodeHelperEnv makes the test binary a `podgate node` of its own (for the

@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"context"
@@ -30,8 +30,8 @@ import (
 const requestTimeout = 30 * time.Second
 
 // Pods is the kube-apiserver's side of a node's pods, as the node agent
-// uses it: runtime.PodSource (a watch of the pods bound to the node) and
-// runtime.PodWriter (pods/status, the final delete).
+// uses it: node.PodSource (a watch of the pods bound to the node) and
+// node.PodWriter (pods/status, the final delete).
 type Pods struct {
 	client corev1client.PodsGetter
 	log    *slog.Logger

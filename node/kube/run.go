@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"context"
@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/runtime"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/images"
 )
 
 // Defaults of Config.
@@ -52,19 +52,19 @@ type Config struct {
 	// NodeName is the Node's name. Required.
 	NodeName string
 	// PodCIDR is the node's spec.podCIDR and the range its pods take
-	// addresses from (default runtime.DefaultPodCIDR; with Network, the
+	// addresses from (default node.DefaultPodCIDR; with Network, the
 	// network's range).
 	PodCIDR string
 	// NodeIP is the node's InternalIP and its pods' status.hostIP
-	// (default runtime.HostIP; required with Network: the node's address
+	// (default node.HostIP; required with Network: the node's address
 	// as its pods reach it).
 	NodeIP string
 	// Network, when set, gives each pod a network of its own (package
-	// podnet/nodenet: a network namespace, an address of the bridge's
+	// node/netns/nodenet: a network namespace, an address of the bridge's
 	// range, its processes started inside). Nil is the loopback network
 	// over PodCIDR, whose addresses the API server refuses in
 	// EndpointSlices.
-	Network runtime.PodNetwork
+	Network node.PodNetwork
 	// Images resolves images of containers without a command (the zero
 	// value: images.Default).
 	Images images.Map
@@ -161,20 +161,20 @@ func (cfg *Config) checkNetwork() error {
 		return nil
 	}
 	if cfg.PodCIDR == "" {
-		cfg.PodCIDR = runtime.DefaultPodCIDR
+		cfg.PodCIDR = node.DefaultPodCIDR
 	}
-	if err := runtime.CheckPodCIDR(cfg.PodCIDR); err != nil {
+	if err := node.CheckPodCIDR(cfg.PodCIDR); err != nil {
 		return err
 	}
 	if cfg.NodeIP == "" {
-		cfg.NodeIP = runtime.HostIP
+		cfg.NodeIP = node.HostIP
 	}
 	return nil
 }
 
 // agentOptions are the node agent's network options: the pod network
 // and the node's address, or the loopback range.
-func (cfg Config) agentOptions(o runtime.Options) runtime.Options {
+func (cfg Config) agentOptions(o node.Options) node.Options {
 	if cfg.Network != nil {
 		o.Network, o.HostIP = cfg.Network, netip.MustParseAddr(cfg.NodeIP)
 		return o
@@ -316,14 +316,14 @@ func Run(ctx context.Context, cfg Config) error {
 // newAgent makes the node agent on the API server: pods, status and
 // events through core, the pods' service-account credentials, and the
 // EndpointSlice watch that holds liveness kills; stop ends that watch.
-func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1client.CoreV1Interface) (agent *runtime.Agent, stop func(), err error) {
+func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1client.CoreV1Interface) (agent *node.Agent, stop func(), err error) {
 	creds, err := cfg.podCredentials(rc, core)
 	if err != nil {
 		return nil, func() {}, err
 	}
 	withdrawals, stop := cfg.startWithdrawals(ctx, rc)
 	pods := NewPods(core, cfg.Logger)
-	opts := cfg.agentOptions(runtime.Options{
+	opts := cfg.agentOptions(node.Options{
 		Events: NewEvents(core), Pods: pods, Source: pods,
 		Images: cfg.Images, NodeName: cfg.NodeName,
 		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
@@ -331,14 +331,14 @@ func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1clie
 	if withdrawals != nil {
 		opts.Withdrawal = withdrawals
 	}
-	agent, err = runtime.New(opts)
+	agent, err = node.New(opts)
 	return agent, stop, err
 }
 
 // drain ends the node's heartbeats, marks it NotReady (the scheduler
 // stops placing pods there at once, instead of after the Lease expires)
 // and stops its pods; a signal meanwhile kills them at once.
-func drain(cfg Config, nodes corev1client.NodeInterface, agent *runtime.Agent, stopController func(), sigs <-chan os.Signal) error {
+func drain(cfg Config, nodes corev1client.NodeInterface, agent *node.Agent, stopController func(), sigs <-chan os.Signal) error {
 	stopController()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()

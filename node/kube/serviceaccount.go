@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/runtime"
-	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/env"
 )
 
 // Variables every container gets, as the kubelet sets them for the
@@ -78,13 +78,13 @@ type credentials struct {
 	log    *slog.Logger
 }
 
-// setup is the runtime.PodSetupFunc: the `kubernetes` Service variables
+// setup is the node.PodSetupFunc: the `kubernetes` Service variables
 // for every pod, and for a pod with a service-account token volume its
 // credential directory ($KUBECONFIG), filled before its containers start
 // and renewed while it runs.
-func (c *credentials) setup(pod *corev1.Pod) runtime.PodExtras {
+func (c *credentials) setup(pod *corev1.Pod) node.PodExtras {
 	host, port, _ := net.SplitHostPort(c.server)
-	extras := runtime.PodExtras{Env: []env.Var{
+	extras := node.PodExtras{Env: []env.Var{
 		{Name: EnvServiceHost, Value: host},
 		{Name: EnvServicePort, Value: port},
 		{Name: EnvServicePort + "_HTTPS", Value: port},

@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/controlplane"
 	"github.com/podgate/podgate/internal/k8sbin"
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 func TestRenewAtIsTheKubeletsTokenSchedule(t *testing.T) {

@@ -1,4 +1,4 @@
-package kubenode
+package kube
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/podgate/podgate/kubenode/withdrawal"
+	"github.com/podgate/podgate/node/kube/withdrawal"
 )
 
 // startWithdrawals runs the EndpointSlice watch that holds liveness and

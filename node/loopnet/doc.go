@@ -6,7 +6,7 @@
 // every pod, it checks a container's ports before it starts and names
 // whoever holds one (Owners.CheckPorts, PortConflictError).
 //
-// Package runtime/podnetwork adapts Network to the node agent's pod
+// Package node/podnetwork adapts Network to the node agent's pod
 // network contract (podnetwork.Loopback); it is the agent's default
 // network.
 package loopnet

@@ -49,4 +49,4 @@
 // Needs root, or CAP_SYS_ADMIN (unshare, setns) and CAP_NET_ADMIN
 // (links, addresses, routes); Preflight says which is missing. A
 // rootless mode in a user namespace is not built. IPv4 only.
-package podnet
+package netns

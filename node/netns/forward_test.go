@@ -1,6 +1,6 @@
 //go:build linux
 
-package podnet
+package netns
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 func TestHostLoopbackReachesAPodThroughAPassedListener(t *testing.T) {

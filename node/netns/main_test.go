@@ -1,6 +1,6 @@
 //go:build linux
 
-package podnet
+package netns
 
 import (
 	"bufio"

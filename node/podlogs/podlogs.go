@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/podgate/podgate/runtime/logbuf"
+	"github.com/podgate/podgate/node/logbuf"
 )
 
 // DefaultContainerAnnotation names the container `kubectl logs` picks when

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/runtime/logbuf"
+	"github.com/podgate/podgate/node/logbuf"
 )
 
 func TestContainerPicksAsTheAPIServer(t *testing.T) {

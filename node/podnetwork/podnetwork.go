@@ -3,14 +3,14 @@
 // (Network gives each pod an address and a place for its processes to
 // run, released once none runs) and the node agent's default, the
 // loopback network of `podgate run` (Loopback, over package loopnet).
-// Package runtime takes the contract as runtime.PodNetwork; package
-// podnet/nodenet meets it with podnet's network namespaces.
+// Package runtime takes the contract as node.PodNetwork; package
+// node/netns/nodenet meets it with podnet's network namespaces.
 package podnetwork
 
 import (
 	"net/netip"
 
-	"github.com/podgate/podgate/runtime/loopnet"
+	"github.com/podgate/podgate/node/loopnet"
 )
 
 // Network is the pod network of one node.

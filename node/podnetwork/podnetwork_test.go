@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/podgate/podgate/runtime/loopnet"
+	"github.com/podgate/podgate/node/loopnet"
 )
 
 // TestLoopbackIsTheLoopnetNetworkAsAPodNetwork: addresses come from the

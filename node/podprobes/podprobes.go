@@ -13,11 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 // RunFunc runs one probe attempt of spec against target (the agent's
@@ -37,9 +36,9 @@ func Of(c *corev1.Container, target probe.Target, gated bool, run RunFunc) []pro
 		if gated && RoutedThroughGate(spec) {
 			// The gate's answer carries the original probe's message:
 			// record what probing the container directly would have.
-			t.MessageHeader = wire.ProbeMessageHeader
+			t.MessageHeader = contract.ProbeMessageHeader
 		}
-		if podspec.IsAggressive(spec) {
+		if workload.IsAggressive(spec) {
 			// Knative's periodSeconds 0 ("probe aggressively until ready")
 			// is the gate's to honour; the node agent probes as often as a
 			// kubelet can, every second, as Knative's own kubelet probe of
@@ -60,10 +59,10 @@ func Of(c *corev1.Container, target probe.Target, gated bool, run RunFunc) []pro
 // through the gate's /probe/<container>/<kind> on its admin port.
 func RoutedThroughGate(spec *corev1.Probe) bool {
 	h := spec.HTTPGet
-	if h == nil || h.Host != "" || h.Port.IntValue() != wire.GateAdminPort {
+	if h == nil || h.Host != "" || h.Port.IntValue() != contract.GateAdminPort {
 		return false
 	}
-	_, _, err := gateenv.ParseProbePath(h.Path)
+	_, _, err := contract.ParseProbePath(h.Path)
 	return err == nil
 }
 
@@ -91,7 +90,7 @@ func NewManager(probes []prober.Probe, clk clock.Clock, act, record func(prober.
 func HasGate(spec *corev1.PodSpec) bool {
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for _, c := range cs {
-			if c.Name == wire.GateContainerName {
+			if c.Name == contract.GateContainerName {
 				return true
 			}
 		}

@@ -11,10 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/prober"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 func httpProbe(path string, port, period int32) *corev1.Probe {
@@ -24,7 +23,7 @@ func httpProbe(path string, port, period int32) *corev1.Probe {
 
 func TestOf(t *testing.T) {
 	t.Parallel()
-	routed := httpProbe(gateenv.ProbePath("app", gateenv.Liveness), wire.GateAdminPort, 10)
+	routed := httpProbe(contract.ProbePath("app", contract.Liveness), contract.GateAdminPort, 10)
 	for _, tc := range []struct {
 		name       string
 		c          corev1.Container
@@ -38,7 +37,7 @@ func TestOf(t *testing.T) {
 			ReadinessProbe: httpProbe("/r", 8080, 5), LivenessProbe: httpProbe("/l", 8080, 5), StartupProbe: httpProbe("/s", 8080, 5)},
 			false, []prober.Kind{prober.Readiness, prober.Liveness, prober.Startup}, "", 5},
 		{"a probe routed through the gate of a gated pod carries the original message", corev1.Container{Name: "app", LivenessProbe: routed},
-			true, []prober.Kind{prober.Liveness}, wire.ProbeMessageHeader, 10},
+			true, []prober.Kind{prober.Liveness}, contract.ProbeMessageHeader, 10},
 		{"without the gate the same probe is the container's own", corev1.Container{Name: "app", LivenessProbe: routed},
 			false, []prober.Kind{prober.Liveness}, "", 10},
 		{"Knative's aggressive probing runs every second", corev1.Container{Name: "app", ReadinessProbe: httpProbe("/r", 8080, 0)},
@@ -87,12 +86,12 @@ func TestRoutedThroughGate(t *testing.T) {
 		spec *corev1.Probe
 		want bool
 	}{
-		{"the gate's probe path on its admin port", httpProbe(gateenv.ProbePath("app", gateenv.Startup), wire.GateAdminPort, 1), true},
-		{"another path on the admin port", httpProbe("/healthz", wire.GateAdminPort, 1), false},
-		{"the probe path on another port", httpProbe(gateenv.ProbePath("app", gateenv.Startup), 8080, 1), false},
+		{"the gate's probe path on its admin port", httpProbe(contract.ProbePath("app", contract.Startup), contract.GateAdminPort, 1), true},
+		{"another path on the admin port", httpProbe("/healthz", contract.GateAdminPort, 1), false},
+		{"the probe path on another port", httpProbe(contract.ProbePath("app", contract.Startup), 8080, 1), false},
 		{"a probe with a host of its own", &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Host: "127.0.0.9", Path: gateenv.ProbePath("app", gateenv.Startup), Port: intstr.FromInt32(wire.GateAdminPort)}}}, false},
-		{"not an httpGet probe", &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(wire.GateAdminPort)}}}, false},
+			Host: "127.0.0.9", Path: contract.ProbePath("app", contract.Startup), Port: intstr.FromInt32(contract.GateAdminPort)}}}, false},
+		{"not an httpGet probe", &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(contract.GateAdminPort)}}}, false},
 	} {
 		if got := RoutedThroughGate(tc.spec); got != tc.want {
 			t.Errorf("%s: RoutedThroughGate = %v, want %v", tc.name, got, tc.want)
@@ -108,8 +107,8 @@ func TestHasGate(t *testing.T) {
 		want bool
 	}{
 		{"no gate", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}, false},
-		{"the gate as a container", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: wire.GateContainerName}}}, true},
-		{"the gate as a native sidecar", corev1.PodSpec{InitContainers: []corev1.Container{{Name: wire.GateContainerName}}, Containers: []corev1.Container{{Name: "app"}}}, true},
+		{"the gate as a container", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: contract.GateContainerName}}}, true},
+		{"the gate as a native sidecar", corev1.PodSpec{InitContainers: []corev1.Container{{Name: contract.GateContainerName}}, Containers: []corev1.Container{{Name: "app"}}}, true},
 	} {
 		if got := HasGate(&tc.spec); got != tc.want {
 			t.Errorf("%s: HasGate = %v, want %v", tc.name, got, tc.want)

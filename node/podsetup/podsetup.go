@@ -4,8 +4,8 @@
 // pod the node agent admits, and Retry, which runs Extras.Prepare until
 // it succeeds, with the back-off of the kubelet's volume manager.
 //
-// Package runtime names these types runtime.PodExtras and
-// runtime.PodSetupFunc (Options.PodSetup).
+// Package runtime names these types node.PodExtras and
+// node.PodSetupFunc (Options.PodSetup).
 package podsetup
 
 import (
@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/runtime/env"
+	"github.com/podgate/podgate/node/env"
 )
 
 // Delays between the attempts of a Prepare that failed: the kubelet's

@@ -9,7 +9,7 @@ import (
 )
 
 // Readiness gates: a pod whose spec.readinessGates name conditions that
-// others write on it (the gate's wire.ContainersReadyCondition, a load
+// others write on it (the gate's contract.ContainersReadyCondition, a load
 // balancer controller's) is Ready only once every one of them is True, as
 // the kubelet decides.
 

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/runtime/podstatus"
+	"github.com/podgate/podgate/node/podstatus"
 )
 
 // DefaultGraceSeconds is the grace period of a deletion that names none.

@@ -17,7 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
 // Options are what the check asks of the node agent.
@@ -26,7 +26,7 @@ type Options struct {
 	// starting (a command without a local program, an environment source
 	// that exists only in a cluster), each with its field path; nil
 	// checks nothing there.
-	Containers func(*podspec.Workload) field.ErrorList
+	Containers func(*workload.Workload) field.ErrorList
 	// Capacity is how many pods the pod network has room for, and its
 	// range. Required.
 	Capacity func() (pods int, cidr netip.Prefix)
@@ -43,7 +43,7 @@ type nsName struct{ namespace, name string }
 // EndpointSlices would share a name, more pods than the pod range has
 // addresses. Each problem names the manifest (file and document), the
 // workload and the field path; the error lists them all.
-func Check(ws []*podspec.Workload, o Options) error {
+func Check(ws []*workload.Workload, o Options) error {
 	var msgs []string
 	if o.Containers != nil {
 		for _, w := range ws {
@@ -67,9 +67,9 @@ func Check(ws []*podspec.Workload, o Options) error {
 // already makes (the names the store and the EndpointSlices key on: a
 // Pod's own name, and every workload's service name), and counts the pods
 // the others start.
-func collisions(ws []*podspec.Workload, replicas *int32) (msgs []string, need int) {
-	pods := map[nsName]*podspec.Workload{}
-	slices := map[nsName]*podspec.Workload{}
+func collisions(ws []*workload.Workload, replicas *int32) (msgs []string, need int) {
+	pods := map[nsName]*workload.Workload{}
+	slices := map[nsName]*workload.Workload{}
 	namePath := field.NewPath("metadata", "name")
 	for _, w := range ws {
 		// A Pod keeps its name; a controller's pods get generated ones.
@@ -79,7 +79,7 @@ func collisions(ws []*podspec.Workload, replicas *int32) (msgs []string, need in
 		if w.Knative != nil {
 			serviceName = w.Knative.RevisionName
 		}
-		if w.Kind == podspec.KindPod {
+		if w.Kind == workload.KindPod {
 			key := nsName{w.Namespace, w.Name}
 			if other, ok := pods[key]; ok {
 				msgs = append(msgs, fmt.Sprintf("%s: %s: %s: each workload runs once, rename one",
@@ -106,7 +106,7 @@ func collisions(ws []*podspec.Workload, replicas *int32) (msgs []string, need in
 
 // where names a workload in messages: its manifest and document, and its
 // kind and name.
-func where(w *podspec.Workload) string {
+func where(w *workload.Workload) string {
 	if w.Source.File == "" {
 		return w.ID()
 	}
@@ -114,15 +114,15 @@ func where(w *podspec.Workload) string {
 }
 
 // sameName says where else a workload of that kind and name is defined.
-func sameName(w *podspec.Workload) string {
+func sameName(w *workload.Workload) string {
 	return fmt.Sprintf("%s defines %s in namespace %s too", w.Source, w.ID(), w.Namespace)
 }
 
 // replicasOf is how many pods a workload starts with: one for a Pod, else
 // its replicas, or replicas when set.
-func replicasOf(w *podspec.Workload, replicas *int32) int {
+func replicasOf(w *workload.Workload, replicas *int32) int {
 	switch {
-	case w.Kind == podspec.KindPod:
+	case w.Kind == workload.KindPod:
 		return 1
 	case replicas != nil:
 		return int(*replicas)

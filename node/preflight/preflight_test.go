@@ -7,12 +7,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/podspec"
+	"github.com/podgate/podgate/admission/workload"
 )
 
-func load(t *testing.T, yaml string) []*podspec.Workload {
+func load(t *testing.T, yaml string) []*workload.Workload {
 	t.Helper()
-	m, err := podspec.Load(strings.NewReader(yaml), "m.yaml")
+	m, err := workload.Load(strings.NewReader(yaml), "m.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCheck(t *testing.T) {
 		{"Options.Replicas replaces every controller's replicas", docs(pod("a", "default"), deployment("b", 3)),
 			Options{Capacity: room(2), Replicas: &one}, nil},
 		{"the containers' problems are named by manifest, workload and field path", pod("web", "default"),
-			Options{Capacity: room(1), Containers: func(w *podspec.Workload) field.ErrorList {
+			Options{Capacity: room(1), Containers: func(w *workload.Workload) field.ErrorList {
 				return field.ErrorList{field.Required(w.SpecPath().Child("containers").Index(0).Child("command"), "no local program")}
 			}},
 			[]string{"cannot run locally:\n  m.yaml: doc 1: Pod/web: spec.containers[0].command: Required value: no local program"}},

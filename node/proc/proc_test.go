@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 const waitLimit = 30 * time.Second

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/procgroup"
+	"github.com/podgate/podgate/internal/procgroup"
 )
 
 // Exit is how a process ended.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/podgate/podgate/procgroup"
+	"github.com/podgate/podgate/internal/procgroup"
 )
 
 // reaperEnv switches a binary that links this package into reaper mode

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/procgroup"
+	"github.com/podgate/podgate/internal/procgroup"
 )
 
 // pipeGrace bounds how long output is still read after a process group is

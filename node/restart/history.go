@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/runtime/backoff"
+	"github.com/podgate/podgate/node/backoff"
 )
 
 // History is one container's instances as its status tells them, and when

@@ -5,7 +5,7 @@
 // startup kill counts as a failure whatever the exit code), and a
 // container's History as its status tells it: the restart count, the
 // current and last states, when the next instance may start (package
-// runtime/backoff's CrashLoopBackOff delay), and the words it is seen in —
+// node/backoff's CrashLoopBackOff delay), and the words it is seen in —
 // the CrashLoopBackOff waiting state and BackOff event of a container
 // held back, the Killing event of a probe's kill.
 package restart

@@ -7,6 +7,6 @@
 // whenever they are not running; and when the pod is complete (every main
 // container finished for good) or has failed (a regular init container
 // failed for good). Whether a container that ended starts again at all
-// is the restart policy's (package runtime/restart); when, the back-off's
-// (package runtime/backoff).
+// is the restart policy's (package node/restart); when, the back-off's
+// (package node/backoff).
 package startorder

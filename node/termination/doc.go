@@ -5,6 +5,6 @@
 // completed pod's sidecars, and the order the containers stop in: the
 // regular containers together, then the native sidecars one at a time,
 // the last one first, each once the one after it has exited. The pod
-// worker carries the decisions out; package runtime/kill stops one
+// worker carries the decisions out; package node/kill stops one
 // container.
 package termination

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podgate/podgate/internal/specdecode"
 	"github.com/podgate/podgate/probe"
-	"github.com/podgate/podgate/specdecode"
 )
 
 // InvalidError lists everything wrong with a probe, each with its field path.

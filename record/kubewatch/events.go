@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // eventLocked records e when it is new or its count grew. An event of the
@@ -27,9 +27,9 @@ func (w *Watcher) eventLocked(e *corev1.Event, initial bool, now time.Time) {
 		return
 	}
 	obj := e.InvolvedObject
-	f := recording.Fact{
-		Time: eventTime(e, now), Kind: recording.KindEvent, Namespace: obj.Namespace, Container: containerOf(obj.FieldPath),
-		Event: &recording.Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Object: obj.Kind + "/" + obj.Name, Count: count},
+	f := record.Fact{
+		Time: eventTime(e, now), Kind: record.KindEvent, Namespace: obj.Namespace, Container: containerOf(obj.FieldPath),
+		Event: &record.Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Object: obj.Kind + "/" + obj.Name, Count: count},
 	}
 	if f.Namespace == "" {
 		f.Namespace = e.Namespace
@@ -41,7 +41,7 @@ func (w *Watcher) eventLocked(e *corev1.Event, initial bool, now time.Time) {
 	if w.cfg.ProbesFromEvents && obj.Kind == "Pod" {
 		if p, ok := probeOf(e.Reason, e.Message); ok {
 			pf := f
-			pf.Kind, pf.Event, pf.Probe = recording.KindProbe, nil, &p
+			pf.Kind, pf.Event, pf.Probe = record.KindProbe, nil, &p
 			w.cfg.Sink.Record(pf)
 		}
 	}
@@ -79,20 +79,20 @@ func containerOf(fieldPath string) string {
 // probeOf reads a probe attempt out of the kubelet's probe events:
 // Unhealthy "Liveness probe failed: MESSAGE" or "… probe errored …:
 // MESSAGE", ProbeWarning "Readiness probe warning: MESSAGE".
-func probeOf(reason, message string) (recording.Probe, bool) {
+func probeOf(reason, message string) (record.Probe, bool) {
 	if reason != "Unhealthy" && reason != "ProbeWarning" {
-		return recording.Probe{}, false
+		return record.Probe{}, false
 	}
 	kind, rest, ok := strings.Cut(message, " probe ")
 	switch kind {
 	case "Liveness", "Readiness", "Startup":
 	default:
-		return recording.Probe{}, false
+		return record.Probe{}, false
 	}
 	if !ok {
-		return recording.Probe{}, false
+		return record.Probe{}, false
 	}
-	p := recording.Probe{Probe: strings.ToLower(kind)}
+	p := record.Probe{Probe: strings.ToLower(kind)}
 	verb, text, _ := strings.Cut(rest, ": ")
 	switch {
 	case strings.HasPrefix(verb, "failed"):
@@ -102,7 +102,7 @@ func probeOf(reason, message string) (recording.Probe, bool) {
 	case strings.HasPrefix(verb, "warning"):
 		p.Result = "warning"
 	default:
-		return recording.Probe{}, false
+		return record.Probe{}, false
 	}
 	p.Message = text
 	return p, true

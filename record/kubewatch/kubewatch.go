@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // Config says what to watch and where the facts go.
@@ -44,7 +44,7 @@ type Config struct {
 	// Namespace is the one namespace watched; "" watches every namespace.
 	Namespace string
 	// Sink receives the facts. Required.
-	Sink recording.Sink
+	Sink record.Sink
 	// ProbesFromEvents adds a probe fact for every Unhealthy and
 	// ProbeWarning event: on a cluster the kubelet's events are the only
 	// probe facts there are (only failures and warnings, and not every

@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/controlplane"
-	"github.com/podgate/podgate/kubenode"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/recording/kubewatch"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/node/kube"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/kubewatch"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,14 +42,14 @@ const (
 	patience     = 2 * time.Minute
 )
 
-// facts is a recording.Log with waits for the test.
+// facts is a record.Log with waits for the test.
 type facts struct {
 	t   *testing.T
-	log *recording.Log
+	log *record.Log
 }
 
 // wait returns the first fact that matches, waiting for it.
-func (f facts) wait(what string, match func(recording.Fact) bool) recording.Fact {
+func (f facts) wait(what string, match func(record.Fact) bool) record.Fact {
 	f.t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
@@ -67,12 +67,12 @@ func (f facts) wait(what string, match func(recording.Fact) bool) recording.Fact
 	}
 }
 
-func (f facts) all() []recording.Fact {
+func (f facts) all() []record.Fact {
 	all, _, _ := f.log.Since(0)
 	return all
 }
 
-func dump(fs []recording.Fact) string {
+func dump(fs []record.Fact) string {
 	var b strings.Builder
 	for _, f := range fs {
 		fmt.Fprintf(&b, "  %s %s %s/%s %s %+v%+v%+v%+v%+v%+v%+v\n", f.Time.Format("15:04:05.000"), f.Kind, f.Pod, f.Container,
@@ -106,7 +106,7 @@ func cluster(t *testing.T) (kubernetes.Interface, *controlplane.ControlPlane) {
 	var log strings.Builder
 	logger := slog.New(slog.NewTextHandler(&lockedBuilder{b: &log}, nil))
 	go func() {
-		done <- kubenode.Run(ctx, kubenode.Config{
+		done <- kube.Run(ctx, kube.Config{
 			Kubeconfig: kubeconfig, NodeName: nodeName, PodCIDR: podCIDR, PodsDir: t.TempDir(),
 			Logger: logger, Ready: func() { close(ready) }, Signals: make(chan os.Signal),
 		})
@@ -149,7 +149,7 @@ func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = kubewatch.Start(ctx, kubewatch.Config{Client: kubernetes.NewForConfigOrDie(rc), Namespace: ns, Sink: recording.Discard})
+		_, err = kubewatch.Start(ctx, kubewatch.Config{Client: kubernetes.NewForConfigOrDie(rc), Namespace: ns, Sink: record.Discard})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "kubewatch: listing pods in namespace rec: ") {
 			t.Errorf("Start as a node: %v, want Forbidden naming the pods of namespace rec", err)
 		}
@@ -162,7 +162,7 @@ func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
 	if _, err := cs.CoreV1().Events(ns).Create(ctx, before, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	log := recording.NewLog(100000)
+	log := record.NewLog(100000)
 	f := facts{t: t, log: log}
 	w, err := kubewatch.Start(ctx, kubewatch.Config{Client: cs, Namespace: ns, Sink: log, ProbesFromEvents: true})
 	if err != nil {
@@ -181,7 +181,7 @@ func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
 		Spec: corev1.PodSpec{
 			NodeName:                      nodeName,
 			TerminationGracePeriodSeconds: ptr.To[int64](2),
-			ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: wire.ContainersReadyCondition}},
+			ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: contract.ContainersReadyCondition}},
 			Containers: []corev1.Container{{
 				Name: "app", Image: "busybox",
 				Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"},
@@ -196,41 +196,41 @@ func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("container states, events and the probe failures they report", func(t *testing.T) {
-		f.wait("app running", func(x recording.Fact) bool {
-			return x.Kind == recording.KindContainer && x.Pod == "web" && x.Container == "app" && x.State.State == "running" && !x.State.Ready
+		f.wait("app running", func(x record.Fact) bool {
+			return x.Kind == record.KindContainer && x.Pod == "web" && x.Container == "app" && x.State.State == "running" && !x.State.Ready
 		})
-		f.wait("Started event", func(x recording.Fact) bool {
-			return x.Kind == recording.KindEvent && x.Pod == "web" && x.Container == "app" && x.Event.Reason == "Started" && x.Event.Object == "Pod/web"
+		f.wait("Started event", func(x record.Fact) bool {
+			return x.Kind == record.KindEvent && x.Pod == "web" && x.Container == "app" && x.Event.Reason == "Started" && x.Event.Object == "Pod/web"
 		})
-		unhealthy := f.wait("Unhealthy event", func(x recording.Fact) bool {
-			return x.Kind == recording.KindEvent && x.Container == "app" && x.Event.Reason == "Unhealthy" && x.Event.Type == corev1.EventTypeWarning
+		unhealthy := f.wait("Unhealthy event", func(x record.Fact) bool {
+			return x.Kind == record.KindEvent && x.Container == "app" && x.Event.Reason == "Unhealthy" && x.Event.Type == corev1.EventTypeWarning
 		})
-		probe := f.wait("probe fact", func(x recording.Fact) bool { return x.Kind == recording.KindProbe && x.Container == "app" })
+		probe := f.wait("probe fact", func(x record.Fact) bool { return x.Kind == record.KindProbe && x.Container == "app" })
 		if p := probe.Probe; p.Probe != "readiness" || p.Result != "failure" || !strings.Contains(p.Message, readyFile) || !probe.Time.Equal(unhealthy.Time) {
 			t.Errorf("probe fact %+v at %v, want the readiness failure of the Unhealthy event at %v (%q)", p, probe.Time, unhealthy.Time, unhealthy.Event.Message)
 		}
 	})
 	t.Run("conditions change and the gate's condition is its verdict", func(t *testing.T) {
-		f.wait("Ready False", func(x recording.Fact) bool {
-			return x.Kind == recording.KindCondition && x.Pod == "web" && x.Condition.Type == "Ready" && x.Condition.Status == "False"
+		f.wait("Ready False", func(x record.Fact) bool {
+			return x.Kind == record.KindCondition && x.Pod == "web" && x.Condition.Type == "Ready" && x.Condition.Status == "False"
 		})
 		if err := os.WriteFile(readyFile, []byte("ok"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		f.wait("app ready", func(x recording.Fact) bool {
-			return x.Kind == recording.KindContainer && x.Container == "app" && x.State.Ready && x.State.Started != nil && *x.State.Started
+		f.wait("app ready", func(x record.Fact) bool {
+			return x.Kind == record.KindContainer && x.Container == "app" && x.State.Ready && x.State.Started != nil && *x.State.Started
 		})
-		f.wait("ContainersReady True", func(x recording.Fact) bool {
-			return x.Kind == recording.KindCondition && x.Condition.Type == "ContainersReady" && x.Condition.Status == "True"
+		f.wait("ContainersReady True", func(x record.Fact) bool {
+			return x.Kind == record.KindCondition && x.Condition.Type == "ContainersReady" && x.Condition.Status == "True"
 		})
 		// The gate's condition, as the gate writes it.
-		patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True","lastTransitionTime":%q}]}}`, wire.ContainersReadyCondition, time.Now().UTC().Format(time.RFC3339))
+		patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True","lastTransitionTime":%q}]}}`, contract.ContainersReadyCondition, time.Now().UTC().Format(time.RFC3339))
 		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "web", "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 			t.Fatal(err)
 		}
-		f.wait("gate ready", func(x recording.Fact) bool { return x.Kind == recording.KindGate && x.Pod == "web" && x.Gate.Ready })
-		f.wait("Ready True", func(x recording.Fact) bool {
-			return x.Kind == recording.KindCondition && x.Condition.Type == "Ready" && x.Condition.Status == "True"
+		f.wait("gate ready", func(x record.Fact) bool { return x.Kind == record.KindGate && x.Pod == "web" && x.Gate.Ready })
+		f.wait("Ready True", func(x record.Fact) bool {
+			return x.Kind == record.KindCondition && x.Condition.Type == "Ready" && x.Condition.Status == "True"
 		})
 	})
 	t.Run("an event's count growing is a fact each time", func(t *testing.T) {
@@ -243,15 +243,15 @@ func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.wait("Grows ×1", func(x recording.Fact) bool {
-			return x.Kind == recording.KindEvent && x.Event.Reason == "Grows" && x.Event.Count == 1
+		f.wait("Grows ×1", func(x record.Fact) bool {
+			return x.Kind == record.KindEvent && x.Event.Reason == "Grows" && x.Event.Count == 1
 		})
 		e.Count = 2
 		if _, err := cs.CoreV1().Events(ns).Update(ctx, e, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		f.wait("Grows ×2", func(x recording.Fact) bool {
-			return x.Kind == recording.KindEvent && x.Event.Reason == "Grows" && x.Event.Count == 2
+		f.wait("Grows ×2", func(x record.Fact) bool {
+			return x.Kind == record.KindEvent && x.Event.Reason == "Grows" && x.Event.Count == 2
 		})
 	})
 	t.Run("endpoints appear, change and leave", func(t *testing.T) {
@@ -260,10 +260,10 @@ func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		isEndpoint := func(addr string, ready, removed bool) func(recording.Fact) bool {
-			return func(x recording.Fact) bool {
+		isEndpoint := func(addr string, ready, removed bool) func(record.Fact) bool {
+			return func(x record.Fact) bool {
 				e := x.Endpoint
-				return x.Kind == recording.KindEndpoint && e.Address == addr && e.Removed == removed && e.Service == "web" && e.Slice == "web-x" &&
+				return x.Kind == record.KindEndpoint && e.Address == addr && e.Removed == removed && e.Service == "web" && e.Slice == "web-x" &&
 					x.Pod == "web" && x.Namespace == ns && (removed || (e.Ready != nil && *e.Ready == ready))
 			}
 		}
@@ -295,10 +295,10 @@ func TestAPodItsEventsAndAnEndpointSliceOnAKubeAPIServer(t *testing.T) {
 		n := len(f.all())
 		last := false
 		for _, x := range f.all() {
-			if x.Kind == recording.KindEndpoint && x.Endpoint.Slice == "web-last" && x.Endpoint.Address == addrB {
+			if x.Kind == record.KindEndpoint && x.Endpoint.Slice == "web-last" && x.Endpoint.Address == addrB {
 				last = true
 			}
-			if x.Kind == recording.KindEvent && x.Event.Reason == "Before" {
+			if x.Kind == record.KindEvent && x.Event.Reason == "Before" {
 				t.Errorf("the event from before the watch is a fact: %+v", x.Event)
 			}
 		}

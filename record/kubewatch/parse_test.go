@@ -7,22 +7,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 func TestProbeFactsAreReadOutOfTheKubeletsProbeEvents(t *testing.T) {
 	for _, tc := range []struct {
 		reason, message string
-		want            recording.Probe
+		want            record.Probe
 		ok              bool
 	}{
-		{"Unhealthy", "Liveness probe failed: HTTP probe failed with statuscode: 500", recording.Probe{Probe: "liveness", Result: "failure", Message: "HTTP probe failed with statuscode: 500"}, true},
-		{"Unhealthy", "Readiness probe errored and resulted in unknown state: rpc error: code = Unknown", recording.Probe{Probe: "readiness", Result: "error", Message: "rpc error: code = Unknown"}, true},
-		{"ProbeWarning", "Startup probe warning: Probe terminated redirects", recording.Probe{Probe: "startup", Result: "warning", Message: "Probe terminated redirects"}, true},
-		{"Unhealthy", "Liveness probe failed: ", recording.Probe{Probe: "liveness", Result: "failure"}, true},
-		{"Killing", "Container app failed liveness probe, will be restarted", recording.Probe{}, false},
-		{"Unhealthy", "Lifecycle hook failed: boom", recording.Probe{}, false},
-		{"Unhealthy", "Liveness probe", recording.Probe{}, false},
+		{"Unhealthy", "Liveness probe failed: HTTP probe failed with statuscode: 500", record.Probe{Probe: "liveness", Result: "failure", Message: "HTTP probe failed with statuscode: 500"}, true},
+		{"Unhealthy", "Readiness probe errored and resulted in unknown state: rpc error: code = Unknown", record.Probe{Probe: "readiness", Result: "error", Message: "rpc error: code = Unknown"}, true},
+		{"ProbeWarning", "Startup probe warning: Probe terminated redirects", record.Probe{Probe: "startup", Result: "warning", Message: "Probe terminated redirects"}, true},
+		{"Unhealthy", "Liveness probe failed: ", record.Probe{Probe: "liveness", Result: "failure"}, true},
+		{"Killing", "Container app failed liveness probe, will be restarted", record.Probe{}, false},
+		{"Unhealthy", "Lifecycle hook failed: boom", record.Probe{}, false},
+		{"Unhealthy", "Liveness probe", record.Probe{}, false},
 	} {
 		got, ok := probeOf(tc.reason, tc.message)
 		if ok != tc.ok || got != tc.want {

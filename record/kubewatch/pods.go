@@ -6,15 +6,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/record"
 )
 
 // podSeen is what was last recorded of one pod.
 type podSeen struct {
 	uid        types.UID
-	containers map[string]recording.State
-	conditions map[corev1.PodConditionType]recording.Condition
+	containers map[string]record.State
+	conditions map[corev1.PodConditionType]record.Condition
 }
 
 // podLocked records what changed in p since it was last seen: each
@@ -26,11 +26,11 @@ func (w *Watcher) podLocked(p *corev1.Pod, now time.Time) {
 	k := key(&p.ObjectMeta)
 	seen := w.pods[k]
 	if seen == nil || seen.uid != p.UID {
-		seen = &podSeen{uid: p.UID, containers: map[string]recording.State{}, conditions: map[corev1.PodConditionType]recording.Condition{}}
+		seen = &podSeen{uid: p.UID, containers: map[string]record.State{}, conditions: map[corev1.PodConditionType]record.Condition{}}
 		w.pods[k] = seen
 	}
-	fact := func(container string) recording.Fact {
-		return recording.Fact{Time: now, Namespace: p.Namespace, Pod: p.Name, Container: container}
+	fact := func(container string) record.Fact {
+		return record.Fact{Time: now, Namespace: p.Namespace, Pod: p.Name, Container: container}
 	}
 	sidecars := map[string]bool{}
 	for _, c := range p.Spec.InitContainers {
@@ -44,32 +44,32 @@ func (w *Watcher) podLocked(p *corev1.Pod, now time.Time) {
 			}
 			seen.containers[cs.Name] = st
 			f := fact(cs.Name)
-			f.Kind, f.State = recording.KindContainer, &st
+			f.Kind, f.State = record.KindContainer, &st
 			w.cfg.Sink.Record(f)
 		}
 	}
 	for _, c := range p.Status.Conditions {
-		cond := recording.Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+		cond := record.Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 		if old, ok := seen.conditions[c.Type]; ok && old == cond {
 			continue
 		}
 		seen.conditions[c.Type] = cond
 		f := fact("")
-		f.Kind, f.Condition = recording.KindCondition, &cond
+		f.Kind, f.Condition = record.KindCondition, &cond
 		w.cfg.Sink.Record(f)
-		if c.Type == wire.ContainersReadyCondition {
+		if c.Type == contract.ContainersReadyCondition {
 			// The gate writes its verdict on every container of the pod
 			// as this condition: ready or not, and whom it waits for.
 			g := fact("")
-			g.Kind, g.Gate = recording.KindGate, &recording.Gate{Ready: c.Status == corev1.ConditionTrue, Message: c.Message}
+			g.Kind, g.Gate = record.KindGate, &record.Gate{Ready: c.Status == corev1.ConditionTrue, Message: c.Message}
 			w.cfg.Sink.Record(g)
 		}
 	}
 }
 
 // containerState is the recording's view of a container status.
-func containerState(cs corev1.ContainerStatus, sidecar bool) recording.State {
-	st := recording.State{
+func containerState(cs corev1.ContainerStatus, sidecar bool) record.State {
+	st := record.State{
 		RestartCount: cs.RestartCount, Ready: cs.Ready, ContainerID: cs.ContainerID, Sidecar: sidecar,
 	}
 	if cs.Started != nil {
@@ -93,7 +93,7 @@ func containerState(cs corev1.ContainerStatus, sidecar bool) recording.State {
 
 // sameState compares two states by value (Started and ExitCode are
 // pointers).
-func sameState(a, b recording.State) bool {
+func sameState(a, b record.State) bool {
 	eq := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	eqCode := func(x, y *int32) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	if !eq(a.Started, b.Started) || !eqCode(a.ExitCode, b.ExitCode) {

@@ -8,7 +8,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // sliceSeen is what was last recorded of one EndpointSlice: its Service
@@ -74,11 +74,11 @@ func (w *Watcher) sliceGoneLocked(k string, now time.Time) {
 }
 
 func (w *Watcher) recordEndpoint(ns, svc, slice, addr string, e endpointSeen, removed bool, now time.Time) {
-	ep := &recording.Endpoint{Service: svc, Slice: slice, Address: addr, Removed: removed}
+	ep := &record.Endpoint{Service: svc, Slice: slice, Address: addr, Removed: removed}
 	if !removed {
 		ep.Ready, ep.Serving, ep.Terminating = e.ready, e.serving, e.terminating
 	}
-	w.cfg.Sink.Record(recording.Fact{Time: now, Kind: recording.KindEndpoint, Namespace: ns, Pod: e.pod, Endpoint: ep})
+	w.cfg.Sink.Record(record.Fact{Time: now, Kind: record.KindEndpoint, Namespace: ns, Pod: e.pod, Endpoint: ep})
 }
 
 func copyBool(b *bool) *bool {

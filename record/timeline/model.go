@@ -4,7 +4,7 @@
 // endpoint conditions), every probe attempt, every request with the pod
 // that served it, every kill with the stretch in which its pod should
 // have got no request, and the scenario's marks. Package
-// timeline/render draws it as a table or a picture. It is pure: facts
+// record/timeline/render draws it as a table or a picture. It is pure: facts
 // in, a Model out.
 package timeline
 
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // Options bound and shape a view.
@@ -49,7 +49,7 @@ func (o Options) Check() error {
 // Model is a recording laid out for the views: who is in it and what each
 // lane shows over time. Spans are closed: an open one ends at End.
 type Model struct {
-	Header recording.Header
+	Header record.Header
 	// Start is where relative times count from (the header's start, or
 	// the first fact when that is earlier); End is the last fact, or
 	// Options.Now when later.
@@ -64,7 +64,7 @@ type Model struct {
 	Marks     []Mark
 	Truncated *Mark
 
-	sorted []recording.Fact
+	sorted []record.Fact
 	pods   map[string]*Pod
 	eps    map[string]*Endpoint
 }
@@ -84,7 +84,7 @@ type Pod struct {
 	Requests []Request
 	Kills    []Kill
 	// Conditions are the pod's conditions at the end, in first-seen order.
-	Conditions []recording.Condition
+	Conditions []record.Condition
 	// Address is the pod's endpoint address, when an endpoint named it.
 	Address string
 
@@ -106,7 +106,7 @@ type Container struct {
 	// Probes are the probe attempts, in time order.
 	Probes []Tick
 	// Last is the container's last recorded state.
-	Last *recording.State
+	Last *record.State
 	// LastProbe is the last attempt of each probe kind.
 	LastProbe map[string]Tick
 
@@ -215,11 +215,11 @@ type Mark struct {
 var ErrNoFacts = errors.New("the recording has a header and no facts")
 
 // Build lays the facts out. Facts need not be sorted.
-func Build(h recording.Header, facts []recording.Fact, o Options) (*Model, error) {
+func Build(h record.Header, facts []record.Fact, o Options) (*Model, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
-	m := &Model{Header: h, Facts: len(facts), sorted: recording.Sorted(facts),
+	m := &Model{Header: h, Facts: len(facts), sorted: record.Sorted(facts),
 		pods: map[string]*Pod{}, eps: map[string]*Endpoint{}}
 	m.Start, m.End = h.Started, h.Started
 	if len(m.sorted) > 0 {
@@ -252,9 +252,9 @@ type route struct {
 }
 
 // apply adds one fact; long because it is one switch over the kinds.
-func (m *Model) apply(f recording.Fact, routes map[uint64]route) {
+func (m *Model) apply(f record.Fact, routes map[uint64]route) {
 	switch f.Kind {
-	case recording.KindProbe:
+	case record.KindProbe:
 		c := m.container(f)
 		if c == nil {
 			return
@@ -266,12 +266,12 @@ func (m *Model) apply(f recording.Fact, routes map[uint64]route) {
 			p := m.pod(f)
 			p.restartKills = append(p.restartKills, Kill{At: f.Time, Container: c.Name})
 		}
-	case recording.KindContainer:
+	case record.KindContainer:
 		if c := m.container(f); c != nil {
 			c.applyState(f.Time, *f.State)
 			m.pod(f).deriveReady(f.Time)
 		}
-	case recording.KindEvent:
+	case record.KindEvent:
 		p := m.pod(f)
 		if f.Event.Reason != "Killing" || p == nil {
 			return
@@ -286,19 +286,19 @@ func (m *Model) apply(f recording.Fact, routes map[uint64]route) {
 			c.killByEvent = c.killing
 		}
 		p.eventKills = append(p.eventKills, Kill{At: f.Time, Container: name})
-	case recording.KindCondition:
+	case record.KindCondition:
 		if p := m.pod(f); p != nil {
 			p.setCondition(f.Time, *f.Condition)
 		}
-	case recording.KindEndpoint:
+	case record.KindEndpoint:
 		m.applyEndpoint(f)
-	case recording.KindGate:
+	case record.KindGate:
 		if p := m.pod(f); p != nil {
 			p.Gate = setSpan(p.Gate, f.Time, readyWord(f.Gate.Ready), f.Gate.Message)
 		}
-	case recording.KindRoute:
+	case record.KindRoute:
 		m.applyRoute(f, routes)
-	case recording.KindRequest:
+	case record.KindRequest:
 		r := *f.Request
 		req := Request{ID: r.ID, Start: r.Start, Sent: r.Start, End: f.Time, Status: r.Status, Error: r.Error, Method: r.Method, Path: r.Path}
 		if f.Pod != "" {
@@ -308,25 +308,25 @@ func (m *Model) apply(f recording.Fact, routes map[uint64]route) {
 			req.Start, req.Sent = f.Time.Add(-r.Latency), f.Time.Add(-r.Latency)
 		}
 		m.Unrouted = append(m.Unrouted, req) // sorted out by finish
-	case recording.KindMark:
+	case record.KindMark:
 		m.Marks = append(m.Marks, Mark{At: f.Time, Name: f.Mark.Name})
-	case recording.KindTruncated:
+	case record.KindTruncated:
 		m.Truncated = &Mark{At: f.Time, Name: f.Truncated.Message}
 	}
 }
 
-func (m *Model) applyRoute(f recording.Fact, routes map[uint64]route) {
+func (m *Model) applyRoute(f record.Fact, routes map[uint64]route) {
 	r := routes[f.Route.Request]
 	switch f.Route.Decision {
-	case recording.DecisionRouted, recording.DecisionReleased:
+	case record.DecisionRouted, record.DecisionReleased:
 		r.sent = f.Time
 		if f.Pod != "" {
 			r.pod = m.pod(f).Key
 		}
 		r.held = max(r.held, f.Route.Held)
-	case recording.DecisionHeld:
+	case record.DecisionHeld:
 		r.held = max(r.held, time.Nanosecond) // held, for how long is said later
-	case recording.DecisionTimedOut:
+	case record.DecisionTimedOut:
 		// Counted when it gave up, as a released one is when it went.
 		r.sent = f.Time
 		r.timedOut = true
@@ -335,7 +335,7 @@ func (m *Model) applyRoute(f recording.Fact, routes map[uint64]route) {
 	routes[f.Route.Request] = r
 }
 
-func (m *Model) applyEndpoint(f recording.Fact) {
+func (m *Model) applyEndpoint(f record.Fact) {
 	e := f.Endpoint
 	key := e.Service + "\x00" + e.Address
 	lane := m.eps[key]
@@ -360,7 +360,7 @@ func (m *Model) applyEndpoint(f recording.Fact) {
 // "serving" (terminating but still serving), "terminating" or
 // "not-ready". Unset conditions read as Kubernetes reads them: ready and
 // serving, not terminating.
-func EndpointState(e recording.Endpoint) string {
+func EndpointState(e record.Endpoint) string {
 	is := func(b *bool, unset bool) bool {
 		if b == nil {
 			return unset
@@ -478,7 +478,7 @@ func (p *Pod) readyFromEndpoint(eps []*Endpoint) {
 // they come and writes the status from them, which the recording sees
 // through a watch; the front door, on a quicker watch of the same API,
 // may send the pod a request in between.
-func (p *Pod) readyFromProbes(facts []recording.Fact) {
+func (p *Pod) readyFromProbes(facts []record.Fact) {
 	for i := 1; i < len(p.Ready); i++ {
 		if p.Ready[i].State != "ready" {
 			continue
@@ -491,15 +491,15 @@ func (p *Pod) readyFromProbes(facts []recording.Fact) {
 				continue
 			}
 			switch {
-			case f.Kind == recording.KindProbe && f.Probe.Probe != "liveness":
+			case f.Kind == record.KindProbe && f.Probe.Probe != "liveness":
 				key := f.Container + "/" + f.Probe.Probe
 				if f.Probe.State == "success" && last[key] != "success" && f.Time.After(since) {
 					probe = f.Time
 				}
 				last[key] = f.Probe.State
-			case f.Kind == recording.KindGate && f.Gate.Ready && f.Time.After(since):
+			case f.Kind == record.KindGate && f.Gate.Ready && f.Time.After(since):
 				other = f.Time
-			case f.Kind == recording.KindCondition && f.Condition.Status == "True" && f.Time.After(since) &&
+			case f.Kind == record.KindCondition && f.Condition.Status == "True" && f.Time.After(since) &&
 				f.Condition.Type != "Ready" && f.Condition.Type != "ContainersReady":
 				other = f.Time
 			}
@@ -542,7 +542,7 @@ func (p *Pod) NotReadyAt(t time.Time) bool {
 	return false
 }
 
-func (m *Model) pod(f recording.Fact) *Pod {
+func (m *Model) pod(f record.Fact) *Pod {
 	if f.Pod == "" {
 		return nil
 	}
@@ -556,7 +556,7 @@ func (m *Model) pod(f recording.Fact) *Pod {
 	return p
 }
 
-func (m *Model) container(f recording.Fact) *Container {
+func (m *Model) container(f record.Fact) *Container {
 	p := m.pod(f)
 	if p == nil || f.Container == "" {
 		return nil
@@ -573,7 +573,7 @@ func (m *Model) container(f recording.Fact) *Container {
 
 // applyState records a container status. While the container is being
 // killed, statuses of the same instance still running keep it "killing".
-func (c *Container) applyState(t time.Time, st recording.State) {
+func (c *Container) applyState(t time.Time, st record.State) {
 	c.Sidecar = c.Sidecar || st.Sidecar
 	if c.killing && st.State == "running" && st.ContainerID == c.killedID && st.RestartCount == c.killedCounts {
 		c.Last = &st
@@ -601,7 +601,7 @@ func (c *Container) beginKill(t time.Time, why string) bool {
 
 // StateDetail is a container status in words: "running, ready (restarts:
 // 2)", "terminated: Error, exit 137", "waiting: CrashLoopBackOff".
-func StateDetail(st recording.State) string {
+func StateDetail(st record.State) string {
 	var b strings.Builder
 	b.WriteString(st.State)
 	if st.Reason != "" {
@@ -619,8 +619,8 @@ func StateDetail(st recording.State) string {
 	return b.String()
 }
 
-func (p *Pod) setCondition(t time.Time, c recording.Condition) {
-	i := slices.IndexFunc(p.Conditions, func(x recording.Condition) bool { return x.Type == c.Type })
+func (p *Pod) setCondition(t time.Time, c record.Condition) {
+	i := slices.IndexFunc(p.Conditions, func(x record.Condition) bool { return x.Type == c.Type })
 	if i < 0 {
 		p.Conditions = append(p.Conditions, c)
 	} else {
@@ -725,7 +725,7 @@ func Interval(o Options, from, to time.Time, n int) time.Duration {
 }
 
 // Sorted are the facts in time order.
-func (m *Model) Sorted() []recording.Fact { return m.sorted }
+func (m *Model) Sorted() []record.Fact { return m.sorted }
 
 // Pod is the pod of key NAMESPACE/NAME, or nil.
 func (m *Model) Pod(key string) *Pod { return m.pods[key] }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline/internal/scenario"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline/internal/fixtures"
 )
 
 func TestRequestClassIsWhatTheClientMet(t *testing.T) {
@@ -39,18 +39,18 @@ func TestRequestClassIsWhatTheClientMet(t *testing.T) {
 }
 
 func TestEndpointStateReadsConditionsAsKubernetes(t *testing.T) {
-	tr, fa := scenario.Bool(true), scenario.Bool(false)
+	tr, fa := fixtures.Bool(true), fixtures.Bool(false)
 	tests := []struct {
 		name string
-		e    recording.Endpoint
+		e    record.Endpoint
 		want string
 	}{
-		{"nothing set is ready", recording.Endpoint{}, "ready"},
-		{"ready", recording.Endpoint{Ready: tr, Serving: tr, Terminating: fa}, "ready"},
-		{"not ready", recording.Endpoint{Ready: fa, Serving: fa, Terminating: fa}, "not-ready"},
-		{"not ready, serving unset follows ready", recording.Endpoint{Ready: fa}, "not-ready"},
-		{"terminating and still serving", recording.Endpoint{Ready: fa, Serving: tr, Terminating: tr}, "serving"},
-		{"terminating", recording.Endpoint{Ready: fa, Serving: fa, Terminating: tr}, "terminating"},
+		{"nothing set is ready", record.Endpoint{}, "ready"},
+		{"ready", record.Endpoint{Ready: tr, Serving: tr, Terminating: fa}, "ready"},
+		{"not ready", record.Endpoint{Ready: fa, Serving: fa, Terminating: fa}, "not-ready"},
+		{"not ready, serving unset follows ready", record.Endpoint{Ready: fa}, "not-ready"},
+		{"terminating and still serving", record.Endpoint{Ready: fa, Serving: tr, Terminating: tr}, "serving"},
+		{"terminating", record.Endpoint{Ready: fa, Serving: fa, Terminating: tr}, "terminating"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,13 +87,13 @@ func TestOptionsRefuseRangesThatAreNot(t *testing.T) {
 func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
 	tests := []struct {
 		name     string
-		scenario *scenario.Scenario
+		scenario *fixtures.Scenario
 		from, to time.Time
 	}{
 		// The gate took the pod out at the first liveness failure.
-		{"gated: from not ready, before the kill", scenario.LivenessRestart(), scenario.At(10.02), scenario.At(22.02)},
+		{"gated: from not ready, before the kill", fixtures.LivenessRestart(), fixtures.At(10.02), fixtures.At(22.02)},
 		// Without it the pod was Ready when killed.
-		{"ungated: from the kill", scenario.KubernetesRestart(), scenario.At(20), scenario.At(25.01)},
+		{"ungated: from the kill", fixtures.KubernetesRestart(), fixtures.At(20), fixtures.At(25.01)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
 			if len(kills) != 1 {
 				t.Fatalf("kills %+v, want the one", kills)
 			}
-			if k := kills[0]; !k.At.Equal(scenario.At(20)) || !k.From.Equal(tt.from) || !k.To.Equal(tt.to) || k.Container != "app" {
+			if k := kills[0]; !k.At.Equal(fixtures.At(20)) || !k.From.Equal(tt.from) || !k.To.Equal(tt.to) || k.Container != "app" {
 				t.Errorf("kill %+v, want at +20s of app, window %s–%s", k, m.Rel(tt.from), m.Rel(tt.to))
 			}
 		})
@@ -118,7 +118,7 @@ func TestKillWindowRunsFromNotReadyToReadyAgain(t *testing.T) {
 // watch, the pod changed then. A request released the moment the front
 // door saw the endpoint ready is not sent to a pod not ready yet.
 func TestReadinessChangesWhenTheEndpointShowedItFirst(t *testing.T) {
-	s := &scenario.Scenario{}
+	s := &fixtures.Scenario{}
 	s.StartPod(0, "web-a", "10.244.0.2", false) // the condition before the endpoint
 	s.Endpoint(10.000, "web-a", "10.244.0.2", false, false)
 	s.Cond(10.004, "web-a", "Ready", "False", "ContainersNotReady")
@@ -141,10 +141,10 @@ func TestReadinessChangesWhenTheEndpointShowedItFirst(t *testing.T) {
 	if got := strings.Join(spans, ", "); got != want {
 		t.Errorf("ready spans: %s\nwant:        %s", got, want)
 	}
-	if k := p.Kills; len(k) != 1 || !k[0].From.Equal(scenario.At(10)) || !k[0].To.Equal(scenario.At(12)) {
+	if k := p.Kills; len(k) != 1 || !k[0].From.Equal(fixtures.At(10)) || !k[0].To.Equal(fixtures.At(12)) {
 		t.Errorf("kills %+v, want one with the window +10s–+12s", k)
 	}
-	if p.NotReadyAt(scenario.At(12.001)) {
+	if p.NotReadyAt(fixtures.At(12.001)) {
 		t.Error("the request released at +12.001s counts as sent to a pod not ready")
 	}
 }
@@ -167,11 +167,11 @@ func TestReadyAgainAtTheProbeThatMadeIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &scenario.Scenario{}
+			s := &fixtures.Scenario{}
 			s.StartPod(0, "web-a", "10.244.0.2", false)
 			probe := func(sec float64, result, state string) {
-				s.Add(sec, recording.Fact{Kind: recording.KindProbe, Pod: "web-a", Container: "app",
-					Probe: &recording.Probe{Probe: "readiness", Result: result, State: state}})
+				s.Add(sec, record.Fact{Kind: record.KindProbe, Pod: "web-a", Container: "app",
+					Probe: &record.Probe{Probe: "readiness", Result: result, State: state}})
 			}
 			probe(10.000, "failure", "failure")
 			s.Cond(10.001, "web-a", "Ready", "False", "ContainersNotReady")
@@ -191,8 +191,8 @@ func TestReadyAgainAtTheProbeThatMadeIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := m.Pods[0]
-			if got := p.Ready[len(p.Ready)-1].From; !got.Equal(scenario.At(tt.readyAt)) {
-				t.Errorf("ready again from %s, want %s", m.Rel(got), m.Rel(scenario.At(tt.readyAt)))
+			if got := p.Ready[len(p.Ready)-1].From; !got.Equal(fixtures.At(tt.readyAt)) {
+				t.Errorf("ready again from %s, want %s", m.Rel(got), m.Rel(fixtures.At(tt.readyAt)))
 			}
 			var counted []string
 			for _, r := range p.Requests {
@@ -208,16 +208,16 @@ func TestReadyAgainAtTheProbeThatMadeIt(t *testing.T) {
 }
 
 func TestKillsComeFromRestartFlagsWithoutEvents(t *testing.T) {
-	s := &scenario.Scenario{}
+	s := &fixtures.Scenario{}
 	s.StartPod(0, "web-a", "10.244.0.2", false)
-	s.Probe(5, "web-a", "app", "liveness", "failure", scenario.Liveness500, true)
+	s.Probe(5, "web-a", "app", "liveness", "failure", fixtures.Liveness500, true)
 	s.State(6, "web-a", "app", "running", "", false, 1, "web-a-app-1")
 	h, facts := s.RoundTrip(t, "")
 	m, err := Build(h, facts, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := m.Pods[0].Kills; len(k) != 1 || !k[0].At.Equal(scenario.At(5)) {
+	if k := m.Pods[0].Kills; len(k) != 1 || !k[0].At.Equal(fixtures.At(5)) {
 		t.Errorf("kills %+v, want one at +5s from the probe's restart", k)
 	}
 	var states []string
@@ -230,9 +230,9 @@ func TestKillsComeFromRestartFlagsWithoutEvents(t *testing.T) {
 }
 
 func TestParseReadsUpToACutLastLine(t *testing.T) {
-	h, facts := scenario.LivenessRestart().RoundTrip(t, "")
+	h, facts := fixtures.LivenessRestart().RoundTrip(t, "")
 	var buf bytes.Buffer
-	w, err := recording.NewWriter(&buf, h, 0)
+	w, err := record.NewWriter(&buf, h, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestParseReadsUpToACutLastLine(t *testing.T) {
 }
 
 func TestBuildRefusesARecordingWithNothing(t *testing.T) {
-	if _, err := Build(recording.Header{}, nil, Options{}); !errors.Is(err, ErrNoFacts) {
+	if _, err := Build(record.Header{}, nil, Options{}); !errors.Is(err, ErrNoFacts) {
 		t.Errorf("err %v, want ErrNoFacts", err)
 	}
 }

@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // Parse reads a recording from its bytes. A recording whose last line
 // was cut short (podgate killed in the middle of writing it) is read up
 // to its last complete line, and warning says so; any other flaw is the
 // reader's error, naming the line.
-func Parse(data []byte) (h recording.Header, facts []recording.Fact, warning string, err error) {
-	h, facts, err = recording.Read(bytes.NewReader(data))
+func Parse(data []byte) (h record.Header, facts []record.Fact, warning string, err error) {
+	h, facts, err = record.Read(bytes.NewReader(data))
 	if err == nil || len(data) == 0 || data[len(data)-1] == '\n' {
 		return h, facts, "", err
 	}
@@ -20,7 +20,7 @@ func Parse(data []byte) (h recording.Header, facts []recording.Fact, warning str
 	if cut < 0 {
 		return h, facts, "", err
 	}
-	h2, facts2, err2 := recording.Read(bytes.NewReader(data[:cut+1]))
+	h2, facts2, err2 := record.Read(bytes.NewReader(data[:cut+1]))
 	if err2 != nil {
 		return h, facts, "", err
 	}

@@ -1,4 +1,4 @@
-package probeconformance
+package conformance
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/node/images"
 )
 
 // Case is one behaviour: a pod and what to observe of it.

@@ -1,4 +1,4 @@
-package probeconformance_test
+package conformance_test
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podgate/podgate/internal/probeconformance"
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/localrun"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/local"
+	"github.com/podgate/podgate/test/conformance"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // localCIDR is this test's pod range: its own, so it runs beside `podgate
@@ -27,11 +27,11 @@ const localCIDR = "127.4.1.0/24"
 var apiLine = regexp.MustCompile(`control API on http://(127\.0\.0\.1:\d+)`)
 
 // TestProbeBehavioursOnPodgateRun runs the table against `podgate run`
-// (localrun.Run, without the gate: the behaviours are the node agent's):
+// (local.Run, without the gate: the behaviours are the node agent's):
 // the pods are its manifests, observed and deleted through its control
 // API with client-go, reached at their loopback addresses.
 func TestProbeBehavioursOnPodgateRun(t *testing.T) {
-	probeconformance.Run(t, func(t *testing.T, pods []*corev1.Pod) *probeconformance.World {
+	conformance.Run(t, func(t *testing.T, pods []*corev1.Pod) *conformance.World {
 		var manifest bytes.Buffer
 		for _, p := range pods {
 			b, err := yaml.Marshal(p)
@@ -41,7 +41,7 @@ func TestProbeBehavioursOnPodgateRun(t *testing.T) {
 			manifest.WriteString("---\n")
 			manifest.Write(b)
 		}
-		m, err := podspec.Load(&manifest, "table.yaml")
+		m, err := workload.Load(&manifest, "table.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestProbeBehavioursOnPodgateRun(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- localrun.Run(ctx, localrun.Config{
+			done <- local.Run(ctx, local.Config{
 				Workloads: m.Workloads, PodCIDR: localCIDR, APIAddr: "127.0.0.1:0", NoGate: true,
 				Listen: "127.0.0.1:0", Domain: "example.com", NodeName: "local",
 				ProbeInterval: 200 * time.Millisecond, ProbeTimeout: time.Second,
@@ -68,15 +68,15 @@ func TestProbeBehavioursOnPodgateRun(t *testing.T) {
 				if err != nil {
 					t.Errorf("podgate run: %v", err)
 				}
-			case <-time.After(probeconformance.WaitLimit):
-				t.Errorf("podgate run did not stop within %s", probeconformance.WaitLimit)
+			case <-time.After(conformance.WaitLimit):
+				t.Errorf("podgate run did not stop within %s", conformance.WaitLimit)
 			}
 			if t.Failed() {
 				t.Logf("podgate run's stderr:\n%s\ncontainers' output:\n%s", stderr.String(), stdout.String())
 			}
 		})
 		var addr string
-		deadline := time.Now().Add(probeconformance.WaitLimit)
+		deadline := time.Now().Add(conformance.WaitLimit)
 		for addr == "" {
 			select {
 			case err := <-done:
@@ -86,7 +86,7 @@ func TestProbeBehavioursOnPodgateRun(t *testing.T) {
 			if m := apiLine.FindStringSubmatch(stderr.String()); m != nil {
 				addr = m[1]
 			} else if time.Now().After(deadline) {
-				t.Fatalf("no control API within %s:\n%s", probeconformance.WaitLimit, stderr.String())
+				t.Fatalf("no control API within %s:\n%s", conformance.WaitLimit, stderr.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -94,6 +94,6 @@ func TestProbeBehavioursOnPodgateRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &probeconformance.World{Client: client, Namespace: "default", HTTP: &http.Client{Timeout: 10 * time.Second}}
+		return &conformance.World{Client: client, Namespace: "default", HTTP: &http.Client{Timeout: 10 * time.Second}}
 	})
 }

@@ -1,4 +1,4 @@
-package probeconformance_test
+package conformance_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // The test binary doubles as the containers' program: the default image

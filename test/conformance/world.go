@@ -16,7 +16,7 @@
 // not over a sleep.
 //
 // Only tests import this package.
-package probeconformance
+package conformance
 
 import (
 	"context"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 var _ io.Writer = (*syncbuf.Buffer)(nil)

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // BenchmarkReadyzLoopback probes /readyz over real loopback sockets with

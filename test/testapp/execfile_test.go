@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 func fileExists(path string) bool {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 func envOf(m map[string]string) func(string) string {

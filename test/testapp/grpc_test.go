@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 const (

@@ -11,8 +11,8 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/syncbuf"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // waitTimeout is how long a poll waits for something that should happen

@@ -11,7 +11,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // req is one request of a scenario and what it must answer.

@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // The test binary doubles as the test app's program, as the binaries of

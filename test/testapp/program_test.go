@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/podgate/podgate/internal/syncbuf"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // TestMainAsTheTestBinarysProgram runs testapp.Main the way the other

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // refused reports whether a TCP connect to addr is refused, i.e. the

@@ -3,7 +3,7 @@ package resources
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/podgate/podgate/objstore"
+	"github.com/podgate/podgate/local/objstore"
 )
 
 // Resource names one collection the control API serves.

@@ -1,6 +1,6 @@
 // Package withdrawal is the node's view of a cluster's EndpointSlices,
 // for holding a liveness or startup kill until the pod's endpoint is
-// withdrawn (runtime.EndpointWithdrawal): the node agent writes the pod's
+// withdrawn (node.EndpointWithdrawal): the node agent writes the pod's
 // Ready=False through pods/status before such a kill, and the
 // EndpointSlice controller follows that write a little later; a kubelet
 // kills first and the endpoint follows, so requests still reach the dying
@@ -40,7 +40,7 @@ const Role = "podgate:node-endpointslices"
 const readyAddrIndex = "readyAddress"
 
 // Watch is the EndpointSlices of every namespace, as
-// runtime.EndpointWithdrawal: a kill waits in WaitWithdrawn until the
+// node.EndpointWithdrawal: a kill waits in WaitWithdrawn until the
 // EndpointSlice controller has taken the pod's address out of service.
 type Watch struct {
 	inf     cache.SharedIndexInformer

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/podgate/podgate/controlplane"
+	"github.com/podgate/podgate/kube/controlplane"
 )
 
 // slice is an EndpointSlice of Service svc with one endpoint per address,

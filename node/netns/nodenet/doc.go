@@ -5,9 +5,9 @@
 // The two packages know nothing of each other; this is the adapter
 // between them, for the composer of a node on a cluster:
 //
-//	c, err := podnet.SetupCluster(cidr) // in the cluster's namespace
+//	c, err := netns.SetupCluster(cidr) // in the cluster's namespace
 //	n := nodenet.New(c)
-//	agent, err := runtime.New(runtime.Options{Network: n, HostIP: n.HostIP(), …})
+//	agent, err := node.New(node.Options{Network: n, HostIP: n.HostIP(), …})
 //
 // The node reaches each pod at its IP through the bridge, so the agent's
 // httpGet, tcpSocket and grpc probes and httpGet hooks are dialed from
@@ -15,5 +15,5 @@
 //
 // A program that uses it should lock its main goroutine to the main
 // thread (runtime.LockOSThread in an init function): see
-// podnet.ErrNetnsNotRestored.
+// netns.ErrNetnsNotRestored.
 package nodenet

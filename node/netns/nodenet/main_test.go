@@ -18,11 +18,11 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/podgate/podgate/testapp"
+	"github.com/podgate/podgate/test/testapp"
 )
 
 // The tests never change the test process's own network namespace: each
-// re-runs this binary in a new one (podnet.StartInNewNetns), with
+// re-runs this binary in a new one (netns.StartInNewNetns), with
 // childEnv naming the role it plays there: a node with its pod network,
 // agent and local control plane. The same binary plays the containers'
 // programs: "testapp" (the default image resolution runs os.Executable()

@@ -17,52 +17,52 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/internal/syncbuf"
-	"github.com/podgate/podgate/localcluster"
-	"github.com/podgate/podgate/objstore"
-	"github.com/podgate/podgate/podnet"
-	"github.com/podgate/podgate/podnet/nodenet"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/validation"
-	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/admission/validation"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/local/controllers"
+	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/netns"
+	"github.com/podgate/podgate/node/netns/nodenet"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // waitLimit bounds every wait of a node: generous, for a loaded 2-core
 // machine; a passing test never waits this long.
 const waitLimit = 90 * time.Second
 
-// node is a node on a pod network, inside the child's namespace: the
-// cluster network, a runtime.Agent on it through the adapter, and the
+// testNode is a node on a pod network, inside the child's namespace: the
+// cluster network, a node.Agent on it through the adapter, and the
 // local control plane runtime's own tests use (the store, the API's pod
 // deletion, the workload and EndpointSlice controllers).
-type node struct {
-	cluster   *podnet.Cluster
-	net       runtime.PodNetwork
-	agent     *runtime.Agent
+type testNode struct {
+	cluster   *netns.Cluster
+	net       node.PodNetwork
+	agent     *node.Agent
 	store     *objstore.Store
-	pods      *localcluster.Pods
-	workloads *localcluster.Workloads
-	endpoints *localcluster.Endpoints
+	pods      *controllers.Pods
+	workloads *controllers.Workloads
+	endpoints *controllers.Endpoints
 	out, logs *syncbuf.Buffer
 }
 
 // startNode sets the cluster network up in this (new) namespace and runs
 // the manifest's workloads on it. wrap, if set, stands between the
 // adapter and the agent.
-func startNode(cidr, manifest string, wrap func(runtime.PodNetwork) runtime.PodNetwork) (*node, error) {
-	c, err := podnet.SetupCluster(cidr)
+func startNode(cidr, manifest string, wrap func(node.PodNetwork) node.PodNetwork) (*testNode, error) {
+	c, err := netns.SetupCluster(cidr)
 	if err != nil {
 		return nil, err
 	}
-	n := &node{cluster: c, store: objstore.New(objstore.Options{}), out: &syncbuf.Buffer{}, logs: &syncbuf.Buffer{}}
+	n := &testNode{cluster: c, store: objstore.New(objstore.Options{}), out: &syncbuf.Buffer{}, logs: &syncbuf.Buffer{}}
 	adapter := nodenet.New(c)
 	n.net = adapter
 	if wrap != nil {
 		n.net = wrap(adapter)
 	}
-	n.pods = localcluster.NewPods(n.store, nil)
-	n.agent, err = runtime.New(runtime.Options{
-		Events: localcluster.NewEvents(n.store), Pods: n.pods, Source: n.pods,
+	n.pods = controllers.NewPods(n.store, nil)
+	n.agent, err = node.New(node.Options{
+		Events: controllers.NewEvents(n.store), Pods: n.pods, Source: n.pods,
 		Network: n.net, HostIP: adapter.HostIP(),
 		Output: n.out, Logger: slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NodeName: "node-a",
@@ -78,8 +78,8 @@ func startNode(cidr, manifest string, wrap func(runtime.PodNetwork) runtime.PodN
 
 // run checks the workloads as the node would, then starts the EndpointSlice
 // controller and the workload controller, which creates the pods.
-func (n *node) run(manifest string) error {
-	m, err := podspec.Load(strings.NewReader(manifest), "test.yaml")
+func (n *testNode) run(manifest string) error {
+	m, err := workload.Load(strings.NewReader(manifest), "test.yaml")
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (n *node) run(manifest string) error {
 	if err := n.agent.Check(m.Workloads); err != nil {
 		return err
 	}
-	n.endpoints, err = localcluster.NewEndpoints(localcluster.EndpointsConfig{Store: n.store, Workloads: m.Workloads})
+	n.endpoints, err = controllers.NewEndpoints(controllers.EndpointsConfig{Store: n.store, Workloads: m.Workloads})
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (n *node) run(manifest string) error {
 	if err := n.endpoints.Start(); err != nil {
 		return err
 	}
-	n.workloads, err = localcluster.NewWorkloads(localcluster.WorkloadsConfig{Store: n.store, Workloads: m.Workloads, NodeName: n.agent.NodeName()})
+	n.workloads, err = controllers.NewWorkloads(controllers.WorkloadsConfig{Store: n.store, Workloads: m.Workloads, NodeName: n.agent.NodeName()})
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (n *node) run(manifest string) error {
 
 // stop stops the controllers (no replacement pods), the agent (its pods
 // gracefully) and removes the cluster network.
-func (n *node) stop() error {
+func (n *testNode) stop() error {
 	if n.workloads != nil {
 		n.workloads.Stop()
 	}
@@ -122,12 +122,12 @@ func (n *node) stop() error {
 }
 
 // fail adds what the node printed and logged to err.
-func (n *node) fail(err error) error {
+func (n *testNode) fail(err error) error {
 	return fmt.Errorf("%w\ncontainer output:\n%s\nagent log:\n%s", err, n.out.String(), n.logs.String())
 }
 
 // finish stops the node; err (the role's verdict) comes first.
-func (n *node) finish(err error) error {
+func (n *testNode) finish(err error) error {
 	if serr := n.stop(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("stop the node: %w", serr))
 	}
@@ -155,7 +155,7 @@ func poll(what string, cond func() (bool, string)) error {
 
 // readyPods waits until want pods whose names start with prefix are
 // Ready, and returns them.
-func (n *node) readyPods(prefix string, want int) ([]*corev1.Pod, error) {
+func (n *testNode) readyPods(prefix string, want int) ([]*corev1.Pod, error) {
 	var ready []*corev1.Pod
 	err := poll(fmt.Sprintf("%d pod(s) %s* Ready", want, prefix), func() (bool, string) {
 		ready = nil
@@ -176,7 +176,7 @@ func (n *node) readyPods(prefix string, want int) ([]*corev1.Pod, error) {
 }
 
 // waitPod waits until the pod satisfies cond.
-func (n *node) waitPod(name, what string, cond func(*corev1.Pod) bool) (*corev1.Pod, error) {
+func (n *testNode) waitPod(name, what string, cond func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	var got *corev1.Pod
 	err := poll("pod "+name+" "+what, func() (bool, string) {
 		p, err := n.store.Pods.Get("default", name)
@@ -190,7 +190,7 @@ func (n *node) waitPod(name, what string, cond func(*corev1.Pod) bool) (*corev1.
 }
 
 // waitGone waits until the pod is no longer in the store.
-func (n *node) waitGone(name string) error {
+func (n *testNode) waitGone(name string) error {
 	return poll("pod "+name+" removed", func() (bool, string) {
 		p, err := n.store.Pods.Get("default", name)
 		if err != nil {

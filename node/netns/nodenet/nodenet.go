@@ -3,22 +3,22 @@ package nodenet
 import (
 	"net/netip"
 
-	"github.com/podgate/podgate/podnet"
-	"github.com/podgate/podgate/runtime"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // Network is a podnet cluster network as the node agent's
-// runtime.PodNetwork.
-type Network struct{ c *podnet.Cluster }
+// node.PodNetwork.
+type Network struct{ c *netns.Cluster }
 
-var _ runtime.PodNetwork = (*Network)(nil)
+var _ node.PodNetwork = (*Network)(nil)
 
 // New adapts c. Closing c (after the agent's Shutdown) removes what is
 // left of the pods' networks.
-func New(c *podnet.Cluster) *Network { return &Network{c: c} }
+func New(c *netns.Cluster) *Network { return &Network{c: c} }
 
 // Add gives the pod keyed podKey a network namespace, veth and address.
-func (n *Network) Add(podKey string) (runtime.PodNet, error) {
+func (n *Network) Add(podKey string) (node.PodNet, error) {
 	p, err := n.c.AddPod(podKey)
 	if err != nil {
 		return nil, err
@@ -30,18 +30,18 @@ func (n *Network) Add(podKey string) (runtime.PodNet, error) {
 func (n *Network) Capacity() (int, netip.Prefix) { return n.c.Capacity(), n.c.CIDR() }
 
 // HostIP is the node's address as the pods reach it, the bridge's (their
-// gateway): runtime.Options.HostIP, the pods' status.hostIP.
+// gateway): node.Options.HostIP, the pods' status.hostIP.
 func (n *Network) HostIP() netip.Addr { return n.c.Gateway() }
 
-// podNet is one pod's podnet.PodNet as a runtime.PodNet.
-type podNet struct{ p *podnet.PodNet }
+// podNet is one pod's netns.PodNet as a node.PodNet.
+type podNet struct{ p *netns.PodNet }
 
 func (p podNet) IP() netip.Addr { return p.p.IP() }
 
 // Enter runs fn on the calling goroutine's thread inside the pod's
-// namespace. podnet.PodNet.Do keeps the promise runtime.PodNet asks for:
+// namespace. netns.PodNet.Do keeps the promise node.PodNet asks for:
 // a thread that cannot come back stays locked, and the error wraps
-// podnet.ErrNetnsNotRestored.
+// netns.ErrNetnsNotRestored.
 func (p podNet) Enter(fn func() error) error { return p.p.Do(fn) }
 
 func (p podNet) Close() error { return p.p.Close() }

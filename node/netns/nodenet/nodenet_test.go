@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/podnet"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // childLimit bounds a whole child: a node, its pods and their checks.
 const childLimit = 4 * time.Minute
 
 // childCmd is this binary in role, in a new namespace once started with
-// podnet.StartInNewNetns; the child dies with the test.
+// netns.StartInNewNetns; the child dies with the test.
 func childCmd(t *testing.T, role, cidr string) (*exec.Cmd, *bytes.Buffer) {
 	cmd := exec.Command(self())
 	cmd.Env = append(os.Environ(), childEnv+"="+role, cidrEnv+"="+cidr, dirEnv+"="+t.TempDir())
@@ -47,7 +47,7 @@ func TestTheAgentRunsEveryProcessOfAPodInItsNetworkNamespace(t *testing.T) {
 			cmd, errb := childCmd(t, tc.role, tc.cidr)
 			var out bytes.Buffer
 			cmd.Stdout = &out
-			if err := podnet.StartInNewNetns(cmd); err != nil {
+			if err := netns.StartInNewNetns(cmd); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), childLimit)
@@ -73,7 +73,7 @@ func TestSIGKILLOfTheNodeLeavesNoContainerProcessAndNoNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := podnet.StartInNewNetns(cmd); err != nil {
+	if err := netns.StartInNewNetns(cmd); err != nil {
 		t.Fatal(err)
 	}
 	killed := false

@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/runtime"
-	"github.com/podgate/podgate/runtime/events"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/events"
 )
 
 // roles are what the child does in its new namespace, by childEnv. Each
@@ -102,7 +102,7 @@ func replicasRole(cidr, _ string) error {
 	return n.finish(n.checkReplicas())
 }
 
-func (n *node) checkReplicas() error {
+func (n *testNode) checkReplicas() error {
 	pods, err := n.readyPods("web-", 2)
 	if err != nil {
 		return err
@@ -233,7 +233,7 @@ func livenessRole(cidr, dir string) error {
 	return n.finish(n.checkLiveness(dir))
 }
 
-func (n *node) checkLiveness(dir string) error {
+func (n *testNode) checkLiveness(dir string) error {
 	pods, err := n.readyPods("lively", 1)
 	if err != nil {
 		return err
@@ -293,7 +293,7 @@ func preStopRole(cidr, dir string) error {
 	return n.finish(n.checkPreStop(dir))
 }
 
-func (n *node) checkPreStop(dir string) error {
+func (n *testNode) checkPreStop(dir string) error {
 	if _, err := n.readyPods("stopping", 1); err != nil {
 		return err
 	}
@@ -331,15 +331,15 @@ func (n *node) checkPreStop(dir string) error {
 
 // stranding is a pod network whose Enter cannot take the thread back:
 // inside the pod's namespace the thread drops CAP_SYS_ADMIN, so setns
-// back is refused (podnet.ErrNetnsNotRestored).
-type stranding struct{ runtime.PodNetwork }
+// back is refused (netns.ErrNetnsNotRestored).
+type stranding struct{ node.PodNetwork }
 
-func (s stranding) Add(key string) (runtime.PodNet, error) {
+func (s stranding) Add(key string) (node.PodNet, error) {
 	p, err := s.PodNetwork.Add(key)
 	return strandingPod{p}, err
 }
 
-type strandingPod struct{ runtime.PodNet }
+type strandingPod struct{ node.PodNet }
 
 func (p strandingPod) Enter(fn func() error) error {
 	return p.PodNet.Enter(func() error {
@@ -364,7 +364,7 @@ func strandedRole(cidr, _ string) error {
   - name: app
     image: ghcr.io/podgate/testapp
     args: ["--port", "8080"]
-`), func(pn runtime.PodNetwork) runtime.PodNetwork { return stranding{pn} })
+`), func(pn node.PodNetwork) node.PodNetwork { return stranding{pn} })
 	if err != nil {
 		return err
 	}

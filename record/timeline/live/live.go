@@ -1,7 +1,7 @@
 // Package live serves the timeline of a running podgate as it happens:
 // the page of package timeline whose picture and panel of pods,
 // containers and probe states the server replaces through Server-Sent
-// Events, from the facts of a recording.Log. No external asset: the page
+// Events, from the facts of a record.Log. No external asset: the page
 // is whole as served.
 package live
 
@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/internal/loopback"
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline"
-	"github.com/podgate/podgate/timeline/render"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
+	"github.com/podgate/podgate/record/timeline/render"
 )
 
 // Timing of the updates a watcher gets.
@@ -34,8 +34,8 @@ const (
 // Handler serves the live view: GET / the page, GET /events the stream of
 // pictures. Close ends the streams.
 type Handler struct {
-	log    *recording.Log
-	header recording.Header
+	log    *record.Log
+	header record.Header
 	now    func() time.Time
 
 	mu      sync.Mutex
@@ -46,7 +46,7 @@ type Handler struct {
 
 // NewHandler serves the facts of log; header names the run (its Started
 // is where the axis begins, now when unset).
-func NewHandler(log *recording.Log, header recording.Header) *Handler {
+func NewHandler(log *record.Log, header record.Header) *Handler {
 	if header.Started.IsZero() {
 		header.Started = time.Now()
 	}
@@ -137,7 +137,7 @@ type frame struct {
 	Facts int    `json:"facts"`
 }
 
-func (h *Handler) send(w http.ResponseWriter, facts []recording.Fact) error {
+func (h *Handler) send(w http.ResponseWriter, facts []record.Fact) error {
 	o := timeline.Options{Now: h.now()}
 	m, err := timeline.Build(h.header, facts, o)
 	if err != nil {
@@ -184,7 +184,7 @@ type Server struct {
 
 // Listen takes addr, which must be on loopback (the view has no
 // authentication), for the live view of log.
-func Listen(addr string, log *recording.Log, header recording.Header) (*Server, error) {
+func Listen(addr string, log *record.Log, header record.Header) (*Server, error) {
 	checked, err := loopback.Check(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--ui %q: %w (e.g. 127.0.0.1:9800; port 0 picks a free one)", addr, err)

@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"go.uber.org/goleak"
 
-	"github.com/podgate/podgate/internal/headless"
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/test/headless"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -22,26 +22,26 @@ func bp(b bool) *bool { return &b }
 
 // podFacts are a pod coming up ready: its container running and ready,
 // its readiness probe passing, the gate's verdict, its endpoint.
-func podFacts(now time.Time, pod string) []recording.Fact {
-	return []recording.Fact{
-		{Time: now, Kind: recording.KindContainer, Namespace: "default", Pod: pod, Container: "app",
-			State: &recording.State{State: "running", Ready: true, ContainerID: pod + "-0"}},
-		{Time: now, Kind: recording.KindProbe, Namespace: "default", Pod: pod, Container: "app",
-			Probe: &recording.Probe{Probe: "readiness", Result: "success"}},
-		{Time: now, Kind: recording.KindGate, Namespace: "default", Pod: pod, Gate: &recording.Gate{Ready: true}},
-		{Time: now, Kind: recording.KindEndpoint, Namespace: "default", Pod: pod,
-			Endpoint: &recording.Endpoint{Service: "web", Slice: "web-x", Address: "127.0.10.2", Ready: bp(true)}},
+func podFacts(now time.Time, pod string) []record.Fact {
+	return []record.Fact{
+		{Time: now, Kind: record.KindContainer, Namespace: "default", Pod: pod, Container: "app",
+			State: &record.State{State: "running", Ready: true, ContainerID: pod + "-0"}},
+		{Time: now, Kind: record.KindProbe, Namespace: "default", Pod: pod, Container: "app",
+			Probe: &record.Probe{Probe: "readiness", Result: "success"}},
+		{Time: now, Kind: record.KindGate, Namespace: "default", Pod: pod, Gate: &record.Gate{Ready: true}},
+		{Time: now, Kind: record.KindEndpoint, Namespace: "default", Pod: pod,
+			Endpoint: &record.Endpoint{Service: "web", Slice: "web-x", Address: "127.0.10.2", Ready: bp(true)}},
 	}
 }
 
-func readiness(now time.Time, pod, result string) recording.Fact {
-	return recording.Fact{Time: now, Kind: recording.KindProbe, Namespace: "default", Pod: pod, Container: "app",
-		Probe: &recording.Probe{Probe: "readiness", Result: result, Message: "toggled " + result}}
+func readiness(now time.Time, pod, result string) record.Fact {
+	return record.Fact{Time: now, Kind: record.KindProbe, Namespace: "default", Pod: pod, Container: "app",
+		Probe: &record.Probe{Probe: "readiness", Result: result, Message: "toggled " + result}}
 }
 
-func start(t *testing.T, log *recording.Log) *Server {
+func start(t *testing.T, log *record.Log) *Server {
 	t.Helper()
-	srv, err := Listen("127.0.0.1:0", log, recording.Header{Source: "podgate run"})
+	srv, err := Listen("127.0.0.1:0", log, record.Header{Source: "podgate run"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func start(t *testing.T, log *recording.Log) *Server {
 }
 
 func TestServesThePageAndItsStream(t *testing.T) {
-	log := recording.NewLog(100)
+	log := record.NewLog(100)
 	srv := start(t, log)
 	for _, f := range podFacts(time.Now(), "web-a") {
 		log.Record(f)
@@ -151,7 +151,7 @@ func TestListenTakesLoopbackOnly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
-			srv, err := Listen(tt.addr, recording.NewLog(1), recording.Header{})
+			srv, err := Listen(tt.addr, record.NewLog(1), record.Header{})
 			if err == nil {
 				srv.Close()
 				t.Fatal("listening")
@@ -164,8 +164,8 @@ func TestListenTakesLoopbackOnly(t *testing.T) {
 }
 
 func TestCloseEndsTheStreams(t *testing.T) {
-	log := recording.NewLog(10)
-	srv, err := Listen("127.0.0.1:0", log, recording.Header{})
+	log := record.NewLog(10)
+	srv, err := Listen("127.0.0.1:0", log, record.Header{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func seenJS(result string) string {
 }
 
 func TestLiveViewShowsAToggleWithinASecond(t *testing.T) {
-	log := recording.NewLog(1000)
+	log := record.NewLog(1000)
 	srv := start(t, log)
 	b := headless.Start(t, 1280, 800)
 	b.Do(t, chromedp.Navigate(srv.URL()))

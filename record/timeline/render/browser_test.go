@@ -13,9 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/podgate/podgate/internal/headless"
-	"github.com/podgate/podgate/timeline"
-	"github.com/podgate/podgate/timeline/internal/scenario"
+	"github.com/podgate/podgate/record/timeline"
+	"github.com/podgate/podgate/record/timeline/internal/fixtures"
+	"github.com/podgate/podgate/test/headless"
 )
 
 var docsScreenshot = flag.Bool("docs-screenshot", false, "also write the page's screenshot to docs/timeline.png")
@@ -76,7 +76,7 @@ func servePage(t *testing.T, page []byte) string {
 }
 
 func TestPageInChromium(t *testing.T) {
-	h, facts := scenario.LivenessRestart().RoundTrip(t, "liveness restart scenario")
+	h, facts := fixtures.LivenessRestart().RoundTrip(t, "liveness restart scenario")
 	m, err := timeline.Build(h, facts, timeline.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestPageInChromium(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join("..", "..", "docs", "timeline.png"), data, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join("..", "..", "..", "docs", "timeline.png"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 //go:embed assets/page.css

@@ -13,8 +13,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 // Formats are the views Render writes.
@@ -22,7 +22,7 @@ var Formats = []string{"text", "html", "svg"}
 
 // Recording writes the view named format ("text", "html" or "svg") of a
 // recording.
-func Recording(w io.Writer, format string, h recording.Header, facts []recording.Fact, o timeline.Options) error {
+func Recording(w io.Writer, format string, h record.Header, facts []record.Fact, o timeline.Options) error {
 	m, err := timeline.Build(h, facts, o)
 	if err != nil {
 		return err

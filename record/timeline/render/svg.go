@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 // The picture's geometry, in SVG user units.

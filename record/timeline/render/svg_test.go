@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/podgate/podgate/timeline"
-	"github.com/podgate/podgate/timeline/internal/scenario"
+	"github.com/podgate/podgate/record/timeline"
+	"github.com/podgate/podgate/record/timeline/internal/fixtures"
 )
 
 // node is an element of the picture, parsed with encoding/xml: the SVG
@@ -76,7 +76,7 @@ func parseSVG(t *testing.T, data []byte) node {
 	return root
 }
 
-func renderSVG(t *testing.T, s *scenario.Scenario, o timeline.Options) (*timeline.Model, node) {
+func renderSVG(t *testing.T, s *fixtures.Scenario, o timeline.Options) (*timeline.Model, node) {
 	t.Helper()
 	h, facts := s.RoundTrip(t, "")
 	m, err := timeline.Build(h, facts, o)
@@ -93,13 +93,13 @@ func renderSVG(t *testing.T, s *scenario.Scenario, o timeline.Options) (*timelin
 func TestPictureHasALanePerContainerEndpointGateAndPod(t *testing.T) {
 	tests := []struct {
 		name                                                string
-		scenario                                            *scenario.Scenario
+		scenario                                            *fixtures.Scenario
 		containers, pods, gates, requests, endpoints, marks int
 	}{
-		{"the gated liveness restart", scenario.LivenessRestart(), 2, 2, 2, 2, 2, 3},
-		{"the restart without a gate", scenario.KubernetesRestart(), 2, 2, 0, 2, 2, 0},
+		{"the gated liveness restart", fixtures.LivenessRestart(), 2, 2, 2, 2, 2, 3},
+		{"the restart without a gate", fixtures.KubernetesRestart(), 2, 2, 0, 2, 2, 0},
 		// A lane for the requests no pod served.
-		{"held and refused requests", scenario.HeldAndTruncated(), 1, 1, 1, 2, 1, 0},
+		{"held and refused requests", fixtures.HeldAndTruncated(), 1, 1, 1, 2, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,7 +126,7 @@ func spanStates(lane node) []string {
 }
 
 func TestPictureLanesMatchTheRecording(t *testing.T) {
-	m, svg := renderSVG(t, scenario.LivenessRestart(), timeline.Options{})
+	m, svg := renderSVG(t, fixtures.LivenessRestart(), timeline.Options{})
 	var webA node
 	for _, l := range svg.all(lanesOf("container")) {
 		if l.attr("data-pod") == "default/web-a" && l.attr("data-container") == "app" {
@@ -221,7 +221,7 @@ func TestPictureLanesMatchTheRecording(t *testing.T) {
 }
 
 func TestPictureRangeIsTheAsked(t *testing.T) {
-	_, svg := renderSVG(t, scenario.LivenessRestart(), timeline.Options{From: 9 * time.Second, To: 23 * time.Second})
+	_, svg := renderSVG(t, fixtures.LivenessRestart(), timeline.Options{From: 9 * time.Second, To: 23 * time.Second})
 	if svg.attr("data-from") != "9000" || svg.attr("data-to") != "23000" || svg.attr("data-end") != "30000" {
 		t.Errorf("range data-from=%s data-to=%s data-end=%s, want 9000, 23000, 30000",
 			svg.attr("data-from"), svg.attr("data-to"), svg.attr("data-end"))
@@ -265,7 +265,7 @@ func htmlAttr(n *html.Node, name string) (string, bool) {
 }
 
 func TestPageIsSelfContained(t *testing.T) {
-	h, facts := scenario.LivenessRestart().RoundTrip(t, "liveness restart scenario")
+	h, facts := fixtures.LivenessRestart().RoundTrip(t, "liveness restart scenario")
 	var out bytes.Buffer
 	if err := Recording(&out, "html", h, facts, timeline.Options{}); err != nil {
 		t.Fatal(err)

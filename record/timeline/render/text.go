@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/podgate/podgate/recording"
-	"github.com/podgate/podgate/timeline"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 // textIntervals is how many request summaries the text aims at when no
@@ -118,56 +118,56 @@ func factRows(m *timeline.Model) []row {
 	var rows []row
 	probed := map[string]bool{}
 	for _, f := range m.Sorted() {
-		if f.Kind == recording.KindProbe {
+		if f.Kind == record.KindProbe {
 			probed[f.Namespace+"/"+f.Pod] = true
 		}
 	}
-	states := map[string]recording.State{}
+	states := map[string]record.State{}
 	runs := map[string]*probeRun{}
 	lastOK := map[string]bool{}
-	add := func(f recording.Fact, kind, what string) {
+	add := func(f record.Fact, kind, what string) {
 		rows = append(rows, row{at: f.Time, kind: kind, pod: podName(m, f), what: what})
 	}
 	for _, f := range m.Sorted() {
 		who := f.Namespace + "/" + f.Pod + "/" + f.Container
 		switch f.Kind {
-		case recording.KindProbe:
+		case record.KindProbe:
 			if r := probeRow(f, who, runs, lastOK); r != nil {
 				r.pod = podName(m, f)
 				rows = append(rows, *r)
 			}
-		case recording.KindContainer:
+		case record.KindContainer:
 			prev, seen := states[who]
 			states[who] = *f.State
 			add(f, "container", f.Container+": "+stateChange(prev, *f.State, seen))
-		case recording.KindEvent:
+		case record.KindEvent:
 			if f.Event.Reason == "Unhealthy" && probed[f.Namespace+"/"+f.Pod] {
 				continue // the probe lines say it, attempt by attempt
 			}
 			add(f, "event", f.Event.Reason+": "+f.Event.Message)
-		case recording.KindCondition:
+		case record.KindCondition:
 			c := f.Condition
 			what := c.Type + "=" + c.Status
 			if why := strings.TrimSpace(c.Reason + " " + c.Message); why != "" {
 				what += " (" + why + ")"
 			}
 			add(f, "condition", what)
-		case recording.KindEndpoint:
+		case record.KindEndpoint:
 			e := f.Endpoint
 			what := e.Service + " " + e.Address + ": " + timeline.EndpointState(*e)
 			if e.Removed {
 				what = e.Service + " " + e.Address + ": removed"
 			}
 			add(f, "endpoint", what)
-		case recording.KindGate:
+		case record.KindGate:
 			what := "gate: " + notReadyWord(f.Gate.Ready)
 			if f.Gate.Message != "" {
 				what += " (" + f.Gate.Message + ")"
 			}
 			add(f, "gate", what)
-		case recording.KindMark:
+		case record.KindMark:
 			add(f, "mark", "▶ "+f.Mark.Name)
-		case recording.KindTruncated:
+		case record.KindTruncated:
 			add(f, "truncated", f.Truncated.Message)
 		}
 	}
@@ -182,7 +182,7 @@ func factRows(m *timeline.Model) []row {
 // probeRow is the row a probe attempt starts, if any: the first of a run
 // of failures (later ones join its run), or a success after failures (or
 // a readiness or startup probe's first success).
-func probeRow(f recording.Fact, who string, runs map[string]*probeRun, lastOK map[string]bool) *row {
+func probeRow(f record.Fact, who string, runs map[string]*probeRun, lastOK map[string]bool) *row {
 	p := f.Probe
 	key := who + "/" + p.Probe
 	ok := p.Result == "success" || p.Result == "warning"
@@ -219,7 +219,7 @@ func probeRow(f recording.Fact, who string, runs map[string]*probeRun, lastOK ma
 }
 
 // stateChange words what changed in a container's status.
-func stateChange(prev, st recording.State, seen bool) string {
+func stateChange(prev, st record.State, seen bool) string {
 	var parts []string
 	if !seen || prev.State != st.State || prev.Reason != st.Reason {
 		s := st.State
@@ -446,9 +446,9 @@ func writeRequestTotals(b *strings.Builder, m *timeline.Model, from, to time.Tim
 // the facts up to the row's time.
 func fillEndpoints(m *timeline.Model, rows []row) {
 	state := map[string]map[string]string{} // service → address → state
-	var eps []recording.Fact
+	var eps []record.Fact
 	for _, f := range m.Sorted() {
-		if f.Kind == recording.KindEndpoint {
+		if f.Kind == record.KindEndpoint {
 			eps = append(eps, f)
 		}
 	}
@@ -488,7 +488,7 @@ func endpointsWords(state map[string]map[string]string) string {
 	return strings.Join(parts, "; ")
 }
 
-func podName(m *timeline.Model, f recording.Fact) string {
+func podName(m *timeline.Model, f record.Fact) string {
 	if p := m.Pod(f.Namespace + "/" + f.Pod); p != nil {
 		return p.Name
 	}

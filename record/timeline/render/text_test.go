@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podgate/podgate/timeline"
-	"github.com/podgate/podgate/timeline/internal/scenario"
+	"github.com/podgate/podgate/record/timeline"
+	"github.com/podgate/podgate/record/timeline/internal/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the output")
@@ -40,13 +40,13 @@ func golden(t *testing.T, name string, got []byte) {
 func TestTextIsSeed004sTable(t *testing.T) {
 	tests := []struct {
 		name     string
-		scenario *scenario.Scenario
+		scenario *fixtures.Scenario
 		opts     timeline.Options
 		// want are lines the table must have besides matching its golden
 		// file: the behaviour the golden file pins, said plainly.
 		want []string
 	}{
-		{"liveness-restart", scenario.LivenessRestart(), timeline.Options{}, []string{
+		{"liveness-restart", fixtures.LivenessRestart(), timeline.Options{}, []string{
 			"app: liveness failed 3× in 10s (HTTP probe failed with statuscode: 500) → restart",
 			"Killing: Container app failed liveness probe, will be restarted",
 			"requests sent to web-a while not ready or being killed (from +00:10.020 until ready again at +00:22.020): 0",
@@ -54,15 +54,15 @@ func TestTextIsSeed004sTable(t *testing.T) {
 			"web: 10.244.0.2 not-ready, 10.244.0.3 ready",
 			"requests sent to a pod while it was not ready or being killed: 0\n",
 		}},
-		{"kubernetes-restart", scenario.KubernetesRestart(), timeline.Options{}, []string{
+		{"kubernetes-restart", fixtures.KubernetesRestart(), timeline.Options{}, []string{
 			"requests sent to web-a while not ready or being killed (from +00:20.000 until ready again at +00:25.010): 1 (502 error×1)",
 			"requests sent to a pod while it was not ready or being killed: 1: web-a 1 (502 error×1)",
 		}},
-		{"liveness-restart-zoomed", scenario.LivenessRestart(), timeline.Options{From: 9 * time.Second, To: 23 * time.Second, Interval: 2 * time.Second}, []string{
+		{"liveness-restart-zoomed", fixtures.LivenessRestart(), timeline.Options{From: 9 * time.Second, To: 23 * time.Second, Interval: 2 * time.Second}, []string{
 			"showing +00:09.000 to +00:23.000",
 			"in the last 2s: web-b served 4",
 		}},
-		{"held-and-truncated", scenario.HeldAndTruncated(), timeline.Options{}, []string{
+		{"held-and-truncated", fixtures.HeldAndTruncated(), timeline.Options{}, []string{
 			"TRUNCATED at +00:04.500: recording reached its size limit",
 			"held 2 (released 1, timed out 1)",
 			"no pod: failed 1 (503 error×1)",
@@ -86,7 +86,7 @@ func TestTextIsSeed004sTable(t *testing.T) {
 }
 
 func TestTextLeavesOutWhatTheProbeLinesSay(t *testing.T) {
-	h, facts := scenario.KubernetesRestart().RoundTrip(t, "")
+	h, facts := fixtures.KubernetesRestart().RoundTrip(t, "")
 	var out bytes.Buffer
 	if err := Recording(&out, "text", h, facts, timeline.Options{}); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestTextLeavesOutWhatTheProbeLinesSay(t *testing.T) {
 // An exec probe's message is its command's output, newline and all: the
 // table keeps one line per row.
 func TestTextKeepsARowOnOneLine(t *testing.T) {
-	s := &scenario.Scenario{}
+	s := &fixtures.Scenario{}
 	s.StartPod(0, "web-a", "10.244.0.2", false)
 	s.Probe(5, "web-a", "app", "liveness", "failure", "cat: /tmp/live: No such file or directory\n", true)
 	h, facts := s.RoundTrip(t, "")

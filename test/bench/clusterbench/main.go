@@ -6,7 +6,7 @@
 //     API server, through the host's loopback forward, shows the Node
 //     Ready (the control plane's start dominates);
 //   - cluster up → front door ready: until cluster up printed its front
-//     door (podgate's image built, deploy/base applied, the webhook and
+//     door (podgate's image built, kube/deploy/base applied, the webhook and
 //     the activator ready); not with -no-install;
 //   - Deployment of 2 replicas → 2 ready endpoints: from the create call
 //     until the EndpointSlice of its Service (written by the real
@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/bench/internal/benchenv"
+	"github.com/podgate/podgate/test/bench/internal/benchenv"
 )
 
 // waitLimit bounds each wait of a run.

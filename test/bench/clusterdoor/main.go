@@ -1,6 +1,6 @@
 // Command clusterdoor measures the activator's throughput and latency in
 // a cluster next to `podgate run`'s front door, the same workload behind
-// both: the two-container service of bench/doorbench (the test app and a
+// both: the two-container service of test/bench/doorbench (the test app and a
 // sidecar, readiness every second), one pod, gated.
 //
 //   - podgate run: the Knative Service, through its front door (the
@@ -33,10 +33,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/bench/internal/benchenv"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/kubelab"
 	"github.com/podgate/podgate/lab/manifest"
+	"github.com/podgate/podgate/test/bench/internal/benchenv"
 )
 
 // The cluster's pods are reached from its network namespace (package
@@ -67,7 +67,7 @@ func main() {
 	}
 }
 
-// service is the benchmark's service, bench/doorbench's.
+// service is the benchmark's service, test/bench/doorbench's.
 const service = "bench"
 
 func run(ctx context.Context, o options) error {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podgate/podgate/apiclient"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
+	"github.com/podgate/podgate/local/apiclient"
 )
 
 var apiAll = apiclient.ListOptions{}

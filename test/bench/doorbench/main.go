@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/bench/internal/benchenv"
+	"github.com/podgate/podgate/test/bench/internal/benchenv"
 )
 
 type options struct {

@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/bench/internal/benchenv"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/lab"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/test/bench/internal/benchenv"
 )
 
 // host routes the front door to the benchmark's service.
@@ -36,7 +36,7 @@ func measureThroughput(ctx context.Context, bin, manifest string, o options) (*t
 		url, host string
 	}{
 		{door, p.FrontDoorURL(), host},
-		{gate, fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, wire.GatePort), ""},
+		{gate, fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, contract.GatePort), ""},
 	}
 	for round := 0; round <= o.rounds; round++ {
 		for _, path := range paths {

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 type memoryResult struct {
@@ -161,8 +161,8 @@ func health(client *http.Client, url string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("User-Agent", wire.KubeProbeUserAgent(wire.KubeletVersion))
-	req.Header.Set(wire.NetworkProbeHeader, wire.NetworkProbeQueue)
+	req.Header.Set("User-Agent", contract.KubeProbeUserAgent(contract.KubeletVersion))
+	req.Header.Set(contract.NetworkProbeHeader, contract.NetworkProbeQueue)
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err

@@ -16,11 +16,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/bench/internal/benchenv"
-	"github.com/podgate/podgate/gateenv"
-	"github.com/podgate/podgate/podspec"
-	"github.com/podgate/podgate/podspec/inject"
-	"github.com/podgate/podgate/wire"
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/test/bench/internal/benchenv"
 )
 
 // manifest is examples/hello.yaml: a Knative Service running the test app,
@@ -55,7 +54,7 @@ type pod struct {
 
 	gateEnv  []string // as inject.Gate writes it, values resolved
 	appEnv   []string
-	cfg      gateenv.Config
+	cfg      contract.Config
 	userPort int
 
 	app    *proc
@@ -102,8 +101,8 @@ func newPod(ctx context.Context, o options) (p *pod, err error) {
 	}
 	// `podgate run` points the status source at its node agent; there is
 	// none here, and the pod has no exec-probed container that needs one.
-	p.gateEnv = setVar(p.gateEnv, gateenv.EnvStatusSource, gateenv.StatusSourceNone)
-	if p.cfg, err = gateenv.Decode(lookup(p.gateEnv)); err != nil {
+	p.gateEnv = setVar(p.gateEnv, contract.EnvStatusSource, contract.StatusSourceNone)
+	if p.cfg, err = contract.Decode(lookup(p.gateEnv)); err != nil {
 		return nil, fmt.Errorf("the injected gate environment: %w", err)
 	}
 	p.userPort = p.cfg.UserPort
@@ -121,7 +120,7 @@ func newPod(ctx context.Context, o options) (p *pod, err error) {
 // injected is the gate container and the serving container of the
 // injected hello Service, as `podgate run` would start them.
 func injected() (gate, app *corev1.Container, err error) {
-	m, err := podspec.Load(strings.NewReader(manifest), "hello.yaml")
+	m, err := workload.Load(strings.NewReader(manifest), "hello.yaml")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,7 +128,7 @@ func injected() (gate, app *corev1.Container, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	gate, app = w.Container(wire.GateContainerName), w.Container(w.ServingContainer)
+	gate, app = w.Container(contract.GateContainerName), w.Container(w.ServingContainer)
 	if gate == nil || app == nil {
 		return nil, nil, errors.New("the injected pod lacks the gate or the serving container")
 	}

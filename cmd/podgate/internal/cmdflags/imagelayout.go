@@ -8,13 +8,13 @@ import (
 	"fmt"
 
 	"github.com/podgate/podgate/internal/command"
-	"github.com/podgate/podgate/ociimage"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/internal/ociimage"
+	"github.com/podgate/podgate/node/images"
 )
 
 // ImageLayoutUsage is the --image-layout flag's help, the same for every
 // subcommand that runs pods.
-const ImageLayoutUsage = "OCI image layout DIR (scripts/image.sh writes one): a container without a command whose image (NAME:TAG or NAME@sha256:…) is there runs the image's entrypoint, extracted and digest-checked; other images as without it"
+const ImageLayoutUsage = "OCI image layout DIR (hack/image.sh writes one): a container without a command whose image (NAME:TAG or NAME@sha256:…) is there runs the image's entrypoint, extracted and digest-checked; other images as without it"
 
 // CheckImageFlags refuses an --image that is not NAME=PATH as a usage
 // error (whether PATH runs is images.FromFlags's question, later).

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/podgate/podgate/internal/command"
-	"github.com/podgate/podgate/recording"
+	"github.com/podgate/podgate/record"
 )
 
 // DefaultRecordLimit bounds a recording unless --record-limit says
@@ -33,7 +33,7 @@ func (r *RecordFlags) BindLimit(f *pflag.FlagSet) {
 
 // LimitBytes is --record-limit in bytes, or a usage error.
 func (r *RecordFlags) LimitBytes() (int64, error) {
-	n, err := recording.ParseLimit(r.Limit)
+	n, err := record.ParseLimit(r.Limit)
 	if err != nil {
 		return 0, command.Usagef("--record-limit %v", err)
 	}
@@ -53,12 +53,12 @@ func (r *RecordFlags) Check(limitSet bool) error {
 // Open creates the file and starts the recording with its header. A file
 // that cannot be created, or a bound too small for the header, is
 // invalid input. When the bound is hit podgate says so on stderr, once.
-func (r *RecordFlags) Open(source string, stderr io.Writer) (*recording.File, error) {
+func (r *RecordFlags) Open(source string, stderr io.Writer) (*record.File, error) {
 	limit, err := r.LimitBytes()
 	if err != nil {
 		return nil, err
 	}
-	f, err := recording.Create(r.File, recording.Header{Source: source, Detail: CommandLine()}, limit)
+	f, err := record.Create(r.File, record.Header{Source: source, Detail: CommandLine()}, limit)
 	if err != nil {
 		return nil, command.Invalidf("%s: %v", r.FileFlag, err)
 	}

@@ -8,10 +8,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/activator/kubeactivator"
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/command"
-	"github.com/podgate/podgate/kubeactivator"
-	"github.com/podgate/podgate/wire"
 )
 
 // NewActivatorCmd is `podgate activator`.
@@ -59,7 +59,7 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", kubeactivator.DefaultMetricsListen, "address to serve /metrics, /healthz and /readyz on")
 	f.StringVar(&cfg.Domain, "domain", activator.DefaultDomain, "domain of the hosts: NAME.NAMESPACE.DOMAIN")
 	f.StringVar(&cfg.Namespace, "namespace", "", "serve the Services of this namespace only (default: every namespace)")
-	f.Int32Var(&cfg.GatePort, "gate-port", wire.GatePort, "port of each pod's gate, where requests and health checks go")
+	f.Int32Var(&cfg.GatePort, "gate-port", contract.GatePort, "port of each pod's gate, where requests and health checks go")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", activator.DefaultRequestTimeout, "time until a response starts, the wait for a ready pod included; then 504")
 	f.IntVar(&cfg.QueueDepth, "queue-depth", activator.DefaultQueueDepth, "requests one Service may hold; beyond it 503")
 	f.DurationVar(&cfg.ProbeInterval, "probe-interval", activator.DefaultProbeInterval, "how often each pod's gate is health-checked")

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/cluster"
-	"github.com/podgate/podgate/cluster/install"
 	"github.com/podgate/podgate/internal/command"
+	"github.com/podgate/podgate/kube/cluster"
+	"github.com/podgate/podgate/kube/install"
 )
 
 // NewClusterCmd is `podgate cluster`.

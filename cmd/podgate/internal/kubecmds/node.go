@@ -15,11 +15,11 @@ import (
 
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
 	"github.com/podgate/podgate/internal/command"
-	"github.com/podgate/podgate/kubenode"
-	"github.com/podgate/podgate/podnet"
-	"github.com/podgate/podgate/podnet/nodenet"
-	"github.com/podgate/podgate/runtime"
-	"github.com/podgate/podgate/runtime/images"
+	"github.com/podgate/podgate/node"
+	"github.com/podgate/podgate/node/images"
+	"github.com/podgate/podgate/node/kube"
+	"github.com/podgate/podgate/node/netns"
+	"github.com/podgate/podgate/node/netns/nodenet"
 )
 
 // The pod networks of --pod-network.
@@ -70,7 +70,7 @@ of its own, never the host's, with the API server reachable from there
 A container without a command runs its image's local entrypoint:
 ghcr.io/podgate/testapp is this binary's test app, others are mapped with
 --image NAME=PATH, and images in the OCI image layout of --image-layout
-(scripts/image.sh) run their entrypoint, extracted and digest-checked.
+(hack/image.sh) run their entrypoint, extracted and digest-checked.
 
 Ctrl-C (or SIGTERM) drains the node: it turns NotReady and its pods stop
 gracefully and are deleted (a second Ctrl-C kills them at once). See
@@ -95,7 +95,7 @@ registered with another pod range), 2 usage error.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			cfg := kubenode.Config{
+			cfg := kube.Config{
 				Kubeconfig: o.kubeconfig, NodeName: o.name, PodCIDR: o.podCIDR, NodeIP: o.nodeIP,
 				PodsDir: o.podsDir, APIServerForPods: o.apiServerForPods, Images: im, Version: strings.Fields(Version)[0],
 				LeaseDurationSeconds: o.leaseSeconds, LeaseRenewInterval: time.Duration(o.leaseSeconds) * time.Second / 4,
@@ -105,7 +105,7 @@ registered with another pod range), 2 usage error.`,
 			if err != nil {
 				return command.Invalidf("%v", err)
 			}
-			err = kubenode.Run(ctx, cfg)
+			err = kube.Run(ctx, cfg)
 			if cerr := closeNetwork(); cerr != nil {
 				err = errors.Join(err, cerr)
 			}
@@ -119,9 +119,9 @@ registered with another pod range), 2 usage error.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "the node's kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.name, "name", "", "the Node's name (default: this host's name)")
 	f.StringVar(&o.podNetwork, "pod-network", podNetworkLoopback, "where pods get their addresses: loopback (addresses of --pod-cidr on the host, which the API server refuses in EndpointSlices) or netns (a network namespace per pod behind a bridge, in the node's own network namespace; needs root)")
-	f.StringVar(&o.podCIDR, "pod-cidr", runtime.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8; with --pod-network netns outside it, default "+defaultNetnsPodCIDR+")")
-	f.StringVar(&o.nodeIP, "node-ip", runtime.HostIP, "the Node's InternalIP (with --pod-network netns default: the bridge's address, the pod range's first)")
-	f.Int32Var(&o.leaseSeconds, "node-lease-duration-seconds", kubenode.DefaultLeaseDurationSeconds, "the node's Lease duration, renewed every quarter of it (the kubelet's flag)")
+	f.StringVar(&o.podCIDR, "pod-cidr", node.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8; with --pod-network netns outside it, default "+defaultNetnsPodCIDR+")")
+	f.StringVar(&o.nodeIP, "node-ip", node.HostIP, "the Node's InternalIP (with --pod-network netns default: the bridge's address, the pod range's first)")
+	f.Int32Var(&o.leaseSeconds, "node-lease-duration-seconds", kube.DefaultLeaseDurationSeconds, "the node's Lease duration, renewed every quarter of it (the kubelet's flag)")
 	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's service-account credentials go, a directory per pod (default $TMPDIR/podgate-node-NAME/pods)")
 	f.StringVar(&o.apiServerForPods, "api-server-for-pods", "", "HOST:PORT at which pods reach the API server: their $KUBERNETES_SERVICE_HOST/_PORT and kubeconfig (default: the kubeconfig's server)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
@@ -150,14 +150,14 @@ func (o *nodeOptions) check(cmd *cobra.Command) error {
 	}
 	switch o.podNetwork {
 	case podNetworkLoopback:
-		if err := runtime.CheckPodCIDR(o.podCIDR); err != nil {
+		if err := node.CheckPodCIDR(o.podCIDR); err != nil {
 			return command.Usagef("%v", err)
 		}
 	case podNetworkNetns:
 		if !cmd.Flags().Changed("pod-cidr") {
 			o.podCIDR = defaultNetnsPodCIDR
 		}
-		p, err := podnet.ParseCIDR(o.podCIDR)
+		p, err := netns.ParseCIDR(o.podCIDR)
 		if err != nil {
 			return command.Usagef("--pod-cidr: %v", err)
 		}
@@ -177,14 +177,14 @@ func (o *nodeOptions) check(cmd *cobra.Command) error {
 // own network namespace — never the host's, which podnet refuses: pod
 // IPs of a bridge there would be routes on the machine's real network —
 // and returns its removal (nothing to remove on the loopback network).
-func (o *nodeOptions) network(cfg *kubenode.Config) (closeNetwork func() error, err error) {
+func (o *nodeOptions) network(cfg *kube.Config) (closeNetwork func() error, err error) {
 	if o.podNetwork != podNetworkNetns {
 		return func() error { return nil }, nil
 	}
-	if err := podnet.Preflight(); err != nil {
+	if err := netns.Preflight(); err != nil {
 		return nil, fmt.Errorf("--pod-network netns: %w", err)
 	}
-	c, err := podnet.SetupCluster(o.podCIDR)
+	c, err := netns.SetupCluster(o.podCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("--pod-network netns: %w; start the node in a network namespace of its own from which the API server is reachable (unshare -n, ip netns exec), or use --pod-network loopback (docs/kubernetes.md)", err)
 	}

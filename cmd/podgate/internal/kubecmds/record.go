@@ -14,7 +14,7 @@ import (
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
 	"github.com/podgate/podgate/internal/command"
 	"github.com/podgate/podgate/internal/kubeconfig"
-	"github.com/podgate/podgate/recording/kubewatch"
+	"github.com/podgate/podgate/record/kubewatch"
 )
 
 // NewRecordCmd is `podgate record`.

@@ -7,10 +7,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/podgate/podgate/admission/webhook"
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
-	"github.com/podgate/podgate/gateenv"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/command"
-	"github.com/podgate/podgate/webhook"
 )
 
 // NewWebhookCmd is `podgate webhook`.
@@ -62,7 +62,7 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 	f.StringVar(&cfg.Secret, "secret", webhook.DefaultSecret, "Secret in --namespace holding the CA and the serving certificate")
 	f.StringVar(&cfg.MutatingConfiguration, "mutating-configuration", webhook.DefaultConfiguration, "MutatingWebhookConfiguration whose caBundle the webhook keeps")
 	f.StringVar(&cfg.ValidatingConfiguration, "validating-configuration", webhook.DefaultConfiguration, "ValidatingWebhookConfiguration whose caBundle the webhook keeps")
-	f.StringVar(&cfg.GateImage, "gate-image", gateenv.DefaultImage, "image of the injected gate container")
+	f.StringVar(&cfg.GateImage, "gate-image", contract.DefaultImage, "image of the injected gate container")
 	f.BoolVar(&cfg.GateAsContainer, "gate-as-container", false, "inject the gate as a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
 	f.DurationVar(&cfg.CALifetime, "ca-lifetime", webhook.DefaultCALifetime, "lifetime of the CA; its successor is published at half of it and signs from 2/3")
 	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", webhook.DefaultCertLifetime, "lifetime of the serving certificate; replaced at 2/3 of it")

@@ -94,7 +94,7 @@ func ModuleRoot(ctx context.Context) (string, error) {
 }
 
 // BuildPodgate builds the podgate command of this module into dir,
-// static (CGO_ENABLED=0) as scripts/image.sh builds it: `podgate cluster
+// static (CGO_ENABLED=0) as hack/image.sh builds it: `podgate cluster
 // up` puts this very binary into its image.
 func BuildPodgate(ctx context.Context, dir string) (string, error) {
 	return build(ctx, dir, "podgate")

@@ -2,8 +2,8 @@ package benchenv
 
 // TwoContainers is the seed's two-container service with kubelet probes
 // tight enough to see a 2 s flip: a failed readiness check takes the
-// container out at once (failureThreshold 1), every second. bench/doorbench
-// runs it under podgate run, bench/clusterdoor on a cluster too.
+// container out at once (failureThreshold 1), every second. test/bench/doorbench
+// runs it under podgate run, test/bench/clusterdoor on a cluster too.
 const TwoContainers = `apiVersion: serving.knative.dev/v1
 kind: Service
 metadata:
