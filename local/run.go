@@ -1,4 +1,4 @@
-// Package localrun is `podgate run`: it composes the node agent
+// Package local is `podgate run`: it composes the node agent
 // (runtime), the local control plane (localcluster), the embedded API
 // server (api) and the front door, and owns the order they start and
 // stop in. cmd/podgate only turns flags into a Config.

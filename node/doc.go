@@ -1,4 +1,4 @@
-// Package runtime is podgate's node agent, the kubelet's part and nothing
+// Package node is podgate's node agent, the kubelet's part and nothing
 // else: it runs the pods bound to its node as processes on this machine,
 // with the kubelet's lifecycle (docs/facts.md §2–3), and reports pod
 // status and events. Who plays the API server is not its concern: it

@@ -1,4 +1,4 @@
-// Package recording is podgate's recording format: one ordered stream of
+// Package record is podgate's recording format: one ordered stream of
 // timestamped facts about a run — probe attempts, container states, events,
 // pod conditions, EndpointSlice endpoints, the gate's verdict, the front
 // door's routing decisions and every request — written as JSON lines that

@@ -1,4 +1,4 @@
-// Package podspec reads what podgate runs: Pod, Deployment and Knative
+// Package workload reads what podgate runs: Pod, Deployment and Knative
 // Service manifests, YAML or JSON, strictly decoded, normalized to a
 // Workload with the API server's and Knative's defaults and its serving
 // container picked, every problem located by file, document and field

@@ -1,15 +1,3 @@
-// Package gateenv is the contract between the injector (package podspec)
-// and the gate sidecar (`podgate gate`): the environment variables the gate
-// is configured with, its ports and its admin paths.
-//
-// The Knative names are queue-proxy's own, with the same meaning and format,
-// so a pod spec written for Knative's queue-proxy configures the gate too
-// (docs/facts.md §4). What Knative lacks carries a PODGATE_ prefix; a
-// queue-proxy image ignores those.
-//
-// The package is a leaf: it imports only the Kubernetes API types, the
-// standard library and the leaves wire and specdecode, so both sides can
-// depend on it.
 package contract
 
 // Knative queue-proxy variables.

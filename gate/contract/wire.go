@@ -1,14 +1,3 @@
-// Package wire holds the facts podgate's parts agree on across a network
-// boundary, in one place: the headers and User-Agents that mark probes and
-// health checks (the kubelet's, Knative's and podgate's own), the gate's
-// ports and container name, and the default addresses and domain of
-// `podgate run`. Two parts that must agree (the injector that declares a
-// port and the front door that dials it, the gate that answers a health
-// check and the activator that sends it) both name the constant here, so
-// they cannot drift apart. The answer to a route check, which the gate
-// and the front door both give, is here for the same reason
-// (AnswerRouteCheck). It is a leaf: it imports only k8s.io/api and the
-// standard library.
 package contract
 
 // The kubelet's probes (docs/facts.md §1).

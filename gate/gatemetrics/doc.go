@@ -1,4 +1,4 @@
-// Package metrics is the gate's Prometheus metrics: proxied requests by
+// Package gatemetrics is the gate's Prometheus metrics: proxied requests by
 // status and duration, ride-through holds and retries, upstream errors,
 // readiness per container, probe results, and gauges read at scrape time
 // (in flight, queue depth, ready, health checks held), on a registry of

@@ -1,4 +1,4 @@
-// Package podstatus is the gate's status source: a client-go informer on
+// Package podapi is the gate's status source: a client-go informer on
 // the gate's own pod, over any Kubernetes API. The same code serves both
 // places the gate runs: `podgate run` (PODGATE_STATUS_SOURCE=http://…, the
 // local control API) and a cluster (PODGATE_STATUS_SOURCE=kubernetes, the

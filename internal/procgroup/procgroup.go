@@ -2,8 +2,7 @@
 // and ends the whole group with it, the way a container's other processes
 // die with its init. It is the one home of that logic for the exec probe
 // (package probe) and the process supervisor of `podgate run`
-// (node/proc); it imports only the standard library, so probe can use
-// it without depending on the runtime.
+// (node/proc).
 //
 // The rule both rely on: a group is only safe to signal while its leader's
 // pid cannot have been reused, that is before the leader is reaped. On

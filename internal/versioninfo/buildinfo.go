@@ -1,4 +1,4 @@
-// Package buildinfo says which podgate a binary is: the version stamped
+// Package versioninfo says which podgate a binary is: the version stamped
 // at link time (cmd/podgate's main.version), else the module version the
 // go command recorded, with the commit it was built from and the
 // toolchain. `podgate version` prints it; the node reports it.

@@ -1,4 +1,4 @@
-// Package api is podgate's local control API: the Kubernetes-shaped HTTP
+// Package apiserver is podgate's local control API: the Kubernetes-shaped HTTP
 // endpoints `podgate run` serves from its object store (objstore). The Go
 // client the CLI reads them with is package apiclient; the resources both
 // name are package local/apiserver/resources.

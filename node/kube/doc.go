@@ -1,4 +1,4 @@
-// Package kubenode is `podgate node`: podgate's node agent (package
+// Package kube is `podgate node`: podgate's node agent (package
 // runtime) as the kubelet of a real Kubernetes cluster.
 //
 // The agent reads and writes pods through three interfaces of its own

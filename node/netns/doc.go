@@ -1,4 +1,4 @@
-// Package podnet gives the pods of a node real, non-loopback addresses
+// Package netns gives the pods of a node real, non-loopback addresses
 // without touching the host's network. The kube-apiserver refuses
 // EndpointSlice addresses in 127.0.0.0/8, so pods on a real control
 // plane need pod IPs; the workplace's rule is that traffic goes only to

@@ -3,7 +3,7 @@
 // (Network gives each pod an address and a place for its processes to
 // run, released once none runs) and the node agent's default, the
 // loopback network of `podgate run` (Loopback, over package loopnet).
-// Package runtime takes the contract as node.PodNetwork; package
+// Package node takes the contract as node.PodNetwork; package
 // node/netns/nodenet meets it with podnet's network namespaces.
 package podnetwork
 

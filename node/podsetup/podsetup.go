@@ -4,7 +4,7 @@
 // pod the node agent admits, and Retry, which runs Extras.Prepare until
 // it succeeds, with the back-off of the kubelet's volume manager.
 //
-// Package runtime names these types node.PodExtras and
+// Package node names these types node.PodExtras and
 // node.PodSetupFunc (Options.PodSetup).
 package podsetup
 

@@ -1,4 +1,4 @@
-// Package probeconformance is the kubelet's probe behaviours as one table
+// Package conformance is the kubelet's probe behaviours as one table
 // of cases, run by tests in both of podgate's worlds: against `podgate
 // run`'s control API (its own control plane and EndpointSlices) and
 // against a real cluster of `podgate cluster up` (kube-apiserver, the real
