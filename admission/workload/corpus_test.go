@@ -71,7 +71,7 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./podspec -update to create it)", err)
+		t.Fatalf("%v (run go test ./admission/workload -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the output:\n--- want\n%s\n--- got\n%s", path, want, got)

@@ -163,7 +163,7 @@ podgate_ready %v
 // BenchmarkMetricsRequest is the metrics' share of every proxied request,
 // from every core at once.
 //
-//	go test -run '^$' -bench MetricsRequest -benchmem ./gate/metrics/
+//	go test -run '^$' -bench MetricsRequest -benchmem ./gate/gatemetrics/
 func BenchmarkMetricsRequest(b *testing.B) {
 	m := testMetrics(0, 0, true)
 	b.ReportAllocs()

@@ -16,9 +16,9 @@
 //
 // It prints every run and the medians.
 //
-//	go run ./bench/clusterbench
-//	go run ./bench/clusterbench -runs 5
-//	go run ./bench/clusterbench -no-install   # the bare cluster
+//	go run ./test/bench/clusterbench
+//	go run ./test/bench/clusterbench -runs 5
+//	go run ./test/bench/clusterbench -no-install   # the bare cluster
 package main
 
 import (

@@ -17,8 +17,8 @@
 // It prints the machine, each path's requests/s, failures and latency
 // percentiles, and how long `cluster up` took to its front door.
 //
-//	go run ./bench/clusterdoor                 # ~1.5 minutes, as root
-//	go run ./bench/clusterdoor -duration 10s -rounds 3
+//	go run ./test/bench/clusterdoor                 # ~1.5 minutes, as root
+//	go run ./test/bench/clusterdoor -duration 10s -rounds 3
 package main
 
 import (

@@ -12,8 +12,8 @@
 //     the time: requests are held, target 0 failures, 504 only past the
 //     service's timeout).
 //
-//     go run ./bench/doorbench
-//     go run ./bench/doorbench -duration 10s -rounds 3
+//     go run ./test/bench/doorbench
+//     go run ./test/bench/doorbench -duration 10s -rounds 3
 package main
 
 import (

@@ -20,8 +20,8 @@
 // test app (examples/hello.yaml), its downward-API values filled in as
 // `podgate run` would.
 //
-//	go run ./bench/gatebench
-//	go run ./bench/gatebench -duration 5s -rounds 3 -trials 200
+//	go run ./test/bench/gatebench
+//	go run ./test/bench/gatebench -duration 5s -rounds 3 -trials 200
 package main
 
 import (

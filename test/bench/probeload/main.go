@@ -3,8 +3,8 @@
 // period like kubelet workers, for a fixed duration. The test app runs in a
 // child process so that its CPU is not counted.
 //
-//	go run ./bench/probeload                  # 1,000 probes/s for 20 s
-//	go run ./bench/probeload -workers 2000 -duration 30s
+//	go run ./test/bench/probeload                  # 1,000 probes/s for 20 s
+//	go run ./test/bench/probeload -workers 2000 -duration 30s
 //
 // It prints the achieved rate, the probing process's CPU as a percentage of
 // one core (getrusage user+sys over the measured window), and latency
