@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/podgate/podgate/internal/k8sbin"
 	"github.com/podgate/podgate/node/netns"
@@ -302,10 +303,7 @@ func (h *hostSide) announce(cfg Config, msg readyMessage, bins string, took time
 		c.Server = h.rec.Server
 	}
 	path := filepath.Join(cfg.Dir, KubeconfigFile)
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := writeKubeconfig(kc, path); err != nil {
 		return Info{}, err
 	}
 	kubectl := filepath.Join(bins, k8sbin.Kubectl)
@@ -318,6 +316,33 @@ The cluster runs in its own network namespace (process %d); pods take
 addresses from %s. Ctrl-C stops it; after a crash: podgate cluster down --dir %s
 `, took.Round(100*time.Millisecond), cfg.NodeName, h.rec.Server, msg.APIServer, path, kubectl, h.rec.Pid, cfg.PodCIDR, cfg.Dir)
 	return Info{Kubeconfig: path, Server: h.rec.Server, Pid: h.rec.Pid, Kubectl: kubectl}, nil
+}
+
+// writeKubeconfig writes kc to path whole or not at all: whoever waits
+// for the file (a script, a test polling for it) must never read it half
+// written, which client-go reports as "no configuration has been
+// provided". It is written beside path, private, then renamed.
+func writeKubeconfig(kc *clientcmdapi.Config, path string) error {
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // failed is the error of a cluster process that ended on its own.
