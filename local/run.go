@@ -1,6 +1,7 @@
-// Package localrun is `podgate run`: it composes the node agent
-// (runtime), the local control plane (localcluster), the embedded API
-// server (api) and the front door, and owns the order they start and
+// Package local is `podgate run`: it checks the workloads before
+// anything starts (local/preflight), composes the node agent (node), the
+// local control plane (local/controllers), the embedded API server
+// (local/apiserver) and the front door, and owns the order they start and
 // stop in. cmd/podgate only turns flags into a Config.
 package local
 
@@ -29,6 +30,7 @@ import (
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/controllers"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/preflight"
 	"github.com/podgate/podgate/node"
 	"github.com/podgate/podgate/node/images"
 	"github.com/podgate/podgate/record"
@@ -131,7 +133,7 @@ func (r *run) prepare(stack *closers) error {
 	r.pods = controllers.NewPods(r.store, r.log)
 	agent, err := node.New(node.Options{
 		Events: controllers.NewEvents(r.store), Pods: r.pods, Source: r.pods,
-		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images, Replicas: r.cfg.Replicas,
+		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images,
 		Output: r.cfg.Stdout, Logger: r.log, NodeName: r.cfg.NodeName,
 		OnProbe: probeRecorder(r.cfg.Recorder),
 	})
@@ -144,7 +146,7 @@ func (r *run) prepare(stack *closers) error {
 	stack.push(r.stopPods)
 	// The workloads as written first, so that a problem names the
 	// container the user wrote (the gate is not in the file).
-	if err := agent.Check(r.cfg.Workloads); err != nil {
+	if err := preflight.Check(r.cfg.Workloads, preflight.OnNode(agent, r.cfg.Replicas)); err != nil {
 		return err
 	}
 	var routed []*workload.Workload
@@ -179,7 +181,7 @@ func (r *run) inject() ([]*workload.Workload, error) {
 		}
 		out = append(out, injected)
 	}
-	return out, r.agent.Check(out)
+	return out, preflight.Check(out, preflight.OnNode(r.agent, r.cfg.Replicas))
 }
 
 // prepareFrontDoor makes the EndpointSlice and Service controller (a
