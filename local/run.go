@@ -57,7 +57,8 @@ type Config struct {
 	ServicePorts                []frontdoor.ServicePort
 	ProbeInterval, ProbeTimeout time.Duration
 	MetricsListen               string
-	// Stdout receives the containers' output, Stderr podgate's lines.
+	// Stdout receives the containers' output, Stderr podgate's lines;
+	// nil discards them.
 	Stdout, Stderr io.Writer
 	// Recorder, when set, takes the facts of the run (docs/timeline.md):
 	// a recording's writer, the live timeline's log, or both. It gets
@@ -73,6 +74,12 @@ type Config struct {
 // one kills the pods at once). It stops everything in reverse order; the
 // error joins what failed.
 func Run(ctx context.Context, cfg Config) (err error) {
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
 	// podgate's lines, its logger and the front door write from several
 	// goroutines.
 	cfg.Stderr = &lockedWriter{w: cfg.Stderr}
