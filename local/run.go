@@ -1,6 +1,7 @@
-// Package local is `podgate run`: it composes the node agent
-// (runtime), the local control plane (localcluster), the embedded API
-// server (api) and the front door, and owns the order they start and
+// Package local is `podgate run`: it checks the workloads before
+// anything starts (local/preflight), composes the node agent (node), the
+// local control plane (local/controllers), the embedded API server
+// (local/apiserver) and the front door, and owns the order they start and
 // stop in. cmd/podgate only turns flags into a Config.
 package local
 
@@ -29,6 +30,7 @@ import (
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/controllers"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/preflight"
 	"github.com/podgate/podgate/node"
 	"github.com/podgate/podgate/node/images"
 	"github.com/podgate/podgate/record"
@@ -55,7 +57,8 @@ type Config struct {
 	ServicePorts                []frontdoor.ServicePort
 	ProbeInterval, ProbeTimeout time.Duration
 	MetricsListen               string
-	// Stdout receives the containers' output, Stderr podgate's lines.
+	// Stdout receives the containers' output, Stderr podgate's lines;
+	// nil discards them.
 	Stdout, Stderr io.Writer
 	// Recorder, when set, takes the facts of the run (docs/timeline.md):
 	// a recording's writer, the live timeline's log, or both. It gets
@@ -71,6 +74,12 @@ type Config struct {
 // one kills the pods at once). It stops everything in reverse order; the
 // error joins what failed.
 func Run(ctx context.Context, cfg Config) (err error) {
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
 	// podgate's lines, its logger and the front door write from several
 	// goroutines.
 	cfg.Stderr = &lockedWriter{w: cfg.Stderr}
@@ -131,7 +140,7 @@ func (r *run) prepare(stack *closers) error {
 	r.pods = controllers.NewPods(r.store, r.log)
 	agent, err := node.New(node.Options{
 		Events: controllers.NewEvents(r.store), Pods: r.pods, Source: r.pods,
-		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images, Replicas: r.cfg.Replicas,
+		PodCIDR: r.cfg.PodCIDR, Images: r.cfg.Images,
 		Output: r.cfg.Stdout, Logger: r.log, NodeName: r.cfg.NodeName,
 		OnProbe: probeRecorder(r.cfg.Recorder),
 	})
@@ -144,7 +153,7 @@ func (r *run) prepare(stack *closers) error {
 	stack.push(r.stopPods)
 	// The workloads as written first, so that a problem names the
 	// container the user wrote (the gate is not in the file).
-	if err := agent.Check(r.cfg.Workloads); err != nil {
+	if err := preflight.Check(r.cfg.Workloads, preflight.OnNode(agent, r.cfg.Replicas)); err != nil {
 		return err
 	}
 	var routed []*workload.Workload
@@ -179,7 +188,7 @@ func (r *run) inject() ([]*workload.Workload, error) {
 		}
 		out = append(out, injected)
 	}
-	return out, r.agent.Check(out)
+	return out, preflight.Check(out, preflight.OnNode(r.agent, r.cfg.Replicas))
 }
 
 // prepareFrontDoor makes the EndpointSlice and Service controller (a

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/node/containerconfig"
 	"github.com/podgate/podgate/node/env"
 	"github.com/podgate/podgate/node/events"
@@ -24,7 +24,6 @@ import (
 	"github.com/podgate/podgate/node/podnetwork"
 	"github.com/podgate/podgate/node/podwatch"
 	"github.com/podgate/podgate/node/podworkers"
-	"github.com/podgate/podgate/node/preflight"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/probe/prober"
@@ -57,9 +56,6 @@ type Options struct {
 	// Images resolves images of containers without a command. Without
 	// Entrypoints it is images.Default (the test app), its Store kept.
 	Images images.Map
-	// Replicas, when set, is the replica count Check counts for every
-	// Deployment and Knative Service (a Pod is always one pod).
-	Replicas *int32
 	// Clock times backoff, grace periods, probes and timestamps; nil is
 	// the real clock.
 	Clock clock.WithDelayedExecution
@@ -222,22 +218,18 @@ func defaultNodeName() string {
 	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
-// Check reports everything that would stop the workloads from running
-// here, so that nothing starts unless all of them can: a container without
-// a command whose image has no local entrypoint, an environment source that
-// exists only in a cluster, two workloads whose pods or EndpointSlices
-// would share a name, more pods than the pod range has addresses (see
-// package preflight). Each problem names the manifest (file and document),
-// the workload and the field path.
-func (a *Agent) Check(ws []*workload.Workload) error {
-	return preflight.Check(ws, preflight.Options{
-		Containers: func(w *workload.Workload) field.ErrorList {
-			return a.resolver.Workload(w, a.opts.NodeName, a.hostIP)
-		},
-		Capacity: a.net.Capacity,
-		Replicas: a.opts.Replicas,
-	})
+// CheckPod reports what would keep pod's containers from starting on
+// this node (a container without a command whose image has no local
+// entrypoint, an environment source that exists only in a cluster), each
+// error at its field under specPath, where the caller found pod.Spec. It
+// resolves the containers as admit would, for a stand-in of pod that is
+// never run, so that a caller can refuse pods before any of them starts.
+func (a *Agent) CheckPod(pod *corev1.Pod, specPath *field.Path) field.ErrorList {
+	return a.resolver.Check(pod, specPath, a.opts.NodeName, a.hostIP)
 }
+
+// Capacity is how many pods the pod network has room for, and its range.
+func (a *Agent) Capacity() (pods int, cidr netip.Prefix) { return a.net.Capacity() }
 
 // Shutdown stops every pod gracefully, as a node drain would: preStop
 // hooks, SIGTERM, SIGKILL at each pod's grace period, sidecars last. When

@@ -4,11 +4,12 @@
 // status and events. Who plays the API server is not its concern: it
 // learns of its pods through a PodSource and writes through a PodWriter,
 // interfaces of its own (docs/architecture.md). For `podgate run` they
-// are package localcluster's, over the embedded store.
+// are package local/controllers', over the embedded store.
 //
 // The pieces, each in its own file:
 //
-//   - Agent (agent.go): options, the preflight Check, graceful shutdown
+//   - Agent (agent.go): options, CheckPod (what would keep a pod from
+//     starting here, asked before `podgate run` starts any), graceful shutdown
 //     (the drain of its pod workers, node/podworkers); it implements
 //     apiserver.LogSource (api.go).
 //   - node.go: the interfaces to the API, and what the agent does with
@@ -40,9 +41,9 @@
 // (CrashLoopBackOff), node/events (the event recorder, reasons),
 // node/logbuf and node/podlogs (the output kept, and read as `kubectl
 // logs` does), node/containerconfig with node/env and node/images
-// (what a container runs with), node/hooks (lifecycle handlers),
-// node/podsetup (what a node adds to a pod) and node/preflight
-// (Check's rules); docs/architecture.md lists each with its job.
+// (what a container runs with), node/hooks (lifecycle handlers)
+// and node/podsetup (what a node adds to a pod); docs/architecture.md
+// lists each with its job.
 //
 // Where podgate deliberately differs from the kubelet it is in the user's
 // favour and said in docs/running.md; the main one: when a liveness or

@@ -27,7 +27,7 @@ func TestLocalExamples(t *testing.T) {
 			}
 			h := newHarness(t)
 			ws := load(t, string(data))
-			if err := h.agent.Check(ws); err != nil {
+			if err := h.check(ws); err != nil {
 				t.Fatal(err)
 			}
 			switch filepath.Base(f) {

@@ -21,6 +21,7 @@ import (
 	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/local/controllers"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/preflight"
 	"github.com/podgate/podgate/test/syncbuf"
 )
 
@@ -51,6 +52,9 @@ type harness struct {
 	logs      *syncbuf.Buffer
 	dir       string // a scratch directory, when the test sets one
 	force     bool
+	// replicas, when set, is every controller's replica count (set it
+	// before start), as `podgate run --replicas`.
+	replicas *int32
 
 	stopOnce sync.Once
 }
@@ -131,13 +135,18 @@ func (h *harness) start(manifest string) []*workload.Workload {
 	return ws
 }
 
+// check checks the workloads against the agent as `podgate run` does.
+func (h *harness) check(ws []*workload.Workload) error {
+	return preflight.Check(ws, preflight.OnNode(h.agent, h.replicas))
+}
+
 // startWorkloads checks the workloads as `podgate run` does, then runs
 // the local control plane: the EndpointSlice and Service controller (the
 // slices and services these tests read follow from the pods) and the
 // workload controller, which creates the pods the agent runs.
 func (h *harness) startWorkloads(ws []*workload.Workload) {
 	h.t.Helper()
-	if err := h.agent.Check(ws); err != nil {
+	if err := h.check(ws); err != nil {
 		h.t.Fatalf("start: %v", err)
 	}
 	e, err := controllers.NewEndpoints(controllers.EndpointsConfig{
@@ -154,7 +163,7 @@ func (h *harness) startWorkloads(ws []*workload.Workload) {
 	h.t.Cleanup(e.Stop)
 	h.endpoints = e
 	wl, err := controllers.NewWorkloads(controllers.WorkloadsConfig{
-		Store: h.store, Workloads: ws, NodeName: h.agent.NodeName(), Replicas: h.agent.opts.Replicas, Clock: h.clock,
+		Store: h.store, Workloads: ws, NodeName: h.agent.NodeName(), Replicas: h.replicas, Clock: h.clock,
 	})
 	if err != nil {
 		h.t.Fatal(err)

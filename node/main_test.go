@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
 
@@ -19,6 +20,9 @@ import (
 // resolution runs os.Executable() with "testapp" (as podgate runs its own
 // subcommand), and "term-reporter" is a helper for the ordering test.
 func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "testapp":

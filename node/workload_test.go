@@ -68,7 +68,8 @@ spec:
 func TestReplicasOverride(t *testing.T) {
 	t.Parallel()
 	two := int32(2)
-	h := newHarness(t, func(o *Options) { o.Replicas = &two })
+	h := newHarness(t)
+	h.replicas = &two
 	h.start(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}

@@ -9,8 +9,8 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/probe"
+	"github.com/podgate/podgate/probe/prober"
 )
 
 type probeKind int
@@ -43,7 +43,7 @@ func (v *podValidator) probe(c *corev1.Container, p *corev1.Probe, path *field.P
 	}
 	var mine field.ErrorList
 	checked := *p
-	if kind == readiness && v.w.Knative != nil && workload.IsAggressive(p) {
+	if kind == readiness && v.w.Knative != nil && prober.IsAggressive(p) {
 		// Knative's aggressive mode: no period, so no timeout or failure
 		// threshold either; the context-free rules see legal stand-ins.
 		const msg = "must not be set when periodSeconds is 0 (Knative's aggressive probing)"

@@ -20,9 +20,13 @@ import (
 
 	"github.com/podgate/podgate/admission/inject"
 	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/node/proc"
 )
 
 func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
 	goleak.VerifyTestMain(m)
 }
 

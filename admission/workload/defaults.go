@@ -66,11 +66,6 @@ func setAggressiveDefaults(p *corev1.Probe) {
 	p.PeriodSeconds, p.TimeoutSeconds, p.FailureThreshold = 0, timeout, failure
 }
 
-// IsAggressive reports whether p is a readiness probe in Knative's
-// aggressive mode (periodSeconds 0 on a Knative Service). After defaulting
-// only Knative Services keep such probes.
-func IsAggressive(p *corev1.Probe) bool { return p != nil && p.PeriodSeconds == 0 }
-
 // fillServingProbePorts gives the serving container's network probes the
 // serving port when they name none, as Knative does when it builds the
 // pod: readiness (queue-proxy probes the user port) and liveness (the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podgate/podgate/gate/gatecli"
 	"github.com/podgate/podgate/internal/command"
+	"github.com/podgate/podgate/node/proc"
 )
 
 // Exit codes shared by every subcommand (docs/cli.md#exit-codes).
@@ -79,5 +80,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func init() { runtime.LockOSThread() }
 
 func main() {
+	// Before anything else: the node agent's guardian process is this
+	// binary, re-executed.
+	proc.RunReaperIfAsked()
 	os.Exit(runIO(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

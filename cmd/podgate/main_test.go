@@ -9,9 +9,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/podgate/podgate/node/proc"
 )
 
 func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)

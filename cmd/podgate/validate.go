@@ -5,6 +5,7 @@ import (
 
 	"github.com/podgate/podgate/admission/validation"
 	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/local/preflight"
 	"github.com/podgate/podgate/node/images"
 )
 
@@ -54,7 +55,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				return invalidf("%v", err)
 			}
 			r := validation.Report{Manifests: m, Problems: problems,
-				MoreWarnings: func(w *workload.Workload) []string { return images.LocalWarnings(w, im) }}
+				MoreWarnings: func(w *workload.Workload) []string { return preflight.Warnings(w, im) }}
 			if output == "json" {
 				if err := r.WriteJSON(cmd.OutOrStdout()); err != nil {
 					return err

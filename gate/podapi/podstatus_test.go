@@ -24,10 +24,16 @@ import (
 	"github.com/podgate/podgate/gate/readiness"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
+	goleak.VerifyTestMain(m)
+}
 
 const testWait = 30 * time.Second
 

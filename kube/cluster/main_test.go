@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podgate/podgate/node/netns"
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/syncbuf"
 )
 
@@ -41,6 +42,9 @@ const waitLimit = 3 * time.Minute
 func init() { runtime.LockOSThread() }
 
 func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
 	dir, err := os.MkdirTemp("", "podgate-cluster-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/node/proc"
 )
 
 // helperEnv makes the test binary a stand-in for a process that runs a
@@ -43,6 +44,9 @@ import (
 const helperEnv = "PODGATE_CONTROLPLANE_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(runHelper(dir))
 	}

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/internal/expansion"
 	"github.com/podgate/podgate/node/env"
 	"github.com/podgate/podgate/node/images"
@@ -92,12 +91,13 @@ func (r Resolver) Pod(specPath *field.Path, spec *corev1.PodSpec, info env.PodIn
 	return inits, mains, errs
 }
 
-// Workload resolves w's containers for a stand-in pod of node nodeName
-// (whose pods reach it at hostIP) and reports what would keep them from
-// starting, before anything runs.
-func (r Resolver) Workload(w *workload.Workload, nodeName, hostIP string) field.ErrorList {
-	info := env.PodInfo{Name: w.Name, Namespace: w.Namespace, Labels: w.PodLabels(),
-		Annotations: w.Template.Annotations, NodeName: nodeName, PodIP: "127.0.0.1", HostIP: hostIP}
-	_, _, errs := r.Pod(w.SpecPath(), w.PodSpec(), info, nil, nil)
+// Check resolves the containers of a stand-in of pod on node nodeName
+// (whose pods reach it at hostIP), its spec found at specPath, and reports
+// what would keep them from starting, before anything runs.
+func (r Resolver) Check(pod *corev1.Pod, specPath *field.Path, nodeName, hostIP string) field.ErrorList {
+	// The stand-in has no address yet; the loopback one resolves like any.
+	info := env.PodInfo{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels,
+		Annotations: pod.Annotations, NodeName: nodeName, PodIP: "127.0.0.1", HostIP: hostIP}
+	_, _, errs := r.Pod(specPath, &pod.Spec, info, nil, nil)
 	return errs
 }

@@ -2,13 +2,12 @@ package containerconfig
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/node/env"
 )
 
@@ -139,35 +138,34 @@ func TestPodResolvesInitContainersThenContainersAtTheirPaths(t *testing.T) {
 	}
 }
 
-func TestWorkloadReportsWhatWouldKeepItsContainersFromStarting(t *testing.T) {
+func TestCheckReportsWhatWouldKeepAPodsContainersFromStarting(t *testing.T) {
 	t.Parallel()
 	r := Resolver{Base: []env.Var{{Name: "PATH", Value: "/usr/bin:/bin"}}, WorkDir: "/node/work"}
+	specPath := field.NewPath("spec", "template", "spec")
 	for _, tc := range []struct {
-		name     string
-		manifest string
-		wantErrs int
+		name      string
+		container corev1.Container
+		want      []string // the fields of the problems
 	}{
-		{"a container with a command starts", `apiVersion: v1
-kind: Pod
-metadata: {name: p}
-spec:
-  containers: [{name: app, image: example.com/app, command: ["/bin/true"]}]
-`, 0},
-		{"an image without a local entrypoint does not", `apiVersion: v1
-kind: Pod
-metadata: {name: p}
-spec:
-  containers: [{name: app, image: example.com/app}]
-`, 1},
+		{"a container with a command starts", corev1.Container{Name: "app", Image: "example.com/app", Command: []string{"/bin/true"}}, nil},
+		{"an image without a local entrypoint does not", corev1.Container{Name: "app", Image: "example.com/app"},
+			[]string{"spec.template.spec.containers[0].command"}},
+		{"nor a variable from a Secret, which exists only in a cluster", corev1.Container{Name: "app", Image: "example.com/app", Command: []string{"/bin/true"},
+			Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}}},
+			[]string{"spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := workload.Load(strings.NewReader(tc.manifest), "m.yaml")
-			if err != nil {
-				t.Fatal(err)
+			t.Parallel()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{tc.container}}}
+			errs := r.Check(pod, specPath, "node-1", "127.0.0.1")
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Field)
 			}
-			errs := r.Workload(m.Workloads[0], "node-1", "127.0.0.1")
-			if len(errs) != tc.wantErrs {
-				t.Fatalf("problems %v, want %d", errs, tc.wantErrs)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("problems %v at %q, want %q", errs, got, tc.want)
 			}
 		})
 	}

@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
 )
@@ -134,15 +132,15 @@ func (m Map) entrypoint(image string) ([]string, bool) {
 	if ep, ok := m.Entrypoints[image]; ok {
 		return ep, true
 	}
-	if ep, ok := m.Entrypoints[repository(image)]; ok {
+	if ep, ok := m.Entrypoints[Repository(image)]; ok {
 		return ep, true
 	}
 	return nil, false
 }
 
-// repository strips a digest (@sha256:…) and a tag (:v1; a colon after
-// the last slash, so a registry port stays).
-func repository(image string) string {
+// Repository is image without its digest (@sha256:…) and tag (:v1; a
+// colon after the last slash, so a registry port stays): what --image maps.
+func Repository(image string) string {
 	if i := strings.IndexByte(image, '@'); i >= 0 {
 		image = image[:i]
 	}
@@ -183,32 +181,9 @@ func (m Map) Argv(image string, command, args []string, path *field.Path) ([]str
 	if !ok {
 		return nil, field.Required(path.Child("command"), fmt.Sprintf(
 			"image %q has no local entrypoint: podgate runs containers as local processes, so give the container a command, or map the image with --image %s=/path/to/program",
-			image, repository(image)))
+			image, Repository(image)))
 	}
 	return append(append([]string{}, ep...), args...), nil
-}
-
-// LocalWarnings names the containers of w that Kubernetes would run but
-// podgate cannot run here as written: no command, and an image m has no
-// entrypoint for. 'podgate validate' prints them as warnings; 'podgate
-// run' refuses such a workload (the node agent's Check), naming the same
-// field.
-func LocalWarnings(w *workload.Workload, m Map) []string {
-	var out []string
-	spec := w.PodSpec()
-	check := func(c *corev1.Container, path *field.Path) {
-		if _, err := m.Argv(c.Image, c.Command, c.Args, path); err != nil {
-			out = append(out, fmt.Sprintf("%s: image %q has no local entrypoint: Kubernetes runs the image, but 'podgate run' runs containers as local processes and needs a command, or --image %s=/path/to/program",
-				err.Field, c.Image, repository(c.Image)))
-		}
-	}
-	for i := range spec.InitContainers {
-		check(&spec.InitContainers[i], w.SpecPath().Child("initContainers").Index(i))
-	}
-	for i := range spec.Containers {
-		check(&spec.Containers[i], w.SpecPath().Child("containers").Index(i))
-	}
-	return out
 }
 
 // LookPath finds argv[0] as a container runtime would: a name with a
@@ -272,7 +247,7 @@ func (m Map) program(image string) (inImage, local string) {
 			return prog, ep[0]
 		}
 	}
-	if r := repository(image); r != contract.GateImage && r != contract.PodgateImage {
+	if r := Repository(image); r != contract.GateImage && r != contract.PodgateImage {
 		return "", ""
 	}
 	if ep, ok := m.entrypoint(image); ok && len(ep) > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
 
@@ -25,6 +26,9 @@ type helperConfig struct {
 // resolution runs os.Executable() with "testapp", as podgate runs its own
 // subcommand.
 func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
 	if len(os.Args) > 1 && os.Args[1] == "testapp" {
 		os.Exit(testapp.Main(os.Args[2:]))
 	}

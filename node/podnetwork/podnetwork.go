@@ -19,8 +19,8 @@ type Network interface {
 	// Pod is closed. An error names what ran out or failed.
 	Add(podKey string) (Pod, error)
 	// Capacity is how many pods can have a network at once and the range
-	// their addresses come from: the agent's Check refuses workloads that
-	// start more.
+	// their addresses come from (Agent.Capacity): `podgate run` refuses
+	// workloads that start more.
 	Capacity() (pods int, cidr netip.Prefix)
 }
 

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/probe/prober"
@@ -38,7 +37,7 @@ func Of(c *corev1.Container, target probe.Target, gated bool, run RunFunc) []pro
 			// record what probing the container directly would have.
 			t.MessageHeader = contract.ProbeMessageHeader
 		}
-		if workload.IsAggressive(spec) {
+		if prober.IsAggressive(spec) {
 			// Knative's periodSeconds 0 ("probe aggressively until ready")
 			// is the gate's to honour; the node agent probes as often as a
 			// kubelet can, every second, as Knative's own kubelet probe of

@@ -22,8 +22,9 @@
 //     Supervisor's whole life.
 //   - A parent-death signal reaches only the direct child; a shell's own
 //     children would be left behind. A small guardian process (this same
-//     binary, started in reaper mode through an environment variable) is
-//     told every live process group over a pipe; when the pipe reaches EOF —
-//     podgate exited, however it died — it SIGKILLs every group still
-//     registered and exits.
+//     binary, started in reaper mode through an environment variable,
+//     which its main hands to RunReaperIfAsked) is told every live process
+//     group over a pipe; when the pipe reaches EOF — podgate exited,
+//     however it died — it SIGKILLs every group still registered and
+//     exits.
 package proc

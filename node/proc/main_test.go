@@ -20,6 +20,8 @@ const helperEnv = "PODGATE_PROC_TEST_HELPER"
 func init() { runtime.LockOSThread() }
 
 func TestMain(m *testing.M) {
+	// The helper's guardian is this binary too.
+	RunReaperIfAsked()
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -260,4 +261,25 @@ func TestNothingSurvivesASIGKILLedParent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAGuardianNeedsABinaryThatRunsIt pins the explicit opt-in: a binary
+// that does not call RunReaperIfAsked would, re-executed, run its main
+// (a test binary, its tests) instead of the guardian, so the Supervisor
+// refuses to start one. Not parallel: it turns the opt-in off for a while.
+func TestAGuardianNeedsABinaryThatRunsIt(t *testing.T) {
+	reaperReady.Store(false)
+	defer reaperReady.Store(true)
+	s, err := NewSupervisor(Options{})
+	if !errors.Is(err, ErrNoReaper) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("NewSupervisor = %v, want ErrNoReaper", err)
+	}
+	s, err = NewSupervisor(Options{NoGuardian: true})
+	if err != nil {
+		t.Fatalf("NewSupervisor without the guardian = %v, want it to start", err)
+	}
+	s.Close()
 }

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,23 +10,41 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/podgate/podgate/internal/procgroup"
 )
 
-// reaperEnv switches a binary that links this package into reaper mode
-// (see init). The value is a fixed token so that an unrelated variable of
-// the same name cannot trigger it by accident.
+// reaperEnv switches a binary into reaper mode (RunReaperIfAsked). The
+// value is a fixed token so that an unrelated variable of the same name
+// cannot trigger it by accident.
 const (
 	reaperEnv   = "PODGATE_INTERNAL_REAPER"
 	reaperToken = "v1"
 )
 
-func init() {
+// reaperReady says this binary called RunReaperIfAsked, so that it can be
+// re-executed as the guardian.
+var reaperReady atomic.Bool
+
+// ErrNoReaper is the guardian's start in a binary that does not call
+// RunReaperIfAsked: re-executed, it would not become the guardian but run
+// its main (a test binary, its tests) again.
+var ErrNoReaper = errors.New("process guardian: this binary does not call proc.RunReaperIfAsked first thing in main (or TestMain), so it cannot run as its own guardian")
+
+// RunReaperIfAsked turns the process into the guardian and exits when a
+// Supervisor started it as one (the guardian is the supervising binary
+// itself, re-executed, so that podgate needs no second program); else it
+// returns at once and lets this process's Supervisors start their
+// guardian. Every main, and every TestMain, of a binary that starts a
+// Supervisor with the guardian calls it first thing, before it parses
+// flags or does anything else that a guardian must not.
+func RunReaperIfAsked() {
 	if os.Getenv(reaperEnv) == reaperToken {
 		os.Exit(runReaper(os.Stdin))
 	}
+	reaperReady.Store(true)
 }
 
 // runReaper is the guardian process: it reads "+PGID" and "-PGID" lines
@@ -69,6 +88,9 @@ type reaper struct {
 
 // startReaper starts the guardian: this binary again, in reaper mode.
 func startReaper() (*reaper, error) {
+	if !reaperReady.Load() {
+		return nil, ErrNoReaper
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("process guardian: find own executable: %w", err)

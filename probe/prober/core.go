@@ -56,6 +56,12 @@ func SetDefaults(p *corev1.Probe) {
 	}
 }
 
+// IsAggressive reports whether p is a readiness probe in Knative's
+// aggressive mode (periodSeconds 0 on a Knative Service). After defaulting
+// (SetDefaults turns any other 0 into DefaultPeriodSeconds) only Knative
+// Services keep such probes.
+func IsAggressive(p *corev1.Probe) bool { return p != nil && p.PeriodSeconds == 0 }
+
 // orDefault is v, or def when v was left at 0 (or is negative: callers that
 // must reject negative values check them first).
 func orDefault(v, def int32) int32 {

@@ -23,11 +23,17 @@ import (
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/kube/controlplane"
 	"github.com/podgate/podgate/node/kube"
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/record"
 	"github.com/podgate/podgate/record/kubewatch"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
+	goleak.VerifyTestMain(m)
+}
 
 const (
 	ns       = "rec"

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/node/proc"
 )
 
 // slice is an EndpointSlice of Service svc with one endpoint per address,
@@ -34,7 +35,12 @@ func slice(svc, pod string, ready *bool, addrs ...string) *discoveryv1.EndpointS
 	return s
 }
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
+	goleak.VerifyTestMain(m)
+}
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()

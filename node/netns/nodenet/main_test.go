@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
 
@@ -40,6 +41,9 @@ const (
 func init() { goruntime.LockOSThread() }
 
 func TestMain(m *testing.M) {
+	// Before anything else: the guardian of the Supervisors these tests
+	// start is this test binary, re-executed.
+	proc.RunReaperIfAsked()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "testapp":

@@ -21,6 +21,7 @@ import (
 	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/local/controllers"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/preflight"
 	"github.com/podgate/podgate/node"
 	"github.com/podgate/podgate/node/netns"
 	"github.com/podgate/podgate/node/netns/nodenet"
@@ -88,7 +89,7 @@ func (n *testNode) run(manifest string) error {
 			return fmt.Errorf("validate %s: %w", w.ID(), errs.ToAggregate())
 		}
 	}
-	if err := n.agent.Check(m.Workloads); err != nil {
+	if err := preflight.Check(m.Workloads, preflight.OnNode(n.agent, nil)); err != nil {
 		return err
 	}
 	n.endpoints, err = controllers.NewEndpoints(controllers.EndpointsConfig{Store: n.store, Workloads: m.Workloads})

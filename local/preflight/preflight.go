@@ -7,7 +7,8 @@
 // Deployment or the Knative revision), to report two workloads that would
 // collide, and it counts the pods the workloads start against the pod
 // network's room. What keeps a workload's containers from starting is the
-// node agent's to say (Options.Containers).
+// node agent's to say, on a stand-in pod of each workload (Node, OnNode):
+// the node sees only pods, the workloads are `podgate run`'s.
 package preflight
 
 import (
@@ -15,10 +16,49 @@ import (
 	"net/netip"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/node/images"
 )
+
+// Node is what the check asks of the node agent that will run the pods
+// (node.Agent).
+type Node interface {
+	// CheckPod reports what would keep pod's containers from starting
+	// there, each error at its field under specPath.
+	CheckPod(pod *corev1.Pod, specPath *field.Path) field.ErrorList
+	// Capacity is how many pods the pod network has room for, and its
+	// range.
+	Capacity() (pods int, cidr netip.Prefix)
+}
+
+// OnNode is the check of the workloads' pods on n; replicas, when set,
+// is the replica count of every Deployment and Knative Service.
+func OnNode(n Node, replicas *int32) Options {
+	return Options{
+		Containers: func(w *workload.Workload) field.ErrorList {
+			return n.CheckPod(StandIn(w), w.SpecPath())
+		},
+		Capacity: n.Capacity,
+		Replicas: replicas,
+	}
+}
+
+// StandIn is a pod as w's controller would make it, for a check of what
+// the node makes of it: the name a Pod keeps (a controller's pods get
+// generated ones, which nothing checked depends on), the template's labels
+// and annotations, and w's pod spec (shared, not copied: the node only
+// reads it).
+func StandIn(w *workload.Workload) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace,
+			Labels: w.PodLabels(), Annotations: w.Template.Annotations},
+		Spec: *w.PodSpec(),
+	}
+}
 
 // Options are what the check asks of the node agent.
 type Options struct {
@@ -128,4 +168,27 @@ func replicasOf(w *workload.Workload, replicas *int32) int {
 		return int(*replicas)
 	}
 	return int(w.Replicas)
+}
+
+// Warnings names the containers of w that Kubernetes would run but
+// podgate cannot run here as written: no command, and an image m has no
+// entrypoint for. 'podgate validate' prints them as warnings; 'podgate
+// run' refuses such a workload (Check, through the node's CheckPod),
+// naming the same field.
+func Warnings(w *workload.Workload, m images.Map) []string {
+	var out []string
+	spec := w.PodSpec()
+	check := func(c *corev1.Container, path *field.Path) {
+		if _, err := m.Argv(c.Image, c.Command, c.Args, path); err != nil {
+			out = append(out, fmt.Sprintf("%s: image %q has no local entrypoint: Kubernetes runs the image, but 'podgate run' runs containers as local processes and needs a command, or --image %s=/path/to/program",
+				err.Field, c.Image, images.Repository(c.Image)))
+		}
+	}
+	for i := range spec.InitContainers {
+		check(&spec.InitContainers[i], w.SpecPath().Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], w.SpecPath().Child("containers").Index(i))
+	}
+	return out
 }
