@@ -15,6 +15,7 @@ import (
 	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // controlAPI is the real control API server over a store the test writes,
@@ -141,11 +142,11 @@ func TestWaitPodGone(t *testing.T) {
 
 func TestWaitServiceCondition(t *testing.T) {
 	store, c := controlAPI(t)
-	svc := &objstore.KnativeService{
+	svc := &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "runtime"},
-		Status: objstore.KnativeServiceStatus{
+		Status: servingv1.ServiceStatus{
 			URL: "http://runtime.default.example.com",
-			Conditions: []objstore.KnativeCondition{
+			Conditions: []servingv1.Condition{
 				{Type: "Ready", Status: corev1.ConditionUnknown, Reason: "NoHealthyBackends", Message: `Revision "runtime-00001" has no ready pod.`},
 				{Type: "RoutesReady", Status: corev1.ConditionTrue},
 			},

@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/local/apiclient"
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Helpers here carry a run prefix: the package's other test files belong
@@ -154,7 +154,7 @@ func (r *runProcess) waitPod(what string, cond func(*corev1.Pod) bool) *corev1.P
 
 // waitService polls the Knative Service name (namespace default) until
 // cond holds.
-func (r *runProcess) waitService(name, what string, cond func(*objstore.KnativeService) bool) *objstore.KnativeService {
+func (r *runProcess) waitService(name, what string, cond func(*servingv1.Service) bool) *servingv1.Service {
 	r.t.Helper()
 	deadline := time.Now().Add(runWait)
 	var last any

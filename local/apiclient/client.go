@@ -20,7 +20,7 @@ import (
 
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/local/apiserver/resources"
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Client talks to the control API of a running `podgate run`.
@@ -133,8 +133,8 @@ func (c *Client) ListEndpointSlices(ctx context.Context, opts ListOptions) (*dis
 }
 
 // ListServices lists Knative Services.
-func (c *Client) ListServices(ctx context.Context, opts ListOptions) (*objstore.KnativeServiceList, error) {
-	var l objstore.KnativeServiceList
+func (c *Client) ListServices(ctx context.Context, opts ListOptions) (*servingv1.ServiceList, error) {
+	var l servingv1.ServiceList
 	return &l, c.List(ctx, resources.Services, opts, &l)
 }
 

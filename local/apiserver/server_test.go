@@ -15,6 +15,7 @@ import (
 
 	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 func TestListsHaveTheAPIServersShape(t *testing.T) {
@@ -22,7 +23,7 @@ func TestListsHaveTheAPIServersShape(t *testing.T) {
 	s.createPod(t, testPod("default", "web", nil))
 	s.store.Events.Create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web.1"}, Reason: "Started"})
 	s.store.EndpointSlices.Create(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x"}, AddressType: discoveryv1.AddressTypeIPv4})
-	s.store.Services.Create(&objstore.KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}})
+	s.store.Services.Create(&servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}})
 
 	tests := []struct {
 		name       string
@@ -207,8 +208,8 @@ func TestTypedListHelpersDecodeEachKind(t *testing.T) {
 	s := startServer(t, Config{})
 	s.store.EndpointSlices.Create(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x"}, AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"127.0.1.1"}}}})
-	s.store.Services.Create(&objstore.KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
-		Status: objstore.KnativeServiceStatus{URL: "http://hello.default.example.com"}})
+	s.store.Services.Create(&servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
+		Status: servingv1.ServiceStatus{URL: "http://hello.default.example.com"}})
 	eps, err := s.client.ListEndpointSlices(t.Context(), apiclient.ListOptions{})
 	if err != nil || len(eps.Items) != 1 || eps.Items[0].Endpoints[0].Addresses[0] != "127.0.1.1" || eps.Kind != "EndpointSliceList" {
 		t.Errorf("endpointslices: %+v %v", eps, err)

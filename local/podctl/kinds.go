@@ -14,6 +14,7 @@ import (
 	"github.com/podgate/podgate/local/apiserver/resources"
 	"github.com/podgate/podgate/local/objstore"
 	"github.com/podgate/podgate/local/printers"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // item is one object ready to print.
@@ -105,7 +106,7 @@ var kinds = []kind{
 		res: resources.EndpointSlices, aliases: []string{"endpoints", "endpoint", "ep", "endpointslices", "endpointslice"},
 		print: printers.EndpointSlices, row: printers.EndpointSliceRow,
 	},
-	&kindOf[objstore.KnativeService, *objstore.KnativeService]{
+	&kindOf[servingv1.Service, *servingv1.Service]{
 		res: resources.Services, aliases: []string{"services", "service", "ksvc", "ksvcs", "kservice"},
 		print: printers.Services, row: printers.ServiceRow,
 	},
