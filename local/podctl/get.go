@@ -165,8 +165,10 @@ func watchAndPrint(ctx context.Context, c *Client, k kind, p *printers.Printer, 
 		case ev, ok = <-w.ResultChan():
 		}
 		switch {
-		case !ok:
-			// The server ended the watch or went away: done too.
+		case !ok || ctx.Err() != nil:
+			// The server ended the watch or went away, or the user pressed
+			// Ctrl-C as the event came (client-go reports the cancellation
+			// as an ERROR event): done too.
 			return nil
 		case ev.Type == watch.Bookmark:
 			continue
