@@ -1,9 +1,0 @@
-package apiclient
-
-import (
-	"testing"
-
-	"go.uber.org/goleak"
-)
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
