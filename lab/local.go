@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/gate/contract"
-	"github.com/podgate/podgate/local/apiclient"
 )
 
 // Local is a scenario's World under `podgate run`: the Process started
@@ -21,16 +20,16 @@ type Local struct{ *Process }
 var _ World = Local{}
 
 // ListPods, ListEvents and DeletePod go to the control API.
-func (l Local) ListPods(ctx context.Context, opts apiclient.ListOptions) (*corev1.PodList, error) {
-	return l.client.ListPods(ctx, opts)
+func (l Local) ListPods(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
+	return l.client.CoreV1().Pods("").List(ctx, opts)
 }
 
-func (l Local) ListEvents(ctx context.Context, opts apiclient.ListOptions) (*corev1.EventList, error) {
-	return l.client.ListEvents(ctx, opts)
+func (l Local) ListEvents(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error) {
+	return l.client.CoreV1().Events("").List(ctx, opts)
 }
 
-func (l Local) DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) (*corev1.Pod, error) {
-	return l.client.DeletePod(ctx, namespace, name, opts)
+func (l Local) DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	return l.client.CoreV1().Pods(namespace).Delete(ctx, name, opts)
 }
 
 // Namespace is podgate run's default.

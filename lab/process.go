@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/podctl"
 )
 
 // Config says how to start `podgate run`.
@@ -39,7 +39,7 @@ type Process struct {
 
 	api    string
 	door   string
-	client *apiclient.Client
+	client *podctl.Client
 }
 
 // Start runs `podgate run --api 127.0.0.1:0 --listen 127.0.0.1:0
@@ -89,7 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, fmt.Errorf("lab: podgate run %v: %w\nstderr:\n%s", args[1:], err, p.Stderr())
 	}
 	p.api, p.door = addrs.api, addrs.door
-	if p.client, err = apiclient.New(p.api); err != nil {
+	if p.client, err = podctl.NewClient(p.api); err != nil {
 		_, _ = p.Stop(0)
 		return nil, fmt.Errorf("lab: control API client: %w", err)
 	}
@@ -139,7 +139,7 @@ func (p *Process) FrontDoor() string { return p.door }
 func (p *Process) FrontDoorURL() string { return "http://" + p.door + "/" }
 
 // Client is a control API client; Stop closes it.
-func (p *Process) Client() *apiclient.Client { return p.client }
+func (p *Process) Client() *podctl.Client { return p.client }
 
 // Routes are the hosts the front door routes, as printed so far: the
 // curl lines follow the front door line that Start waits for, so right

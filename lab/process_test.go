@@ -80,7 +80,7 @@ func TestProcessStartAndStop(t *testing.T) {
 		if !strings.HasPrefix(p.FrontDoorURL(), "http://127.0.0.1:") || !strings.HasPrefix(p.APIAddr(), "127.0.0.1:") {
 			t.Errorf("front door %s, control API %s: want loopback addresses", p.FrontDoorURL(), p.APIAddr())
 		}
-		pod, err := lab.WaitPod(waitCtx(t), p.Client(), "ready", lab.PodReady)
+		pod, err := lab.WaitPod(waitCtx(t), lab.Local{Process: p}, "ready", lab.PodReady)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,18 +11,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/manifest"
-	"github.com/podgate/podgate/local/apiclient"
 )
 
 // farFuture ends time windows that are open to the end of the recording.
 var farFuture = time.Now().Add(24 * time.Hour)
 
 // apiAll lists every object (of the scenario's namespace, on a cluster).
-var apiAll = apiclient.ListOptions{}
+var apiAll = metav1.ListOptions{}
 
 // waitTimeout bounds every single wait of a scenario: generous, since the
 // scenarios run in parallel on a loaded 2-core machine under -race; a

@@ -123,7 +123,7 @@ func seedDeletePodUnderLoad(t *testing.T, where place) {
 
 	victim := pods[0]
 	s.within("delete "+victim, func(ctx context.Context) error {
-		_, err := s.w.DeletePod(ctx, s.w.Namespace(), victim, metav1.DeleteOptions{})
+		err := s.w.DeletePod(ctx, s.w.Namespace(), victim, metav1.DeleteOptions{})
 		return err
 	})
 	deleted := s.tl.Mark("deleted " + victim)

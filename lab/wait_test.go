@@ -12,24 +12,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podgate/podgate/lab"
-	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/podctl"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // controlAPI is the real control API server over a store the test writes,
 // on a loopback port, and a client for it.
-func controlAPI(t *testing.T) (*objstore.Store, *apiclient.Client) {
+func controlAPI(t *testing.T) (*objstore.Store, *podctl.Client) {
 	t.Helper()
 	store := objstore.New(objstore.Options{})
 	srv := httptest.NewServer(apiserver.NewServer(apiserver.Config{Store: store}))
 	t.Cleanup(srv.Close)
-	c, err := apiclient.New(srv.URL)
+	c, err := podctl.NewClient(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	return store, c
+}
+
+// podsOf lists the control API's pods, as lab.Local does.
+type podsOf struct{ *podctl.Client }
+
+func (c podsOf) ListPods(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
+	return c.CoreV1().Pods("").List(ctx, opts)
 }
 
 // waitCtx bounds a wait that should end well within it on a loaded machine.
@@ -88,7 +96,7 @@ func TestWaitPod(t *testing.T) {
 		{"a restarted container still waiting is not restarted yet", lab.Named("c", lab.Restarted("app", 0)), "", "not running yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := lab.WaitPod(shortCtx(t), c, tc.name, tc.match)
+			p, err := lab.WaitPod(shortCtx(t), podsOf{c}, tc.name, tc.match)
 			if tc.want != "" {
 				if err != nil || p == nil || p.Name != tc.want {
 					t.Fatalf("WaitPod = %v, %v; want pod %s", p, err, tc.want)
@@ -116,7 +124,7 @@ func TestWaitRestartSeesTheRestartHappen(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	p, err := lab.WaitRestart(waitCtx(t), c, "a", "app", 0)
+	p, err := lab.WaitRestart(waitCtx(t), podsOf{c}, "a", "app", 0)
 	<-done
 	if err != nil || lab.ContainerStatus(p, "app").RestartCount != 1 {
 		t.Fatalf("WaitRestart = %v, %v", p, err)
@@ -128,24 +136,24 @@ func TestWaitPodGone(t *testing.T) {
 	if _, err := store.Pods.Create(testPod("a", true, 0, true)); err != nil {
 		t.Fatal(err)
 	}
-	if err := lab.WaitPodGone(shortCtx(t), c, "a"); err == nil || !strings.Contains(err.Error(), "still listed") {
+	if err := lab.WaitPodGone(shortCtx(t), podsOf{c}, "a"); err == nil || !strings.Contains(err.Error(), "still listed") {
 		t.Errorf("err = %v, want a timeout saying the pod is still listed", err)
 	}
 	if _, err := store.Pods.Delete("default", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := lab.WaitPodGone(waitCtx(t), c, "a"); err != nil {
+	if err := lab.WaitPodGone(waitCtx(t), podsOf{c}, "a"); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestWaitServiceCondition(t *testing.T) {
 	store, c := controlAPI(t)
-	svc := &objstore.KnativeService{
+	svc := &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "runtime"},
-		Status: objstore.KnativeServiceStatus{
+		Status: servingv1.ServiceStatus{
 			URL: "http://runtime.default.example.com",
-			Conditions: []objstore.KnativeCondition{
+			Conditions: []servingv1.Condition{
 				{Type: "Ready", Status: corev1.ConditionUnknown, Reason: "NoHealthyBackends", Message: `Revision "runtime-00001" has no ready pod.`},
 				{Type: "RoutesReady", Status: corev1.ConditionTrue},
 			},

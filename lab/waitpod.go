@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/podgate/podgate/local/apiclient"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // WaitPod polls the pods until one matches and returns it. match returns
@@ -17,7 +16,7 @@ import (
 func WaitPod(ctx context.Context, c PodLister, what string, match func(*corev1.Pod) error) (*corev1.Pod, error) {
 	var found *corev1.Pod
 	err := Poll(ctx, PollInterval, "pod "+what, func(ctx context.Context) (bool, error) {
-		list, err := c.ListPods(ctx, apiclient.ListOptions{})
+		list, err := c.ListPods(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -120,7 +119,7 @@ func WaitRestart(ctx context.Context, c PodLister, pod, container string, before
 // WaitPodGone waits until no pod called name is listed any more.
 func WaitPodGone(ctx context.Context, c PodLister, name string) error {
 	return Poll(ctx, PollInterval, "pod "+name+" gone", func(ctx context.Context) (bool, error) {
-		list, err := c.ListPods(ctx, apiclient.ListOptions{})
+		list, err := c.ListPods(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/local/apiclient"
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/podctl"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // ServiceCondition is what a Knative Service condition should say;
@@ -28,7 +30,7 @@ func (w ServiceCondition) String() string {
 }
 
 // Matches reports whether the service's condition is as wanted, or why not.
-func (w ServiceCondition) Matches(s *objstore.KnativeService) error {
+func (w ServiceCondition) Matches(s *servingv1.Service) error {
 	c := s.Status.Condition(w.Type)
 	if c == nil {
 		return fmt.Errorf("no %s condition", w.Type)
@@ -41,8 +43,8 @@ func (w ServiceCondition) Matches(s *objstore.KnativeService) error {
 
 // WaitServiceCondition waits until the Knative Service namespace/name
 // reports every wanted condition at once, and returns it.
-func WaitServiceCondition(ctx context.Context, c *apiclient.Client, namespace, name string, want ...ServiceCondition) (*objstore.KnativeService, error) {
-	var found *objstore.KnativeService
+func WaitServiceCondition(ctx context.Context, c *podctl.Client, namespace, name string, want ...ServiceCondition) (*servingv1.Service, error) {
+	var found *servingv1.Service
 	var what []string
 	for _, w := range want {
 		what = append(what, w.String())
@@ -64,18 +66,13 @@ func WaitServiceCondition(ctx context.Context, c *apiclient.Client, namespace, n
 	return found, err
 }
 
-// GetService reads one Knative Service through ListServices.
-func GetService(ctx context.Context, c *apiclient.Client, namespace, name string) (*objstore.KnativeService, error) {
-	list, err := c.ListServices(ctx, apiclient.ListOptions{Namespace: namespace})
-	if err != nil {
-		return nil, err
+// GetService reads one Knative Service.
+func GetService(ctx context.Context, c *podctl.Client, namespace, name string) (*servingv1.Service, error) {
+	s, err := c.Serving.Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("no Knative Service %s/%s", namespace, name)
 	}
-	for i := range list.Items {
-		if s := &list.Items[i]; s.Name == name && s.Namespace == namespace {
-			return s, nil
-		}
-	}
-	return nil, fmt.Errorf("no Knative Service %s/%s", namespace, name)
+	return s, err
 }
 
 // ServiceReady is the Ready condition with status and (if not empty) reason.

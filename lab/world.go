@@ -6,21 +6,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/podgate/podgate/local/apiclient"
 )
 
-// PodLister lists pods: podgate run's control API (*apiclient.Client),
+// PodLister lists pods of every namespace: podgate run's control API (Local),
 // or a cluster's namespace (*ClusterNamespace).
 type PodLister interface {
-	ListPods(ctx context.Context, opts apiclient.ListOptions) (*corev1.PodList, error)
+	ListPods(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
 }
 
 // Pods is what a scenario reads of and does to its pods.
 type Pods interface {
 	PodLister
-	ListEvents(ctx context.Context, opts apiclient.ListOptions) (*corev1.EventList, error)
-	DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) (*corev1.Pod, error)
+	ListEvents(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error)
+	DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
 // ServiceState is what a service's status says of its traffic.

@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // servingCount is a ServingView a test sets by hand: the front door's
@@ -43,7 +43,7 @@ type wantCond struct {
 	message  string // substring
 }
 
-func (h *harness) waitService(name, what string, want map[string]wantCond) *objstore.KnativeService {
+func (h *harness) waitService(name, what string, want map[string]wantCond) *servingv1.Service {
 	h.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {

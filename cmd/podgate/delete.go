@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/podctl"
 )
@@ -41,7 +40,7 @@ error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := podctl.DeleteRequest{Args: args, Namespace: namespace, GracePeriod: grace,
 				GracePeriodSet: cmd.Flags().Changed("grace-period"), Now: now, Force: force}
-			return onAPI(cmd, addr, r.Check, func(ctx context.Context, c *apiclient.Client) error {
+			return onAPI(cmd, addr, r.Check, func(ctx context.Context, c *podctl.Client) error {
 				return podctl.Delete(ctx, c, r, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},

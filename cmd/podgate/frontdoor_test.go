@@ -12,7 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 func portOf(ln net.Listener) string {
@@ -134,7 +134,7 @@ spec:
 		}
 	})
 	t.Run("the Knative Service's status has the front door's URL and is Ready", func(t *testing.T) {
-		r.waitService("hello", "Ready with the domain's URL", func(s *objstore.KnativeService) bool {
+		r.waitService("hello", "Ready with the domain's URL", func(s *servingv1.Service) bool {
 			c := s.Status.Condition("Ready")
 			return s.Status.URL == "http://hello.default.podgate.test" && c != nil && c.Status == corev1.ConditionTrue
 		})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/podctl"
 )
@@ -67,18 +66,18 @@ Exit status: 0 ok, 1 not found or podgate not reachable, 2 usage error.`,
 func runGet(cmd *cobra.Command, o getOptions, args []string) error {
 	r := podctl.GetRequest{Args: args, Namespace: o.namespace, AllNamespaces: o.allNamespaces,
 		LabelSelector: o.selector, FieldSelector: o.fieldSelector, Output: o.output, Watch: o.watch, NoHeaders: o.noHeaders}
-	return onAPI(cmd, o.api, r.Check, func(ctx context.Context, c *apiclient.Client) error {
+	return onAPI(cmd, o.api, r.Check, func(ctx context.Context, c *podctl.Client) error {
 		return podctl.Get(ctx, c, r, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	})
 }
 
 // onAPI runs f with a client of the control API at addr (--api), after
 // check, until SIGINT or SIGTERM; errors are podctl's (ctlError).
-func onAPI(cmd *cobra.Command, addr string, check func() error, f func(context.Context, *apiclient.Client) error) error {
+func onAPI(cmd *cobra.Command, addr string, check func() error, f func(context.Context, *podctl.Client) error) error {
 	if err := check(); err != nil {
 		return ctlError(err)
 	}
-	c, err := apiclient.New(addr)
+	c, err := podctl.NewClient(addr)
 	if err != nil {
 		return usageErrorf("--api: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 	"github.com/podgate/podgate/test/syncbuf"
 )
 
@@ -147,10 +148,10 @@ func seedStore(t *testing.T, s *objstore.Store) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &objstore.KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}}
+	svc := &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}}
 	svc.Status.URL = "http://hello.default.example.com"
 	svc.Status.LatestCreatedRevisionName, svc.Status.LatestReadyRevisionName = "hello-00001", "hello-00001"
-	svc.Status.Conditions = []objstore.KnativeCondition{{Type: "ConfigurationsReady", Status: corev1.ConditionTrue}, {Type: "Ready", Status: corev1.ConditionTrue}}
+	svc.Status.Conditions = []servingv1.Condition{{Type: "ConfigurationsReady", Status: corev1.ConditionTrue}, {Type: "Ready", Status: corev1.ConditionTrue}}
 	if _, err := s.Services.Create(svc); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestGetJSONAndYAMLPrintTheListAsServed(t *testing.T) {
 	}
 
 	code, out, _ = cli("get", "ksvc", "-o", "yaml", "--api", srv.addr)
-	var sl objstore.KnativeServiceList
+	var sl servingv1.ServiceList
 	if err := yaml.Unmarshal([]byte(out), &sl); code != 0 || err != nil {
 		t.Fatalf("exit %d, %v:\n%s", code, err, out)
 	}

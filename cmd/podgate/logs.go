@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/podctl"
 )
@@ -40,7 +39,7 @@ Exit status: 0 ok, 1 no such pod or container, or podgate not reachable,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := podctl.LogsRequest{Args: args, Namespace: namespace, Container: container,
 				Follow: follow, Previous: previous, Tail: tail, Timestamps: timestamps}
-			return onAPI(cmd, addr, r.Check, func(ctx context.Context, c *apiclient.Client) error {
+			return onAPI(cmd, addr, r.Check, func(ctx context.Context, c *podctl.Client) error {
 				return podctl.Logs(ctx, c, r, cmd.OutOrStdout())
 			})
 		},

@@ -25,8 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/local/apiclient"
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/podctl"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Helpers here carry a run prefix: the package's other test files belong
@@ -42,7 +42,7 @@ type runProcess struct {
 	stdout bytes.Buffer
 	stderr bytes.Buffer
 	done   chan struct{}
-	client *apiclient.Client
+	client *podctl.Client
 }
 
 var runAPIAddr = regexp.MustCompile(`control API on http://(127\.0\.0\.1:\d+)`)
@@ -94,7 +94,7 @@ func runStart(t *testing.T, bin string, args ...string) *runProcess {
 		}
 	})
 	m := r.waitFor(r.errOut, runAPIAddr)
-	c, err := apiclient.New(m[1])
+	c, err := podctl.NewClient(m[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func (r *runProcess) waitPod(what string, cond func(*corev1.Pod) bool) *corev1.P
 	r.t.Helper()
 	deadline := time.Now().Add(runWait)
 	for time.Now().Before(deadline) {
-		if list, err := r.client.ListPods(context.Background(), apiclient.ListOptions{}); err == nil {
+		if list, err := r.client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); err == nil {
 			for i := range list.Items {
 				if cond(&list.Items[i]) {
 					return &list.Items[i]
@@ -154,12 +154,12 @@ func (r *runProcess) waitPod(what string, cond func(*corev1.Pod) bool) *corev1.P
 
 // waitService polls the Knative Service name (namespace default) until
 // cond holds.
-func (r *runProcess) waitService(name, what string, cond func(*objstore.KnativeService) bool) *objstore.KnativeService {
+func (r *runProcess) waitService(name, what string, cond func(*servingv1.Service) bool) *servingv1.Service {
 	r.t.Helper()
 	deadline := time.Now().Add(runWait)
 	var last any
 	for time.Now().Before(deadline) {
-		list, err := r.client.ListServices(context.Background(), apiclient.ListOptions{})
+		list, err := r.client.Serving.Services("").List(context.Background(), metav1.ListOptions{})
 		last = err
 		if err == nil {
 			for i := range list.Items {
@@ -209,7 +209,7 @@ func TestRunHelloEndToEnd(t *testing.T) {
 
 	// First, while it happens: the ready line.
 	ready := r.waitFor(r.errOut, runReadyLine)
-	readyPods, err := r.client.ListPods(context.Background(), apiclient.ListOptions{})
+	readyPods, err := r.client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestRunHelloEndToEnd(t *testing.T) {
 	if viaGate.StatusCode != 200 || !strings.Contains(string(gateBody), p.Name) {
 		t.Errorf("GET / through the gate = %d %q, want 200 from the app", viaGate.StatusCode, gateBody)
 	}
-	eps, err := r.client.ListEndpointSlices(context.Background(), apiclient.ListOptions{})
+	eps, err := r.client.DiscoveryV1().EndpointSlices("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestRunHelloEndToEnd(t *testing.T) {
 	})
 
 	// Deleting the pod starts a replacement at once.
-	if _, err := r.client.DeletePod(context.Background(), "default", p.Name, metav1.DeleteOptions{}); err != nil {
+	if err := r.client.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r.waitPod("replacing "+p.Name, func(q *corev1.Pod) bool { return q.Name != p.Name && runPodReady(q) })
@@ -588,7 +588,7 @@ func TestRunExamplesPassTheirOwnProbesAtStart(t *testing.T) {
 				t.Fatalf("%s has no liveness probe: the test is not about it", tc.file)
 			}
 			for {
-				events, err := r.client.ListEvents(context.Background(), apiclient.ListOptions{})
+				events, err := r.client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}

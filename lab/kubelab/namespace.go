@@ -17,7 +17,6 @@ import (
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/manifest"
-	"github.com/podgate/podgate/local/apiclient"
 )
 
 // Namespace is a scenario's World on a cluster: a namespace of its own
@@ -98,24 +97,19 @@ func (n *Namespace) Host(service string) string {
 // PodHTTP reaches the pods from inside the cluster's network namespace.
 func (n *Namespace) PodHTTP() *lab.PodHTTP { return n.c.http }
 
-// ListPods lists the namespace's pods (opts.Namespace aside).
-func (n *Namespace) ListPods(ctx context.Context, opts apiclient.ListOptions) (*corev1.PodList, error) {
-	return n.c.cs.CoreV1().Pods(n.name).List(ctx, metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
+// ListPods lists the namespace's pods.
+func (n *Namespace) ListPods(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
+	return n.c.cs.CoreV1().Pods(n.name).List(ctx, opts)
 }
 
 // ListEvents lists the namespace's events.
-func (n *Namespace) ListEvents(ctx context.Context, opts apiclient.ListOptions) (*corev1.EventList, error) {
-	return n.c.cs.CoreV1().Events(n.name).List(ctx, metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
+func (n *Namespace) ListEvents(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error) {
+	return n.c.cs.CoreV1().Events(n.name).List(ctx, opts)
 }
 
-// DeletePod deletes a pod of the namespace and returns it as it was
-// before (the API server's answer to a delete is a Status).
-func (n *Namespace) DeletePod(ctx context.Context, _, name string, opts metav1.DeleteOptions) (*corev1.Pod, error) {
-	p, err := n.c.cs.CoreV1().Pods(n.name).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return p, n.c.cs.CoreV1().Pods(n.name).Delete(ctx, name, opts)
+// DeletePod deletes a pod of the namespace.
+func (n *Namespace) DeletePod(ctx context.Context, _, name string, opts metav1.DeleteOptions) error {
+	return n.c.cs.CoreV1().Pods(n.name).Delete(ctx, name, opts)
 }
 
 func (n *Namespace) slices(ctx context.Context, service string) ([]discoveryv1.EndpointSlice, error) {

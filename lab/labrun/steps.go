@@ -15,7 +15,6 @@ import (
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 	"github.com/podgate/podgate/lab/scenario"
-	"github.com/podgate/podgate/local/apiclient"
 )
 
 // runner is one scenario being run: its world, its timeline of marks,
@@ -116,7 +115,7 @@ func (r *runner) step(ctx context.Context, i int, st scenario.Step) error {
 	case st.Toggle != nil:
 		err = r.toggle(ctx, st.Toggle)
 	case st.Delete != "":
-		_, err = r.w.DeletePod(ctx, r.w.Namespace(), r.pods[st.Delete].name, metav1.DeleteOptions{})
+		err = r.w.DeletePod(ctx, r.w.Namespace(), r.pods[st.Delete].name, metav1.DeleteOptions{})
 	}
 	if err == nil && st.Mark != "" {
 		r.tl.Mark(st.Mark)
@@ -268,7 +267,7 @@ func running(p *corev1.Pod) error {
 func (r *runner) waitPods(ctx context.Context, n int, as []string, what string, match func(*corev1.Pod) error) error {
 	var found []corev1.Pod
 	err := lab.Poll(ctx, lab.PollInterval, fmt.Sprintf("%d %s pods", n, what), func(ctx context.Context) (bool, error) {
-		list, err := r.w.ListPods(ctx, apiclient.ListOptions{})
+		list, err := r.w.ListPods(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -65,7 +65,7 @@ func TestDeleteStartsTerminationAndReturnsTheTerminatingPod(t *testing.T) {
 	s.createPod(t, testPod("default", "web", nil))
 
 	grace := int64(7)
-	p, err := s.client.DeletePod(t.Context(), "default", "web", metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	p, err := s.deletePod(t.Context(), "default", "web", metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestDeleteOfAPodThatIsGoneAtOnceAnswersSuccess(t *testing.T) {
 
 	s.createPod(t, testPod("default", "again", nil))
 	zero := int64(0)
-	p, err := s.client.DeletePod(t.Context(), "default", "again", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	p, err := s.deletePod(t.Context(), "default", "again", metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil || p != nil {
 		t.Errorf("client: pod %v err %v, want nil, nil", p, err)
 	}
@@ -135,7 +135,7 @@ func TestDeleteErrors(t *testing.T) {
 func TestClientDeleteOfAMissingPodIsNotFound(t *testing.T) {
 	store := objstore.New(objstore.Options{})
 	s := startServer(t, Config{Store: store, Pods: &storeDeleter{store: store}})
-	_, err := s.client.DeletePod(t.Context(), "default", "nope", metav1.DeleteOptions{})
+	_, err := s.deletePod(t.Context(), "default", "nope", metav1.DeleteOptions{})
 	if !apierrors.IsNotFound(err) || err.Error() != `pods "nope" not found` {
 		t.Errorf("err = %v", err)
 	}
@@ -164,7 +164,7 @@ func TestDeleteOfABoundPodSetsTheTimestampBeforeThePodDeleter(t *testing.T) {
 	p := testPod("default", "web", nil)
 	p.Spec.NodeName = "node-1"
 	s.createPod(t, p)
-	out, err := s.client.DeletePod(t.Context(), "default", "web", metav1.DeleteOptions{})
+	out, err := s.deletePod(t.Context(), "default", "web", metav1.DeleteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

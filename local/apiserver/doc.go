@@ -1,7 +1,7 @@
 // Package apiserver is podgate's local control API: the Kubernetes-shaped HTTP
-// endpoints `podgate run` serves from its object store (objstore). The Go
-// client the CLI reads them with is package apiclient; the resources both
-// name are package local/apiserver/resources.
+// endpoints `podgate run` serves from its object store (objstore). The CLI
+// reads them with client-go (package podctl); the resources it serves are
+// named in package local/apiserver/resources.
 //
 // It speaks enough of the Kubernetes REST protocol for client-go (typed
 // clientsets, informers, discovery) and kubectl-like clients; paths, list

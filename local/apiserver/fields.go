@@ -8,7 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Selectable fields per kind: the ones the API server offers for the same
@@ -67,6 +67,6 @@ func endpointSliceFieldSet(s *discoveryv1.EndpointSlice) fields.Set {
 	return fields.Set{"metadata.name": s.Name, "metadata.namespace": s.Namespace}
 }
 
-func serviceFieldSet(s *objstore.KnativeService) fields.Set {
+func serviceFieldSet(s *servingv1.Service) fields.Set {
 	return fields.Set{"metadata.name": s.Name, "metadata.namespace": s.Namespace}
 }

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,17 +11,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/podctl"
 )
 
 // testServer is a real control API on 127.0.0.1:0 over a real store.
 type testServer struct {
 	store  *objstore.Store
 	addr   string
-	client *apiclient.Client
+	client *podctl.Client
 }
 
 func startServer(t *testing.T, cfg Config) *testServer {
@@ -35,7 +38,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- NewServer(cfg).Serve(ctx, ln) }()
-	c, err := apiclient.New(ln.Addr().String())
+	c, err := podctl.NewClient(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,40 +101,56 @@ func decodeStatus(t *testing.T, body string) metav1.Status {
 }
 
 // nextEvent reads one watch event with a generous deadline: a hang is a
-// bug, not slowness.
-func nextEvent(t *testing.T, w *apiclient.Watcher) (apiclient.WatchEvent, error) {
+// bug, not slowness. The end of the watch is io.EOF, an ERROR event its
+// StatusError.
+func nextEvent(t *testing.T, w watch.Interface) (watch.Event, error) {
 	t.Helper()
-	type result struct {
-		ev  apiclient.WatchEvent
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		ev, err := w.Next()
-		ch <- result{ev, err}
-	}()
 	select {
-	case r := <-ch:
-		return r.ev, r.err
+	case ev, ok := <-w.ResultChan():
+		switch {
+		case !ok:
+			return ev, io.EOF
+		case ev.Type == watch.Error:
+			return ev, apierrors.FromObject(ev.Object)
+		}
+		return ev, nil
 	case <-time.After(10 * time.Second):
-		w.Close()
-		<-ch
 		t.Fatal("no watch event within 10s")
 	}
 	panic("unreachable")
 }
 
-func mustNext(t *testing.T, w *apiclient.Watcher) (string, *corev1.Pod) {
+func mustNext(t *testing.T, w watch.Interface) (string, *corev1.Pod) {
 	t.Helper()
 	ev, err := nextEvent(t, w)
 	if err != nil {
 		t.Fatalf("watch: %v", err)
 	}
-	var p corev1.Pod
-	if err := ev.Decode(&p); err != nil {
-		t.Fatal(err)
+	p, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		t.Fatalf("watch event of a %T", ev.Object)
 	}
-	return string(ev.Type), &p
+	return string(ev.Type), p
+}
+
+// deletePod deletes through client-go's REST client and returns the
+// server's answer, which the typed client's Delete drops: the pod,
+// Terminating, or nil for a Status (the pod is gone).
+func (s *testServer) deletePod(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (*corev1.Pod, error) {
+	res := s.client.CoreV1().RESTClient().Delete().Namespace(ns).Resource("pods").Name(name).Body(&opts).Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	body, _ := res.Raw()
+	var kind metav1.TypeMeta
+	if err := json.Unmarshal(body, &kind); err != nil || kind.Kind == "Status" {
+		return nil, err
+	}
+	var p corev1.Pod
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, fmt.Errorf("decoding the deleted pod: %w", err)
+	}
+	return &p, nil
 }
 
 func names(items []corev1.Pod) string {

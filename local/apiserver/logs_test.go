@@ -66,7 +66,7 @@ func TestLogsServeTheContainersOutput(t *testing.T) {
 	s.createPod(t, testPod("default", "web", nil))
 
 	tail := int64(5)
-	rc, err := s.client.Logs(t.Context(), "default", "web", corev1.PodLogOptions{Container: "app", Previous: true, Timestamps: true, TailLines: &tail})
+	rc, err := s.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{Container: "app", Previous: true, Timestamps: true, TailLines: &tail}).Stream(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestFollowedLogsArriveAsTheyAreWritten(t *testing.T) {
 	src := &lineLog{text: map[string]string{"app": "first\n"}, follow: make(chan string)}
 	s := startServer(t, Config{Logs: src})
 	s.createPod(t, testPod("default", "web", nil))
-	rc, err := s.client.Logs(t.Context(), "default", "web", corev1.PodLogOptions{Container: "app", Follow: true})
+	rc, err := s.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{Container: "app", Follow: true}).Stream(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestLogErrors(t *testing.T) {
 			}
 		})
 	}
-	_, err := s.client.Logs(t.Context(), "default", "web", corev1.PodLogOptions{Container: "db"})
+	_, err := s.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{Container: "db"}).Stream(t.Context())
 	if !apierrors.IsBadRequest(err) {
 		t.Errorf("client: %v, want the BadRequest StatusError", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/local/apiserver/resources"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // DefaultAddr is where `podgate run` serves the control API.
@@ -76,7 +77,7 @@ func NewServer(cfg Config) *Server {
 	mount(s.mux, &collection[*corev1.Event]{res: resources.Events, store: st.Events, selectable: eventFields, fieldSet: eventFieldSet, log: log, bookmarkEvery: every,
 		writes: writes[*corev1.Event]{create: true, update: replaceAll[*corev1.Event], patchSchema: corev1.Event{}}}, nil)
 	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: resources.EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log, bookmarkEvery: every}, nil)
-	mount(s.mux, &collection[*objstore.KnativeService]{res: resources.Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log, bookmarkEvery: every}, nil)
+	mount(s.mux, &collection[*servingv1.Service]{res: resources.Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log, bookmarkEvery: every}, nil)
 	s.mux.HandleFunc(resources.Pods.Path("{ns}", "{name}")+"/log", s.methods(schema.GroupResource{Resource: "pods/log"},
 		map[string]http.HandlerFunc{http.MethodGet: s.podLogs}))
 	s.mountDiscovery()

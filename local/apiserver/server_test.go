@@ -13,8 +13,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 func TestListsHaveTheAPIServersShape(t *testing.T) {
@@ -22,7 +22,7 @@ func TestListsHaveTheAPIServersShape(t *testing.T) {
 	s.createPod(t, testPod("default", "web", nil))
 	s.store.Events.Create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web.1"}, Reason: "Started"})
 	s.store.EndpointSlices.Create(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x"}, AddressType: discoveryv1.AddressTypeIPv4})
-	s.store.Services.Create(&objstore.KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}})
+	s.store.Services.Create(&servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}})
 
 	tests := []struct {
 		name       string
@@ -95,7 +95,7 @@ func TestGetReturnsTheTypedObject(t *testing.T) {
 	if p.Kind != "Pod" || p.APIVersion != "v1" || p.Name != "web" || p.ResourceVersion != "1" {
 		t.Errorf("got %s %s %s rv %s", p.APIVersion, p.Kind, p.Name, p.ResourceVersion)
 	}
-	got, err := s.client.GetPod(t.Context(), "default", "web")
+	got, err := s.client.CoreV1().Pods("default").Get(t.Context(), "web", metav1.GetOptions{})
 	if err != nil || got.UID != p.UID {
 		t.Errorf("client GetPod: %v %v", got, err)
 	}
@@ -154,22 +154,23 @@ func TestSelectorsFilterLists(t *testing.T) {
 
 	tests := []struct {
 		name string
-		opts apiclient.ListOptions
+		ns   string
+		opts metav1.ListOptions
 		want string
 	}{
-		{"no selector lists every namespace in order", apiclient.ListOptions{}, "a,b,c,e,d"},
-		{"a namespace limits the list", apiclient.ListOptions{Namespace: "prod"}, "d"},
-		{"label equality", apiclient.ListOptions{LabelSelector: "app=web"}, "a,b,d"},
-		{"label set and namespace", apiclient.ListOptions{Namespace: "default", LabelSelector: "app in (web,db),!tier"}, "b,c"},
-		{"label absence", apiclient.ListOptions{LabelSelector: "!app"}, "e"},
-		{"field metadata.name", apiclient.ListOptions{FieldSelector: "metadata.name=c"}, "c"},
-		{"field inequality", apiclient.ListOptions{FieldSelector: "metadata.namespace!=default"}, "d"},
-		{"field status.phase", apiclient.ListOptions{FieldSelector: "status.phase=Running"}, "b"},
-		{"labels and fields together", apiclient.ListOptions{LabelSelector: "app=web", FieldSelector: "metadata.name!=a"}, "b,d"},
+		{"no selector lists every namespace in order", "", metav1.ListOptions{}, "a,b,c,e,d"},
+		{"a namespace limits the list", "prod", metav1.ListOptions{}, "d"},
+		{"label equality", "", metav1.ListOptions{LabelSelector: "app=web"}, "a,b,d"},
+		{"label set and namespace", "default", metav1.ListOptions{LabelSelector: "app in (web,db),!tier"}, "b,c"},
+		{"label absence", "", metav1.ListOptions{LabelSelector: "!app"}, "e"},
+		{"field metadata.name", "", metav1.ListOptions{FieldSelector: "metadata.name=c"}, "c"},
+		{"field inequality", "", metav1.ListOptions{FieldSelector: "metadata.namespace!=default"}, "d"},
+		{"field status.phase", "", metav1.ListOptions{FieldSelector: "status.phase=Running"}, "b"},
+		{"labels and fields together", "", metav1.ListOptions{LabelSelector: "app=web", FieldSelector: "metadata.name!=a"}, "b,d"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := s.client.ListPods(t.Context(), tt.opts)
+			l, err := s.client.CoreV1().Pods(tt.ns).List(t.Context(), tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +195,7 @@ func TestEventFieldSelectorsMatchTheInvolvedObject(t *testing.T) {
 			Source:         corev1.EventSource{Component: "kubelet"},
 		})
 	}
-	l, err := s.client.ListEvents(t.Context(), apiclient.ListOptions{FieldSelector: "involvedObject.name=web,type=Warning,source=kubelet"})
+	l, err := s.client.CoreV1().Events("").List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=web,type=Warning,source=kubelet"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,13 +208,13 @@ func TestTypedListHelpersDecodeEachKind(t *testing.T) {
 	s := startServer(t, Config{})
 	s.store.EndpointSlices.Create(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x"}, AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"127.0.1.1"}}}})
-	s.store.Services.Create(&objstore.KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
-		Status: objstore.KnativeServiceStatus{URL: "http://hello.default.example.com"}})
-	eps, err := s.client.ListEndpointSlices(t.Context(), apiclient.ListOptions{})
-	if err != nil || len(eps.Items) != 1 || eps.Items[0].Endpoints[0].Addresses[0] != "127.0.1.1" || eps.Kind != "EndpointSliceList" {
+	s.store.Services.Create(&servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
+		Status: servingv1.ServiceStatus{URL: "http://hello.default.example.com"}})
+	eps, err := s.client.DiscoveryV1().EndpointSlices("").List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(eps.Items) != 1 || eps.Items[0].Endpoints[0].Addresses[0] != "127.0.1.1" {
 		t.Errorf("endpointslices: %+v %v", eps, err)
 	}
-	svcs, err := s.client.ListServices(t.Context(), apiclient.ListOptions{})
+	svcs, err := s.client.Serving.Services("").List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(svcs.Items) != 1 || svcs.Items[0].Status.URL != "http://hello.default.example.com" || svcs.Items[0].Kind != "Service" {
 		t.Errorf("services: %+v %v", svcs, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -13,9 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/local/apiclient"
-	"github.com/podgate/podgate/local/apiserver/resources"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/podctl"
 )
 
 func TestWatchStreamIsNewlineDelimitedWatchEvents(t *testing.T) {
@@ -64,15 +62,15 @@ func TestWatchStreamIsNewlineDelimitedWatchEvents(t *testing.T) {
 func TestWatchFromAListsVersionSeesOnlyLaterChanges(t *testing.T) {
 	s := startServer(t, Config{})
 	s.createPod(t, testPod("default", "old", nil))
-	l, err := s.client.ListPods(t.Context(), apiclient.ListOptions{})
+	l, err := s.client.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{ResourceVersion: l.ResourceVersion})
+	w, err := s.client.CoreV1().Pods("").Watch(t.Context(), metav1.ListOptions{ResourceVersion: l.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer w.Stop()
 	s.createPod(t, testPod("default", "new", nil))
 	if typ, p := mustNext(t, w); typ != "ADDED" || p.Name != "new" || p.ResourceVersion != "2" {
 		t.Errorf("got %s %s rv %s, want ADDED new rv 2", typ, p.Name, p.ResourceVersion)
@@ -83,11 +81,11 @@ func TestWatchSelectorsTurnMatchChangesIntoAddedAndDeleted(t *testing.T) {
 	s := startServer(t, Config{})
 	s.createPod(t, testPod("default", "web", map[string]string{"app": "web"}))
 	s.createPod(t, testPod("prod", "web", map[string]string{"app": "web"}))
-	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{Namespace: "default", LabelSelector: "app=web"})
+	w, err := s.client.CoreV1().Pods("default").Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer w.Stop()
 	relabel := func(ns, app string) {
 		s.store.Pods.Modify(ns, "web", func(p *corev1.Pod) error { p.Labels["app"] = app; return nil })
 	}
@@ -124,11 +122,11 @@ func TestWatchFromACompactedVersionEndsWithExpired(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		s.createPod(t, testPod("default", n, nil))
 	}
-	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{ResourceVersion: "1"})
+	w, err := s.client.CoreV1().Pods("").Watch(t.Context(), metav1.ListOptions{ResourceVersion: "1"})
 	if err != nil {
 		t.Fatalf("the watch itself is accepted, as the API server's is: %v", err)
 	}
-	defer w.Close()
+	defer w.Stop()
 	_, err = nextEvent(t, w)
 	if !apierrors.IsResourceExpired(err) {
 		t.Fatalf("err = %v, want 410 Expired", err)
@@ -140,11 +138,12 @@ func TestWatchFromACompactedVersionEndsWithExpired(t *testing.T) {
 
 func TestWatchTimeoutEndsTheStream(t *testing.T) {
 	s := startServer(t, Config{})
-	w, err := s.client.Watch(t.Context(), resources.Pods, apiclient.ListOptions{TimeoutSeconds: 1})
+	oneSecond := int64(1)
+	w, err := s.client.CoreV1().Pods("").Watch(t.Context(), metav1.ListOptions{TimeoutSeconds: &oneSecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer w.Stop()
 	if _, err := nextEvent(t, w); err != io.EOF {
 		t.Errorf("err = %v, want io.EOF", err)
 	}
@@ -153,14 +152,17 @@ func TestWatchTimeoutEndsTheStream(t *testing.T) {
 func TestCancellingTheCallersContextEndsTheWatch(t *testing.T) {
 	s := startServer(t, Config{})
 	ctx, cancel := context.WithCancel(t.Context())
-	w, err := s.client.Watch(ctx, resources.Pods, apiclient.ListOptions{})
+	w, err := s.client.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer w.Stop()
 	cancel()
-	if _, err := nextEvent(t, w); !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled", err)
+	// client-go may report the cancellation as an ERROR event first.
+	for {
+		if _, err := nextEvent(t, w); err == io.EOF {
+			break
+		}
 	}
 }
 
@@ -173,13 +175,13 @@ func TestShutdownEndsOpenWatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- NewServer(Config{Store: store}).Serve(ctx, ln) }()
-	c, _ := apiclient.New(ln.Addr().String())
+	c, _ := podctl.NewClient(ln.Addr().String())
 	defer c.Close()
-	w, err := c.Watch(t.Context(), resources.Pods, apiclient.ListOptions{})
+	w, err := c.CoreV1().Pods("").Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer w.Stop()
 	cancel()
 	if _, err := nextEvent(t, w); err != io.EOF {
 		t.Errorf("watch after shutdown: %v, want io.EOF", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Labels on the EndpointSlices.
@@ -84,7 +85,7 @@ type service struct {
 	selector func(*corev1.Pod) bool
 
 	everReady bool
-	conds     map[string]objstore.KnativeCondition
+	conds     map[string]servingv1.Condition
 }
 
 // NewEndpoints prepares the controller; Start runs it.
@@ -107,7 +108,7 @@ func NewEndpoints(cfg EndpointsConfig) (*Endpoints, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.ID(), err)
 		}
-		e.services = append(e.services, &service{w: w, name: ServiceName(w), selector: sel, conds: map[string]objstore.KnativeCondition{}})
+		e.services = append(e.services, &service{w: w, name: ServiceName(w), selector: sel, conds: map[string]servingv1.Condition{}})
 	}
 	return e, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 const waitLimit = 10 * time.Second
@@ -219,10 +220,10 @@ type servingCount struct{ n atomic.Int32 }
 
 func (c *servingCount) ServingPods(_, _ string) (int, bool) { return int(c.n.Load()), true }
 
-func waitCondition(t *testing.T, store *objstore.Store, what, typ string, status corev1.ConditionStatus, reason string) *objstore.KnativeService {
+func waitCondition(t *testing.T, store *objstore.Store, what, typ string, status corev1.ConditionStatus, reason string) *servingv1.Service {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
-	var svc *objstore.KnativeService
+	var svc *servingv1.Service
 	for time.Now().Before(deadline) {
 		svc, _ = store.Services.Get("default", "hello")
 		if svc != nil {

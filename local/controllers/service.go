@@ -14,7 +14,7 @@ import (
 
 	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/gate/contract"
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // DefaultDomain is Knative's default domain: a Service's URL is
@@ -114,7 +114,7 @@ func (e *Endpoints) syncServiceLocked(s *service, eps []endpoint) {
 			serving = n
 		}
 	}
-	svc := &objstore.KnativeService{
+	svc := &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: maps.Clone(w.Labels), Generation: 1},
 	}
 	if obj, ok := w.Object().(*workload.Service); ok {
@@ -125,7 +125,7 @@ func (e *Endpoints) syncServiceLocked(s *service, eps []endpoint) {
 	st := &svc.Status
 	st.ObservedGeneration = 1
 	st.URL = fmt.Sprintf("http://%s.%s.%s", w.Name, w.Namespace, e.cfg.Domain)
-	st.Address = &objstore.KnativeAddressable{URL: fmt.Sprintf("http://%s.%s.svc.cluster.local", w.Name, w.Namespace)}
+	st.Address = &servingv1.Addressable{URL: fmt.Sprintf("http://%s.%s.svc.cluster.local", w.Name, w.Namespace)}
 	st.LatestCreatedRevisionName = k.RevisionName
 	if serving > 0 {
 		s.everReady = true
@@ -135,7 +135,7 @@ func (e *Endpoints) syncServiceLocked(s *service, eps []endpoint) {
 		// ready one, and traffic keeps pointing at it.
 		st.LatestReadyRevisionName = k.RevisionName
 		pct, latest := int64(100), true
-		st.Traffic = []objstore.KnativeTraffic{{RevisionName: k.RevisionName, LatestRevision: &latest, Percent: &pct}}
+		st.Traffic = []servingv1.TrafficTarget{{RevisionName: k.RevisionName, LatestRevision: &latest, Percent: &pct}}
 	}
 	for _, c := range e.serviceConditions(s, eps, serving) {
 		if prev, ok := s.conds[c.Type]; ok && prev.Status == c.Status {
@@ -160,12 +160,12 @@ func (e *Endpoints) syncServiceLocked(s *service, eps []endpoint) {
 //   - No pod ever took traffic: Unknown RevisionMissing.
 //   - No pod takes traffic any more: RoutesReady and Ready Unknown
 //     NoHealthyBackends, naming the containers that are not ready.
-func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) []objstore.KnativeCondition {
+func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) []servingv1.Condition {
 	now := metav1.NewTime(e.cfg.Clock.Now())
 	w := s.w
 	rev := w.Knative.RevisionName
-	cond := func(t string, s corev1.ConditionStatus, reason, msg string) objstore.KnativeCondition {
-		return objstore.KnativeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now}
+	cond := func(t string, s corev1.ConditionStatus, reason, msg string) servingv1.Condition {
+		return servingv1.Condition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now}
 	}
 	var failure *containerFailure
 	for _, ep := range eps {
@@ -174,7 +174,7 @@ func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) [
 			break
 		}
 	}
-	var health objstore.KnativeCondition
+	var health servingv1.Condition
 	switch {
 	case failure != nil:
 		health = cond(condContainerHealthy, corev1.ConditionFalse, failure.conditionReason(), failure.message())
@@ -187,7 +187,7 @@ func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) [
 		if failure != nil {
 			health.Severity = severityWarning
 		}
-		return []objstore.KnativeCondition{
+		return []servingv1.Condition{
 			cond(condConfigurationsReady, corev1.ConditionTrue, "", ""),
 			health,
 			cond(condReady, corev1.ConditionTrue, "", ""),
@@ -212,7 +212,7 @@ func (e *Endpoints) serviceConditions(s *service, eps []endpoint, serving int) [
 		ready = config
 	}
 	ready.Type = condReady
-	return []objstore.KnativeCondition{config, health, ready, routes}
+	return []servingv1.Condition{config, health, ready, routes}
 }
 
 // gateReadyzURL is where the gate of the pod at ip says which container

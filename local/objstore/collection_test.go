@@ -11,6 +11,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 func TestCreateStampsWhatTheServerOwns(t *testing.T) {
@@ -300,7 +302,7 @@ func TestVersionsGrowAcrossCollections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, err := s.Services.Create(&KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}})
+	ks, err := s.Services.Create(&servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,22 +7,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/local/servingv1"
 )
 
-func knativeHello() *KnativeService {
+func knativeHello() *servingv1.Service {
 	latest, pct := true, int64(100)
-	return &KnativeService{
+	return &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
 		Spec:       json.RawMessage(`{"template":{"spec":{"containers":[{"image":"ghcr.io/podgate/testapp"}]}}}`),
-		Status: KnativeServiceStatus{
-			Conditions: []KnativeCondition{
+		Status: servingv1.ServiceStatus{
+			Conditions: []servingv1.Condition{
 				{Type: "ConfigurationsReady", Status: corev1.ConditionTrue},
 				{Type: "Ready", Status: corev1.ConditionFalse, Reason: "RevisionMissing", LastTransitionTime: metav1.NewTime(epoch)},
 			},
 			URL:                       "http://hello.default.example.com",
-			Address:                   &KnativeAddressable{URL: "http://hello.default.svc.cluster.local"},
+			Address:                   &servingv1.Addressable{URL: "http://hello.default.svc.cluster.local"},
 			LatestCreatedRevisionName: "hello-00001",
-			Traffic:                   []KnativeTraffic{{RevisionName: "hello-00001", LatestRevision: &latest, Percent: &pct}},
+			Traffic:                   []servingv1.TrafficTarget{{RevisionName: "hello-00001", LatestRevision: &latest, Percent: &pct}},
 		},
 	}
 }
@@ -39,7 +41,7 @@ func TestKnativeServiceCopiesShareNothing(t *testing.T) {
 		a.Status.Address.URL == "changed" || *a.Status.Traffic[0].Percent != 100 || !*a.Status.Traffic[0].LatestRevision {
 		t.Errorf("a copy shares memory with the original: %+v", a.Status)
 	}
-	var nilSvc *KnativeService
+	var nilSvc *servingv1.Service
 	if nilSvc.DeepCopyObject() != nil {
 		t.Error("DeepCopyObject of nil is not nil")
 	}
@@ -72,8 +74,8 @@ func TestKnativeServiceJSONIsKnativesShape(t *testing.T) {
 	if out.Status.Condition("RoutesReady") != nil {
 		t.Error("Condition of a missing type is not nil")
 	}
-	list := &KnativeServiceList{Items: []KnativeService{*out}}
-	if cp := list.DeepCopyObject().(*KnativeServiceList); cp.Items[0].Status.URL != out.Status.URL {
+	list := &servingv1.ServiceList{Items: []servingv1.Service{*out}}
+	if cp := list.DeepCopyObject().(*servingv1.ServiceList); cp.Items[0].Status.URL != out.Status.URL {
 		t.Errorf("list copy lost items: %+v", cp)
 	}
 }

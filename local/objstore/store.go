@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Object is what a Collection holds: a pointer to a Kubernetes API type
@@ -44,7 +46,7 @@ type Store struct {
 	Pods           *Collection[*corev1.Pod]
 	Events         *Collection[*corev1.Event]
 	EndpointSlices *Collection[*discoveryv1.EndpointSlice]
-	Services       *Collection[*KnativeService]
+	Services       *Collection[*servingv1.Service]
 }
 
 // Kinds as the API names them: the GroupVersionKind stamped into objects and
@@ -53,12 +55,12 @@ var (
 	PodKind            = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	EventKind          = schema.GroupVersionKind{Version: "v1", Kind: "Event"}
 	EndpointSliceKind  = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
-	KnativeServiceKind = KnativeGroupVersion.WithKind("Service")
+	KnativeServiceKind = servingv1.SchemeGroupVersion.WithKind("Service")
 
 	PodResource            = schema.GroupResource{Resource: "pods"}
 	EventResource          = schema.GroupResource{Resource: "events"}
 	EndpointSliceResource  = discoveryv1.Resource("endpointslices")
-	KnativeServiceResource = schema.GroupResource{Group: KnativeGroupVersion.Group, Resource: "services"}
+	KnativeServiceResource = schema.GroupResource{Group: servingv1.SchemeGroupVersion.Group, Resource: "services"}
 )
 
 // New returns an empty store.
@@ -76,7 +78,7 @@ func New(opts Options) *Store {
 	s.Pods = newCollection[*corev1.Pod](s, PodKind, PodResource)
 	s.Events = newCollection[*corev1.Event](s, EventKind, EventResource)
 	s.EndpointSlices = newCollection[*discoveryv1.EndpointSlice](s, EndpointSliceKind, EndpointSliceResource)
-	s.Services = newCollection[*KnativeService](s, KnativeServiceKind, KnativeServiceResource)
+	s.Services = newCollection[*servingv1.Service](s, KnativeServiceKind, KnativeServiceResource)
 	return s
 }
 

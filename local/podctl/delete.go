@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/podgate/podgate/local/apiclient"
 )
 
 // DeleteRequest is one `podgate delete pod NAME...` (or pod/NAME...).
@@ -44,7 +42,7 @@ func (r DeleteRequest) parse() ([]string, metav1.DeleteOptions, string, error) {
 // prints `pod "NAME" deleted` for each on out (and the warning of an
 // immediate deletion on errOut first). Pods that cannot be deleted are the
 // error, joined; a server that does not answer ends it at once.
-func Delete(ctx context.Context, c *apiclient.Client, r DeleteRequest, out, errOut io.Writer) error {
+func Delete(ctx context.Context, c *Client, r DeleteRequest, out, errOut io.Writer) error {
 	names, opts, warning, err := r.parse()
 	if err != nil {
 		return err
@@ -58,8 +56,8 @@ func Delete(ctx context.Context, c *apiclient.Client, r DeleteRequest, out, errO
 	}
 	var failed []error
 	for _, name := range names {
-		_, err := c.DeletePod(ctx, r.Namespace, name, opts)
-		var unreachable *apiclient.UnreachableError
+		err := c.reached(c.CoreV1().Pods(r.Namespace).Delete(ctx, name, opts))
+		var unreachable *UnreachableError
 		switch {
 		case errors.As(err, &unreachable):
 			return err

@@ -9,11 +9,13 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/podgate/podgate/local/apiclient"
 	"github.com/podgate/podgate/local/printers"
 )
 
@@ -77,7 +79,11 @@ func (r GetRequest) Check() error {
 // the format asked for on out ("No resources found" on errOut for an
 // empty table); with Watch, a row for every change after that, until the
 // server ends the watch or ctx ends.
-func Get(ctx context.Context, c *apiclient.Client, r GetRequest, out, errOut io.Writer) error {
+func Get(ctx context.Context, c *Client, r GetRequest, out, errOut io.Writer) error {
+	return c.reached(get(ctx, c, r, out, errOut))
+}
+
+func get(ctx context.Context, c *Client, r GetRequest, out, errOut io.Writer) error {
 	k, names, err := r.parse()
 	if err != nil {
 		return err
@@ -87,7 +93,7 @@ func Get(ctx context.Context, c *apiclient.Client, r GetRequest, out, errOut io.
 	if r.AllNamespaces {
 		ns = ""
 	}
-	opts := apiclient.ListOptions{Namespace: ns, LabelSelector: r.LabelSelector, FieldSelector: r.FieldSelector}
+	opts := metav1.ListOptions{LabelSelector: r.LabelSelector, FieldSelector: r.FieldSelector}
 	if len(names) > 0 && !r.Watch {
 		return getByName(ctx, c, k, p, ns, names)
 	}
@@ -95,7 +101,7 @@ func Get(ctx context.Context, c *apiclient.Client, r GetRequest, out, errOut io.
 		// As kubectl does for `get -w NAME`: watch the list, narrowed to it.
 		opts.FieldSelector = joinSelectors(opts.FieldSelector, "metadata.name="+names[0])
 	}
-	list, items, err := k.list(ctx, c, opts)
+	list, items, err := k.list(ctx, c, ns, opts)
 	if err != nil {
 		return err
 	}
@@ -113,11 +119,11 @@ func Get(ctx context.Context, c *apiclient.Client, r GetRequest, out, errOut io.
 		return nil
 	}
 	opts.ResourceVersion = listVersion(list)
-	return watchAndPrint(ctx, c, k, p, opts)
+	return watchAndPrint(ctx, c, k, p, ns, opts)
 }
 
 // getByName prints the objects found; the names not found are the error.
-func getByName(ctx context.Context, c *apiclient.Client, k kind, p *printers.Printer, ns string, names []string) error {
+func getByName(ctx context.Context, c *Client, k kind, p *printers.Printer, ns string, names []string) error {
 	var items []item
 	var missing []error
 	for _, name := range names {
@@ -143,26 +149,34 @@ func getByName(ctx context.Context, c *apiclient.Client, k kind, p *printers.Pri
 	return errors.Join(missing...)
 }
 
-func watchAndPrint(ctx context.Context, c *apiclient.Client, k kind, p *printers.Printer, opts apiclient.ListOptions) error {
-	w, err := c.Watch(ctx, k.resource(), opts)
+func watchAndPrint(ctx context.Context, c *Client, k kind, p *printers.Printer, ns string, opts metav1.ListOptions) error {
+	w, err := k.watch(ctx, c, ns, opts)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer w.Stop()
 	for {
-		ev, err := w.Next()
-		switch {
-		case errors.Is(err, io.EOF) || ctx.Err() != nil:
-			// The server went away or the user pressed Ctrl-C: done, as
-			// kubectl's -w is.
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			// The user pressed Ctrl-C: done, as kubectl's -w is.
 			return nil
-		case err != nil:
-			return err
+		case ev, ok = <-w.ResultChan():
 		}
-		if ev.Type == watch.Bookmark {
+		switch {
+		case !ok || ctx.Err() != nil:
+			// The server ended the watch or went away, or the user pressed
+			// Ctrl-C as the event came (client-go reports the cancellation
+			// as an ERROR event): done too.
+			return nil
+		case ev.Type == watch.Bookmark:
 			continue
+		case ev.Type == watch.Error:
+			// 410 Expired among others: the server's Status.
+			return apierrors.FromObject(ev.Object)
 		}
-		it, err := k.decode(ev)
+		it, err := k.decode(ev.Object)
 		if err != nil {
 			return err
 		}
@@ -179,8 +193,8 @@ func joinSelectors(a, b string) string {
 	return a + "," + b
 }
 
-func listVersion(list any) string {
-	if l, ok := list.(interface{ GetResourceVersion() string }); ok {
+func listVersion(list runtime.Object) string {
+	if l, err := meta.ListAccessor(list); err == nil {
 		return l.GetResourceVersion()
 	}
 	return ""

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/podgate/podgate/local/apiclient"
 )
 
 // LogsRequest is one `podgate logs POD` (or pod/POD).
@@ -57,14 +55,14 @@ func (r LogsRequest) parse() (string, corev1.PodLogOptions, error) {
 
 // Logs copies the container's output to out, as kubectl logs does; with
 // Follow until the container stops, the server goes away or ctx ends.
-func Logs(ctx context.Context, c *apiclient.Client, r LogsRequest, out io.Writer) error {
+func Logs(ctx context.Context, c *Client, r LogsRequest, out io.Writer) error {
 	pod, opts, err := r.parse()
 	if err != nil {
 		return err
 	}
-	rc, err := c.Logs(ctx, r.Namespace, pod, opts)
+	rc, err := c.CoreV1().Pods(r.Namespace).GetLogs(pod, &opts).Stream(ctx)
 	if err != nil {
-		return err
+		return c.reached(err)
 	}
 	defer rc.Close()
 	if _, err := io.Copy(out, rc); err != nil && ctx.Err() == nil && !errors.Is(err, io.ErrUnexpectedEOF) {

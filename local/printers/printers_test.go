@@ -10,7 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 var (
@@ -293,15 +293,15 @@ func TestEndpointSliceRowsShowThreeThenMore(t *testing.T) {
 	}
 }
 
-func ksvc(name string, ready corev1.ConditionStatus, reason string) *objstore.KnativeService {
-	s := &objstore.KnativeService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+func ksvc(name string, ready corev1.ConditionStatus, reason string) *servingv1.Service {
+	s := &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
 	s.Status.URL = "http://" + name + ".default.example.com"
 	s.Status.LatestCreatedRevisionName = name + "-00001"
 	if ready == corev1.ConditionTrue {
 		s.Status.LatestReadyRevisionName = name + "-00001"
 	}
 	if ready != "" {
-		s.Status.Conditions = []objstore.KnativeCondition{{Type: "ConfigurationsReady", Status: corev1.ConditionTrue}, {Type: "Ready", Status: ready, Reason: reason}}
+		s.Status.Conditions = []servingv1.Condition{{Type: "ConfigurationsReady", Status: corev1.ConditionTrue}, {Type: "Ready", Status: ready, Reason: reason}}
 	}
 	return s
 }
@@ -309,7 +309,7 @@ func ksvc(name string, ready corev1.ConditionStatus, reason string) *objstore.Kn
 func TestServiceRowsAreKubectlGetKsvc(t *testing.T) {
 	tests := []struct {
 		name string
-		svc  *objstore.KnativeService
+		svc  *servingv1.Service
 		want string
 	}{
 		{"a ready service", ksvc("hello", corev1.ConditionTrue, ""), "hello|http://hello.default.example.com|hello-00001|hello-00001|True|"},

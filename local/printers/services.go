@@ -3,7 +3,7 @@ package printers
 import (
 	"time"
 
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Services (Knative's) print as `kubectl get ksvc`.
@@ -15,7 +15,7 @@ var Services = Resource{
 
 // ServiceRow is `kubectl get ksvc`: Knative's printer columns, empty cells
 // for fields not set yet.
-func ServiceRow(s *objstore.KnativeService, _ bool, _ time.Time) []string {
+func ServiceRow(s *servingv1.Service, _ bool, _ time.Time) []string {
 	ready, reason := "", ""
 	if c := s.Status.Condition("Ready"); c != nil {
 		ready, reason = string(c.Status), c.Reason

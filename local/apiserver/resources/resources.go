@@ -3,7 +3,7 @@ package resources
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/servingv1"
 )
 
 // Resource names one collection the control API serves.
@@ -19,7 +19,7 @@ var (
 	Pods           = Resource{Version: "v1", Plural: "pods", Kind: "Pod"}
 	Events         = Resource{Version: "v1", Plural: "events", Kind: "Event"}
 	EndpointSlices = Resource{Group: "discovery.k8s.io", Version: "v1", Plural: "endpointslices", Kind: "EndpointSlice"}
-	Services       = Resource{Group: objstore.KnativeGroupVersion.Group, Version: objstore.KnativeGroupVersion.Version, Plural: "services", Kind: "Service"}
+	Services       = Resource{Group: servingv1.SchemeGroupVersion.Group, Version: servingv1.SchemeGroupVersion.Version, Plural: "services", Kind: "Service"}
 )
 
 // GroupVersion is the resource's apiVersion.

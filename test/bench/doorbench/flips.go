@@ -8,12 +8,14 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
-	"github.com/podgate/podgate/local/apiclient"
+	"github.com/podgate/podgate/local/podctl"
 )
 
-var apiAll = apiclient.ListOptions{}
+var apiAll = metav1.ListOptions{}
 
 // sidecarPort is where the sidecar's test app takes its toggles.
 const sidecarPort = 8090
@@ -99,9 +101,9 @@ loop:
 	return res, ctx.Err()
 }
 
-func waitReadyPods(ctx context.Context, c *apiclient.Client, n int) error {
+func waitReadyPods(ctx context.Context, c *podctl.Client, n int) error {
 	return lab.Poll(ctx, lab.PollInterval, fmt.Sprintf("%d ready pods", n), func(ctx context.Context) (bool, error) {
-		pods, err := c.ListPods(ctx, apiAll)
+		pods, err := c.CoreV1().Pods("").List(ctx, apiAll)
 		if err != nil {
 			return false, err
 		}

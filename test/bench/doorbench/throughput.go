@@ -83,7 +83,7 @@ func startPodgate(ctx context.Context, bin, manifest, cidr string, replicas int)
 		p.Stop(30 * time.Second)
 		return nil, nil, fmt.Errorf("%w\n%s", err, p.Stderr())
 	}
-	pods, err := p.Client().ListPods(waitCtx, apiAll)
+	pods, err := p.Client().CoreV1().Pods("").List(waitCtx, apiAll)
 	if err != nil || len(pods.Items) == 0 {
 		p.Stop(30 * time.Second)
 		return nil, nil, fmt.Errorf("listing pods: %v", err)

@@ -1,4 +1,4 @@
-package objstore
+package servingv1
 
 import (
 	"encoding/json"
@@ -10,39 +10,39 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// KnativeGroupVersion is the apiVersion of Knative Serving's Service.
-var KnativeGroupVersion = schema.GroupVersion{Group: "serving.knative.dev", Version: "v1"}
+// SchemeGroupVersion is the apiVersion of Knative Serving's Service.
+var SchemeGroupVersion = schema.GroupVersion{Group: "serving.knative.dev", Version: "v1"}
 
-// KnativeService is a serving.knative.dev/v1 Service as the local control
+// Service is a serving.knative.dev/v1 Service as the local control
 // API serves it: metadata, the spec as given (podgate does not interpret it
 // here), and the status fields `kn service list` and `kubectl get ksvc` show.
 // It is declared here, not taken from Knative, to keep podgate free of
 // Knative's module; the JSON shape is Knative's.
-type KnativeService struct {
+type Service struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// Spec is the manifest's spec, kept verbatim.
-	Spec   json.RawMessage      `json:"spec,omitempty"`
-	Status KnativeServiceStatus `json:"status,omitempty"`
+	Spec   json.RawMessage `json:"spec,omitempty"`
+	Status ServiceStatus   `json:"status,omitempty"`
 }
 
-// KnativeServiceStatus is the subset of Knative's ServiceStatus podgate
+// ServiceStatus is the subset of Knative's ServiceStatus podgate
 // fills in.
-type KnativeServiceStatus struct {
-	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
-	Conditions         []KnativeCondition `json:"conditions,omitempty"`
+type ServiceStatus struct {
+	ObservedGeneration int64       `json:"observedGeneration,omitempty"`
+	Conditions         []Condition `json:"conditions,omitempty"`
 	// URL is http://NAME.NAMESPACE.DOMAIN, as Knative's default domain
 	// template makes it (docs/activator.md, "Routing by host").
-	URL                       string              `json:"url,omitempty"`
-	Address                   *KnativeAddressable `json:"address,omitempty"`
-	LatestCreatedRevisionName string              `json:"latestCreatedRevisionName,omitempty"`
-	LatestReadyRevisionName   string              `json:"latestReadyRevisionName,omitempty"`
-	Traffic                   []KnativeTraffic    `json:"traffic,omitempty"`
+	URL                       string          `json:"url,omitempty"`
+	Address                   *Addressable    `json:"address,omitempty"`
+	LatestCreatedRevisionName string          `json:"latestCreatedRevisionName,omitempty"`
+	LatestReadyRevisionName   string          `json:"latestReadyRevisionName,omitempty"`
+	Traffic                   []TrafficTarget `json:"traffic,omitempty"`
 }
 
-// KnativeCondition is Knative's apis.Condition (Ready,
+// Condition is Knative's apis.Condition (Ready,
 // ConfigurationsReady, RoutesReady on a Service).
-type KnativeCondition struct {
+type Condition struct {
 	Type   string                 `json:"type"`
 	Status corev1.ConditionStatus `json:"status"`
 	// Severity is empty for conditions that decide readiness ("Error"),
@@ -53,13 +53,13 @@ type KnativeCondition struct {
 	Message            string      `json:"message,omitempty"`
 }
 
-// KnativeAddressable is Knative's duck-typed address.
-type KnativeAddressable struct {
+// Addressable is Knative's duck-typed address.
+type Addressable struct {
 	URL string `json:"url,omitempty"`
 }
 
-// KnativeTraffic is one entry of status.traffic.
-type KnativeTraffic struct {
+// TrafficTarget is one entry of status.traffic.
+type TrafficTarget struct {
 	Tag            string `json:"tag,omitempty"`
 	RevisionName   string `json:"revisionName,omitempty"`
 	LatestRevision *bool  `json:"latestRevision,omitempty"`
@@ -67,15 +67,15 @@ type KnativeTraffic struct {
 	URL            string `json:"url,omitempty"`
 }
 
-// KnativeServiceList is the list the API serves for Knative Services.
-type KnativeServiceList struct {
+// ServiceList is the list the API serves for Knative Services.
+type ServiceList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []KnativeService `json:"items"`
+	Items           []Service `json:"items"`
 }
 
 // Condition returns the condition of type t, or nil.
-func (s *KnativeServiceStatus) Condition(t string) *KnativeCondition {
+func (s *ServiceStatus) Condition(t string) *Condition {
 	for i := range s.Conditions {
 		if s.Conditions[i].Type == t {
 			return &s.Conditions[i]
@@ -85,7 +85,7 @@ func (s *KnativeServiceStatus) Condition(t string) *KnativeCondition {
 }
 
 // DeepCopyInto copies s into out.
-func (s *KnativeService) DeepCopyInto(out *KnativeService) {
+func (s *Service) DeepCopyInto(out *Service) {
 	*out = *s
 	out.TypeMeta = s.TypeMeta
 	s.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
@@ -94,17 +94,17 @@ func (s *KnativeService) DeepCopyInto(out *KnativeService) {
 }
 
 // DeepCopy returns a copy of s (nil for nil).
-func (s *KnativeService) DeepCopy() *KnativeService {
+func (s *Service) DeepCopy() *Service {
 	if s == nil {
 		return nil
 	}
-	out := new(KnativeService)
+	out := new(Service)
 	s.DeepCopyInto(out)
 	return out
 }
 
 // DeepCopyObject implements runtime.Object.
-func (s *KnativeService) DeepCopyObject() runtime.Object {
+func (s *Service) DeepCopyObject() runtime.Object {
 	if c := s.DeepCopy(); c != nil {
 		return c
 	}
@@ -112,10 +112,10 @@ func (s *KnativeService) DeepCopyObject() runtime.Object {
 }
 
 // DeepCopyInto copies s into out.
-func (s *KnativeServiceStatus) DeepCopyInto(out *KnativeServiceStatus) {
+func (s *ServiceStatus) DeepCopyInto(out *ServiceStatus) {
 	*out = *s
 	if s.Conditions != nil {
-		out.Conditions = make([]KnativeCondition, len(s.Conditions))
+		out.Conditions = make([]Condition, len(s.Conditions))
 		for i := range s.Conditions {
 			out.Conditions[i] = s.Conditions[i]
 			s.Conditions[i].LastTransitionTime.DeepCopyInto(&out.Conditions[i].LastTransitionTime)
@@ -126,7 +126,7 @@ func (s *KnativeServiceStatus) DeepCopyInto(out *KnativeServiceStatus) {
 		out.Address = &a
 	}
 	if s.Traffic != nil {
-		out.Traffic = make([]KnativeTraffic, len(s.Traffic))
+		out.Traffic = make([]TrafficTarget, len(s.Traffic))
 		for i, t := range s.Traffic {
 			if t.LatestRevision != nil {
 				v := *t.LatestRevision
@@ -142,11 +142,11 @@ func (s *KnativeServiceStatus) DeepCopyInto(out *KnativeServiceStatus) {
 }
 
 // DeepCopyInto copies l into out.
-func (l *KnativeServiceList) DeepCopyInto(out *KnativeServiceList) {
+func (l *ServiceList) DeepCopyInto(out *ServiceList) {
 	*out = *l
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
 	if l.Items != nil {
-		out.Items = make([]KnativeService, len(l.Items))
+		out.Items = make([]Service, len(l.Items))
 		for i := range l.Items {
 			l.Items[i].DeepCopyInto(&out.Items[i])
 		}
@@ -154,11 +154,11 @@ func (l *KnativeServiceList) DeepCopyInto(out *KnativeServiceList) {
 }
 
 // DeepCopyObject implements runtime.Object.
-func (l *KnativeServiceList) DeepCopyObject() runtime.Object {
+func (l *ServiceList) DeepCopyObject() runtime.Object {
 	if l == nil {
 		return nil
 	}
-	out := new(KnativeServiceList)
+	out := new(ServiceList)
 	l.DeepCopyInto(out)
 	return out
 }
