@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/podgate/podgate/gate/gatemain"
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
 
@@ -26,6 +27,7 @@ import (
 // refused: a pod that runs some other podgate subcommand must not run the
 // tests again.
 func TestMain(m *testing.M) {
+	proc.RunReaperIfAsked()
 	if len(os.Args) > 1 && os.Args[1] == "testapp" {
 		os.Exit(testapp.Main(os.Args[2:]))
 	}
