@@ -197,24 +197,29 @@ func New(ln net.Listener, c Config) (*Door, error) {
 		return nil, err
 	}
 
-	f.startFeeds(routed, c)
+	if err := f.startFeeds(routed, c); err != nil {
+		f.closeTargets()
+		f.closeServicePorts()
+		return nil, err
+	}
 	return f, nil
 }
 
-// startFeeds follows each routed workload's EndpointSlices and pods into
-// its target. Feeds start before the pods: a target then sees every pod
-// from its first endpoint on.
-func (f *Door) startFeeds(routed []*workload.Workload, c Config) {
+// startFeeds follows the routed workloads' EndpointSlices and pods into
+// their targets, through one feed (one informer pair) for them all. It is
+// the only router to these pods, so each target tells a gate when it
+// sends it nothing more. Feeds start before the pods: a target then sees
+// every pod from its first endpoint on.
+func (f *Door) startFeeds(routed []*workload.Workload, c Config) error {
+	feed, err := kubebackends.NewFeed(c.Client, kubebackends.Options{OnlyRouter: true})
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopFeeds = cancel
+	f.feeds.Go(func() { feed.Run(ctx) })
 	for i, w := range routed {
-		src := &kubebackends.Source{
-			Client:    c.Client,
-			Namespace: w.Namespace,
-			Service:   serviceName(w),
-			Port:      gatePort(w),
-			Logger:    c.Logger,
-		}
+		src := feed.Backends(w.Namespace, serviceName(w), gatePort(w))
 		t := f.targets[i]
 		f.feeds.Add(2)
 		go func() {
@@ -243,6 +248,7 @@ func (f *Door) startFeeds(routed []*workload.Workload, c Config) {
 			}
 		}()
 	}
+	return nil
 }
 
 // announceReady prints, once per route and after the curl lines, that the

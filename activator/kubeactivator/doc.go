@@ -7,7 +7,7 @@
 // holds the request, and answers 504 after the request timeout.
 //
 // One EndpointSlice informer and one Pod informer serve every Service
-// (activator/kubebackends.Cluster). A Service's target (package
+// (activator/kubebackends.Feed). A Service's target (package
 // activator) is made on the first request for it and closed once it has
 // been idle for a while, so an activator in front of many Services keeps
 // health-checking only the pods of those in use. A host that names no

@@ -29,7 +29,7 @@ const (
 // Server is a running activator.
 type Server struct {
 	cfg     Config
-	cluster *kubebackends.Cluster
+	cluster *kubebackends.Feed
 	targets *targets
 
 	ln, metricsLn     net.Listener
@@ -70,7 +70,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API client for %s: %w", cfg.Rest.Host, err)
 	}
-	cluster, err := kubebackends.NewCluster(client, cfg.Namespace)
+	cluster, err := kubebackends.NewFeed(client, kubebackends.Options{Namespace: cfg.Namespace})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ var (
 // Services in use, not the Services that exist.
 type targets struct {
 	cfg     *Config
-	cluster *kubebackends.Cluster
+	cluster *kubebackends.Feed
 	metrics *prommetrics.Metrics
 	own     *ownMetrics
 
@@ -53,7 +53,7 @@ type entry struct {
 	idleSince time.Time
 }
 
-func newTargets(cfg *Config, cluster *kubebackends.Cluster, m *prommetrics.Metrics, own *ownMetrics) *targets {
+func newTargets(cfg *Config, cluster *kubebackends.Feed, m *prommetrics.Metrics, own *ownMetrics) *targets {
 	return &targets{cfg: cfg, cluster: cluster, metrics: m, own: own, byKey: map[string]*entry{}}
 }
 

@@ -19,37 +19,52 @@ import (
 	"github.com/podgate/podgate/activator"
 )
 
-// Index names of the Cluster's EndpointSlice informer.
+// Index names of the Feed's EndpointSlice informer.
 const (
 	byService = "service" // NAMESPACE/kubernetes.io/service-name
 	byPod     = "pod"     // NAMESPACE/NAME of every Pod an endpoint targets
 )
 
-// Cluster is one EndpointSlice informer and one Pod informer over every
-// namespace (or one), shared by the targets of many Services: the
-// activator on a cluster serves any Service, and an informer per Service
-// would list and watch every pod once per Service. It also answers
+// Feed is the front door's one backend feed: one EndpointSlice informer
+// and one Pod informer over every namespace (or one), shared by the
+// targets of every Service, for `podgate run` and on a cluster alike. An
+// informer pair per Service would list and watch every pod once per
+// Service. It also answers
 // whether a Service has EndpointSlices at all, without a request to the
 // API server, so an unknown host is refused at once.
 //
 // Pods are kept stripped to what the fast-path rule reads (podTransform):
 // a cluster's pods in full would cost the activator far more memory than
 // the rule needs.
-type Cluster struct {
+type Feed struct {
 	slices, pods cache.SharedIndexInformer
+	onlyRouter   bool
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{} // by NAMESPACE/SERVICE
 }
 
-// NewCluster makes the informers over client, in namespace (every
-// namespace when empty). They run from Run.
-func NewCluster(client kubernetes.Interface, namespace string) (*Cluster, error) {
+// Options say what a Feed follows.
+type Options struct {
+	// Namespace is the one namespace followed; every namespace when empty.
+	Namespace string
+	// OnlyRouter is set when this front door is the only router to its
+	// pods (`podgate run`): each pod then carries its gate's admin address
+	// (activator.Pod.AdminAddr), where its target tells the gate that it
+	// sends it nothing more, so a terminating gate need not wait out its
+	// quiet period. On a cluster other routers (the ingress, another
+	// activator) may still send, so it stays unset.
+	OnlyRouter bool
+}
+
+// NewFeed makes the informers over client. They run from Run.
+func NewFeed(client kubernetes.Interface, opts Options) (*Feed, error) {
+	namespace := opts.Namespace
 	hasService, err := labels.NewRequirement(ServiceNameLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{subs: map[string]map[chan struct{}]struct{}{}}
+	c := &Feed{subs: map[string]map[chan struct{}]struct{}{}, onlyRouter: opts.OnlyRouter}
 	// Informers of their own, not a shared factory: the factory links every
 	// API group's informer into the binary (tens of MB).
 	c.slices = discoveryinformers.NewFilteredEndpointSliceInformer(client, namespace, 0,
@@ -89,7 +104,7 @@ func NewCluster(client kubernetes.Interface, namespace string) (*Cluster, error)
 }
 
 // Run runs the informers until ctx ends.
-func (c *Cluster) Run(ctx context.Context) {
+func (c *Feed) Run(ctx context.Context) {
 	var running sync.WaitGroup
 	running.Go(func() { c.slices.Run(ctx.Done()) })
 	running.Go(func() { c.pods.Run(ctx.Done()) })
@@ -97,7 +112,7 @@ func (c *Cluster) Run(ctx context.Context) {
 }
 
 // WaitForSync waits until both informers have listed, or ctx ends (false).
-func (c *Cluster) WaitForSync(ctx context.Context) bool {
+func (c *Feed) WaitForSync(ctx context.Context) bool {
 	return cache.WaitForCacheSync(ctx.Done(), c.slices.HasSynced, c.pods.HasSynced)
 }
 
@@ -105,21 +120,20 @@ func (c *Cluster) WaitForSync(ctx context.Context) bool {
 // (kubernetes.io/service-name). The EndpointSlice controller writes one,
 // empty if need be, for every Service with a selector; a Service without
 // one has slices when someone writes them.
-func (c *Cluster) HasService(namespace, name string) bool {
+func (c *Feed) HasService(namespace, name string) bool {
 	objs, err := c.slices.GetIndexer().ByIndex(byService, namespace+"/"+name)
 	return err == nil && len(objs) > 0
 }
 
 // Backends is the Service's pods as an activator.Backends, their gates on
-// port (GatePort when 0). Several activators may route to a pod on a
-// cluster, so a gate is never told that it gets no more traffic
-// (activator.Pod.AdminAddr stays empty) and drains for its quiet period.
-func (c *Cluster) Backends(namespace, service string, port int32) activator.Backends {
+// port (GatePort when 0), with their gates' admin addresses when the feed
+// is the only router (Options.OnlyRouter).
+func (c *Feed) Backends(namespace, service string, port int32) activator.Backends {
 	return &clusterService{c: c, key: namespace + "/" + service, service: service, port: port}
 }
 
 type clusterService struct {
-	c       *Cluster
+	c       *Feed
 	key     string
 	service string
 	port    int32
@@ -153,10 +167,10 @@ func (s *clusterService) snapshot() []activator.Pod {
 		}
 		return o.(*corev1.Pod)
 	}
-	return podsOf(s.service, s.port, slices, pod, false)
+	return podsOf(s.service, s.port, slices, pod, s.c.onlyRouter)
 }
 
-func (c *Cluster) subscribe(key string) chan struct{} {
+func (c *Feed) subscribe(key string) chan struct{} {
 	ch := make(chan struct{}, 1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -167,7 +181,7 @@ func (c *Cluster) subscribe(key string) chan struct{} {
 	return ch
 }
 
-func (c *Cluster) unsubscribe(key string, ch chan struct{}) {
+func (c *Feed) unsubscribe(key string, ch chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.subs[key], ch)
@@ -178,7 +192,7 @@ func (c *Cluster) unsubscribe(key string, ch chan struct{}) {
 
 // ring tells the streams of the Services keys that something of theirs
 // changed; they build their snapshot from the informers' stores.
-func (c *Cluster) ring(keys ...string) {
+func (c *Feed) ring(keys ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
@@ -191,14 +205,14 @@ func (c *Cluster) ring(keys ...string) {
 	}
 }
 
-func (c *Cluster) ringSlice(o any) {
+func (c *Feed) ringSlice(o any) {
 	if keys, err := serviceIndex(unwrap(o)); err == nil {
 		c.ring(keys...)
 	}
 }
 
 // ringPod rings the Services whose slices list the pod.
-func (c *Cluster) ringPod(o any) {
+func (c *Feed) ringPod(o any) {
 	p, ok := unwrap(o).(*corev1.Pod)
 	if !ok {
 		return

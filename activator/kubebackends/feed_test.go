@@ -7,16 +7,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/local/objstore"
 )
 
-// startCluster runs a Cluster over the store's control API until the test
-// ends.
-func startCluster(t *testing.T, store *objstore.Store, namespace string) *Cluster {
+// startFeed runs a Feed over the store's control API until the test ends.
+func startFeed(t *testing.T, store *objstore.Store, opts Options) *Feed {
 	t.Helper()
-	c, err := NewCluster(startAPI(t, store), namespace)
+	return runFeed(t, startAPI(t, store), opts)
+}
+
+// runFeed runs a Feed over client until the test ends, once synced.
+func runFeed(t *testing.T, client kubernetes.Interface, opts Options) *Feed {
+	t.Helper()
+	c, err := NewFeed(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +42,10 @@ func podIn(namespace, name string, sidecarProbe *corev1.Probe) *corev1.Pod {
 	return p
 }
 
-// TestClusterServesEveryServiceFromOneInformerPair: one Cluster feeds the
+// TestFeedServesEveryServiceFromOneInformerPair: one Feed feeds the
 // Services of every namespace, each its own pods; it knows which
 // Services have slices; a gate is never given an admin address.
-func TestClusterServesEveryServiceFromOneInformerPair(t *testing.T) {
+func TestFeedServesEveryServiceFromOneInformerPair(t *testing.T) {
 	store := objstore.New(objstore.Options{})
 	gated := podIn(ns, "web-a", nil)
 	gated.Spec.InitContainers = []corev1.Container{{Name: "podgate", Image: "g",
@@ -54,7 +60,7 @@ func TestClusterServesEveryServiceFromOneInformerPair(t *testing.T) {
 	cart.Namespace = "shop"
 	cart.Endpoints[0].TargetRef.Namespace = "shop"
 	put(t, store.EndpointSlices, cart)
-	c := startCluster(t, store, "")
+	c := startFeed(t, store, Options{Namespace: ""})
 
 	t.Run("a Service is known by its slices", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -136,9 +142,9 @@ func TestClusterServesEveryServiceFromOneInformerPair(t *testing.T) {
 	})
 }
 
-// TestClusterKeepsPodsSmall: the pod informer's store holds what the
+// TestFeedKeepsPodsSmall: the pod informer's store holds what the
 // fast-path rule reads and nothing of the pod's status or environment.
-func TestClusterKeepsPodsSmall(t *testing.T) {
+func TestFeedKeepsPodsSmall(t *testing.T) {
 	p := podIn(ns, "web-a", execProbe)
 	p.Labels = map[string]string{"app": "web"}
 	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SECRETISH", Value: "x"}}
@@ -146,7 +152,7 @@ func TestClusterKeepsPodsSmall(t *testing.T) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	store := objstore.New(objstore.Options{})
 	put(t, store.Pods, p)
-	c := startCluster(t, store, ns)
+	c := startFeed(t, store, Options{Namespace: ns})
 	o, ok, _ := c.pods.GetStore().GetByKey(ns + "/web-a")
 	if !ok {
 		t.Fatal("pod not in the store")

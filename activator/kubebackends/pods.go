@@ -7,23 +7,15 @@ package kubebackends
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/gate/contract"
-	"github.com/podgate/podgate/internal/informers"
 )
 
 // GatePort is the gate's traffic and health port (queue-proxy's 8012).
@@ -31,66 +23,6 @@ const GatePort = contract.GatePort
 
 // ServiceNameLabel ties an EndpointSlice to its service.
 const ServiceNameLabel = discoveryv1.LabelServiceName
-
-// Source is an activator.Backends over a Kubernetes API.
-type Source struct {
-	Client    kubernetes.Interface
-	Namespace string
-	// Service is the kubernetes.io/service-name label of the slices (the
-	// revision name for a Knative Service, the workload name otherwise).
-	Service string
-	// Port is the gate's port on each pod (default GatePort). The slices'
-	// own ports name the application's; the activator always talks to the
-	// gate.
-	Port   int32
-	Logger *slog.Logger
-}
-
-var _ activator.Backends = (*Source)(nil)
-
-// Pods streams snapshots: the first once both informers have synced, then
-// one after each change that concerns the service. The informers list and
-// watch again by themselves when a watch breaks (410 Expired included). A
-// slow reader only ever gets the latest snapshot.
-func (s *Source) Pods(ctx context.Context) <-chan []activator.Pod {
-	out := make(chan []activator.Pod)
-	go s.run(ctx, out)
-	return out
-}
-
-func (s *Source) run(ctx context.Context, out chan<- []activator.Pod) {
-	defer close(out)
-	selector := labels.SelectorFromSet(labels.Set{ServiceNameLabel: s.Service}).String()
-	// Informers of their own, not a shared factory: the factory links every
-	// API group's informer into the binary (tens of MB).
-	slicesInf := discoveryinformers.NewFilteredEndpointSliceInformer(s.Client, s.Namespace, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = selector })
-	podsInf := coreinformers.NewFilteredPodInformer(s.Client, s.Namespace, 0, cache.Indexers{}, nil)
-	// The informers' handlers only ring; snapshots are made here from
-	// their stores.
-	infs, err := informers.Start(ctx, slicesInf, podsInf)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.logger().Error("endpoint source: informer", "service", s.Namespace+"/"+s.Service, "err", err)
-		}
-		return
-	}
-	defer infs.Stop()
-	stream(ctx, out, infs.Changed(), func() []activator.Pod {
-		var slices []*discoveryv1.EndpointSlice
-		for _, o := range slicesInf.GetStore().List() {
-			slices = append(slices, o.(*discoveryv1.EndpointSlice))
-		}
-		pod := func(namespace, name string) *corev1.Pod {
-			o, ok, _ := podsInf.GetStore().GetByKey(namespace + "/" + name)
-			if !ok {
-				return nil
-			}
-			return o.(*corev1.Pod)
-		}
-		return podsOf(s.Service, s.Port, slices, pod, true)
-	})
-}
 
 // stream sends snap's snapshots to out: the first at once, then one after
 // each ring of changed that changes it, until ctx ends. A slow reader
@@ -127,13 +59,6 @@ func stream(ctx context.Context, out chan<- []activator.Pod, changed <-chan stru
 			publish()
 		}
 	}
-}
-
-func (s *Source) logger() *slog.Logger {
-	if s.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return s.Logger
 }
 
 // podsOf is the pods of service's slices, sorted by name, their gates on

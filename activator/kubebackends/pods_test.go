@@ -122,7 +122,7 @@ func TestSnapshots(t *testing.T) {
 	put(t, store.EndpointSlices, slice("other-1", "other", ep{pod: "x", ip: "127.0.1.9", ready: true}))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	src := &Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}
+	src := startFeed(t, store, Options{Namespace: ns, OnlyRouter: true}).Backends(ns, "web", 0)
 	ch := src.Pods(ctx)
 
 	t.Run("first snapshot: addresses on the gate port, fast path from each pod's spec", func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestSlowReaderGetsLatest(t *testing.T) {
 	put(t, store.Pods, pod("web-a", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := (&Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}).Pods(ctx)
+	ch := startFeed(t, store, Options{Namespace: ns, OnlyRouter: true}).Backends(ns, "web", 0).Pods(ctx)
 	until(t, ch, []activator.Pod{})
 	for i := 0; i < 50; i++ {
 		put(t, store.EndpointSlices, slice("web-1", "web", ep{pod: "web-a", ip: "127.0.1.1", ready: i%2 == 0}))
@@ -197,7 +197,7 @@ func TestRelistAfterExpired(t *testing.T) {
 	put(t, store.EndpointSlices, slice("web-1", "web", ep{pod: "web-a", ip: "127.0.1.1"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := (&Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}).Pods(ctx)
+	ch := startFeed(t, store, Options{Namespace: ns, OnlyRouter: true}).Backends(ns, "web", 0).Pods(ctx)
 	until(t, ch, []activator.Pod{{Name: "web-a", Addr: "127.0.1.1:8012", FastPath: true}})
 	store.Compact()
 	put(t, store.EndpointSlices, slice("web-1", "web", ep{pod: "web-a", ip: "127.0.1.1", ready: true}))
@@ -209,7 +209,7 @@ func TestRelistAfterExpired(t *testing.T) {
 
 // The source drives a real target: a request held while the endpoint is
 // not ready goes through once the store says it is.
-func TestSourceFeedsTarget(t *testing.T) {
+func TestFeedFeedsTarget(t *testing.T) {
 	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "queue") // health check and traffic alike
 	}))
@@ -229,12 +229,12 @@ func TestSourceFeedsTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	client := startAPI(t, store)
+	feed := startFeed(t, store, Options{Namespace: ns, OnlyRouter: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		target.Run(ctx, &Source{Client: client, Namespace: ns, Service: "web", Port: int32(portN)})
+		target.Run(ctx, feed.Backends(ns, "web", int32(portN)))
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -301,13 +301,22 @@ func TestGateAdminAddress(t *testing.T) {
 		ep{pod: "web-c", ip: "127.0.1.3", ready: true}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := (&Source{Client: startAPI(t, store), Namespace: ns, Service: "web"}).Pods(ctx)
+	ch := startFeed(t, store, Options{Namespace: ns, OnlyRouter: true}).Backends(ns, "web", 0).Pods(ctx)
 	until(t, ch, []activator.Pod{
 		{Name: "web-a", Addr: "127.0.1.1:8012", Ready: true, FastPath: true, AdminAddr: "127.0.1.1:8022"},
 		{Name: "web-b", Addr: "127.0.1.2:8012", Ready: true, FastPath: true, AdminAddr: "127.0.1.2:8022"},
 		{Name: "web-c", Addr: "127.0.1.3:8012", Ready: true, FastPath: true},
 	})
+	// Not the only router (a cluster's activator): no gate is told.
+	shared := startFeed(t, store, Options{Namespace: ns}).Backends(ns, "web", 0).Pods(ctx)
+	until(t, shared, []activator.Pod{
+		{Name: "web-a", Addr: "127.0.1.1:8012", Ready: true, FastPath: true},
+		{Name: "web-b", Addr: "127.0.1.2:8012", Ready: true, FastPath: true},
+		{Name: "web-c", Addr: "127.0.1.3:8012", Ready: true, FastPath: true},
+	})
 	cancel()
 	for range ch {
+	}
+	for range shared {
 	}
 }
