@@ -1,7 +1,7 @@
 // Package gate is podgate's sidecar: it answers for the readiness of the
 // whole pod, proxies traffic into the serving container without client
 // errors while that container restarts, and drains before the pod stops.
-// It reads Knative queue-proxy's environment (package gateenv), so it can
+// It reads Knative queue-proxy's environment (package gate/contract), so it can
 // stand in for queue-proxy.
 //
 // The parts, each in its own file:

@@ -4,7 +4,7 @@ import (
 	"regexp"
 )
 
-// What `podgate run` prints on stderr once it is up (packages localrun and
+// What `podgate run` prints on stderr once it is up (packages local and
 // frontdoor): the control API line first, then, after the pods were
 // started, one curl line per front door route.
 var (

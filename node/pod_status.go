@@ -9,7 +9,7 @@ import (
 )
 
 // publish writes the pod's status; the EndpointSlice follows from it
-// (package localcluster), so the status that explains an endpoint's
+// (package local/controllers), so the status that explains an endpoint's
 // change is always there first.
 func (p *pod) publish() {
 	obj := p.obj.DeepCopy()

@@ -13,7 +13,7 @@ import (
 // (Options.PodSetup): see podsetup.Func.
 type PodSetupFunc = podsetup.Func
 
-// PodExtras is what a node adds to one pod (kubenode: the pod's
+// PodExtras is what a node adds to one pod (node/kube: the pod's
 // service-account credentials and how to reach the API server): see
 // podsetup.Extras.
 type PodExtras = podsetup.Extras

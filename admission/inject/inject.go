@@ -1,7 +1,7 @@
 // Package inject puts the gate into a workload's pod, as `podgate inject`,
 // `podgate run` and the admission webhook do: the gate container (a native
 // sidecar, or a regular container for older clusters) configured through
-// its environment (package gateenv), the readiness probes moved into it,
+// its environment (package gate/contract), the readiness probes moved into it,
 // the liveness and startup probes routed through it, the drain hooks, and
 // the readiness gate on the condition it writes.
 package inject

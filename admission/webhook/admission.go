@@ -20,7 +20,7 @@ import (
 	"github.com/podgate/podgate/admission/workload"
 )
 
-// admissionSource names the admitted object where podspec would name a
+// admissionSource names the admitted object where workload would name a
 // file; messages leave it out.
 const admissionSource = "admission"
 

@@ -139,7 +139,7 @@ func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 // run (the requests are most of them), a few tens of MB at most.
 const uiFacts = 100_000
 
-// config turns the flags into localrun's Config and refuses malformed
+// config turns the flags into local's Config and refuses malformed
 // values as usage errors (exit 2), before any file is read: a value that
 // is wrong as written is a usage error whatever the manifests say. What
 // depends on the world (an image path that does not exist, an address in

@@ -1,9 +1,9 @@
 // Package specdecode is podgate's one strict decoder of Kubernetes-shaped
 // JSON and YAML into API types: unknown and duplicate fields are errors
 // (as with `kubectl --validate=strict`), each with its field path, and a
-// value of the wrong type names its field and value. Manifests (podspec),
+// value of the wrong type names its field and value. Manifests (admission/workload),
 // probe snippets (prober.ParseSnippet) and the gate's probe variables
-// (gateenv) all decode through it, so they reject the same mistakes with
+// (gate/contract) all decode through it, so they reject the same mistakes with
 // the same words.
 package specdecode
 

@@ -1,7 +1,7 @@
 // Package cluster is `podgate cluster up` and `podgate cluster down`: a
 // whole Kubernetes cluster on this machine — the real control plane
 // (package controlplane) and podgate's node agent as its kubelet (package
-// kubenode) — without docker, in a network namespace of its own.
+// node/kube) — without docker, in a network namespace of its own.
 //
 // Two processes:
 //

@@ -91,7 +91,7 @@ type service struct {
 // NewEndpoints prepares the controller; Start runs it.
 func NewEndpoints(cfg EndpointsConfig) (*Endpoints, error) {
 	if cfg.Store == nil {
-		return nil, fmt.Errorf("localcluster: EndpointsConfig.Store is required")
+		return nil, fmt.Errorf("controllers: EndpointsConfig.Store is required")
 	}
 	if cfg.Domain == "" {
 		cfg.Domain = DefaultDomain

@@ -73,7 +73,7 @@ type controller struct {
 // NewWorkloads prepares the controller; Start creates the pods.
 func NewWorkloads(cfg WorkloadsConfig) (*Workloads, error) {
 	if cfg.Store == nil || cfg.NodeName == "" {
-		return nil, fmt.Errorf("localcluster: WorkloadsConfig.Store and NodeName are required")
+		return nil, fmt.Errorf("controllers: WorkloadsConfig.Store and NodeName are required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

@@ -16,7 +16,7 @@ const (
 	ReasonFailedPreStopHook = "FailedPreStopHook"
 	// ReasonFailedMount is the event of a pod whose
 	// node.PodExtras.Prepare failed (it is tried again): the kubelet's
-	// for a volume it could not set up, which is what kubenode's Prepare
+	// for a volume it could not set up, which is what node/kube's Prepare
 	// makes (the pod's service-account token, CA and namespace).
 	ReasonFailedMount = "FailedMount"
 )

@@ -4,7 +4,7 @@
 // Ready=False through pods/status before such a kill, and the
 // EndpointSlice controller follows that write a little later; a kubelet
 // kills first and the endpoint follows, so requests still reach the dying
-// container meanwhile. Package kubenode runs it.
+// container meanwhile. Package node/kube runs it.
 package withdrawal
 
 import (
