@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/activator/kubeactivator"
+	kubeactivator "github.com/podgate/podgate/activator/server"
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/command"
