@@ -6,7 +6,7 @@ import (
 
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/podgate/podgate/activator/frontdoor"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/node"
@@ -37,7 +37,7 @@ func (cfg Config) Check() error {
 		return err
 	}
 	type addrFlag struct{ flag, addr, example string }
-	addrs := []addrFlag{{"--api", cfg.APIAddr, apiserver.DefaultAddr}, {"--listen", cfg.Listen, frontdoor.DefaultListen}}
+	addrs := []addrFlag{{"--api", cfg.APIAddr, apiserver.DefaultAddr}, {"--listen", cfg.Listen, contract.FrontDoorAddr}}
 	if cfg.MetricsListen != "" {
 		addrs = append(addrs, addrFlag{"--metrics-listen", cfg.MetricsListen, "127.0.0.1:9090"})
 	}

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/activator/frontdoor"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/node"
 )
 
 func TestCheckNamesTheFlagOfWhatIsWrongAsWritten(t *testing.T) {
 	valid := func() Config {
-		return Config{PodCIDR: node.DefaultPodCIDR, APIAddr: apiserver.DefaultAddr, Listen: frontdoor.DefaultListen,
+		return Config{PodCIDR: node.DefaultPodCIDR, APIAddr: apiserver.DefaultAddr, Listen: contract.FrontDoorAddr,
 			Domain: activator.DefaultDomain, ProbeInterval: time.Second, ProbeTimeout: time.Second}
 	}
 	negative := int32(-1)

@@ -22,11 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/podgate/podgate/activator/frontdoor"
-	"github.com/podgate/podgate/activator/prommetrics"
+	"github.com/podgate/podgate/activator/server"
 	"github.com/podgate/podgate/admission/inject"
 	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/controllers"
 	"github.com/podgate/podgate/local/objstore"
@@ -54,7 +54,7 @@ type Config struct {
 	// metrics.
 	Listen                      string
 	Domain                      string
-	ServicePorts                []frontdoor.ServicePort
+	ServicePorts                []server.ServicePort
 	ProbeInterval, ProbeTimeout time.Duration
 	MetricsListen               string
 	// Stdout receives the containers' output, Stderr podgate's lines;
@@ -111,6 +111,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	return runErr
 }
 
+// drainLimit bounds how long requests in flight through the front door
+// may take to finish once the pods are gone.
+const drainLimit = 5 * time.Second
+
 // run is one Run's parts, in the order they start.
 type run struct {
 	cfg   Config
@@ -122,8 +126,7 @@ type run struct {
 	agent     *node.Agent
 	endpoints *controllers.Endpoints
 	apiLn     net.Listener
-	door      *frontdoor.Door
-	metrics   *frontdoor.MetricsServer
+	door      *server.Server
 	apiDone   chan error
 	client    kubernetes.Interface // the control API's, for the front door and the recording
 
@@ -160,7 +163,7 @@ func (r *run) prepare(stack *closers) error {
 	if !r.cfg.NoGate {
 		routed = r.cfg.Workloads
 	}
-	if _, err := frontdoor.CheckRoutes(routed, r.cfg.Domain, r.cfg.ServicePorts); err != nil {
+	if _, err := CheckRoutes(routed, r.cfg.Domain, r.cfg.ServicePorts); err != nil {
 		return err
 	}
 	if r.apiLn, err = apiserver.Listen(r.cfg.APIAddr); err != nil {
@@ -209,32 +212,40 @@ func (r *run) prepareFrontDoor(stack *closers) error {
 	}
 	// Below the pods on the stack: the slices show the pods gone.
 	stack.push(func() error { r.endpoints.Stop(); return nil })
-	doorLn, err := frontdoor.Listen(r.cfg.Listen)
+	// The front door has no authentication, like the control API.
+	listen, err := loopback.Check(r.cfg.Listen)
 	if err != nil {
-		return inUse(err, "--listen")
+		return fmt.Errorf("--listen %q: %w (the front door has no authentication; e.g. %s)", r.cfg.Listen, err, contract.FrontDoorAddr)
+	}
+	doorLn, err := net.Listen("tcp", listen)
+	if err != nil {
+		return inUse(fmt.Errorf("front door: %w", err), "--listen")
 	}
 	stack.push(doorLn.Close)
 	// The front door reads the control API as any client would (it is
 	// answered once the API serves; the listener queues until then).
 	if r.client, err = kubernetes.NewForConfig(&rest.Config{Host: "http://" + r.apiLn.Addr().String()}); err != nil {
+		return fmt.Errorf("control API client: %w", err)
+	}
+	routed := frontDoorRoutes(r.workloads, r.cfg.Stderr)
+	ports, err := CheckRoutes(routed, r.cfg.Domain, r.cfg.ServicePorts)
+	if err != nil {
 		return err
 	}
-	doorCfg := frontdoor.Config{
-		Client: r.client, Recorder: r.cfg.Recorder, Workloads: r.workloads, Domain: r.cfg.Domain, ServicePorts: r.cfg.ServicePorts,
+	doorCfg := server.Config{
+		Client: r.client, Listener: doorLn, MetricsListen: r.cfg.MetricsListen, Domain: r.cfg.Domain,
+		ServicePorts: ports, OnlyRouter: true, Recorder: r.cfg.Recorder,
 		ProbeInterval: r.cfg.ProbeInterval, ProbeTimeout: r.cfg.ProbeTimeout,
-		OnChange: r.endpoints.Resync, Logger: r.log, Stderr: r.cfg.Stderr,
+		OnChange: r.endpoints.Resync, Logger: r.log, Announce: r.cfg.Stderr,
 	}
-	if r.cfg.MetricsListen != "" {
-		var m *prommetrics.Metrics
-		if r.metrics, m, err = frontdoor.NewMetrics(r.cfg.MetricsListen, r.log); err != nil {
-			return err
-		}
-		stack.push(r.metrics.Close)
-		doorCfg.Metrics = m
+	for _, w := range routed {
+		doorCfg.Routes = append(doorCfg.Routes, serverRoute(w))
 	}
-	if r.door, err = frontdoor.New(doorLn, doorCfg); err != nil {
+	if r.door, err = server.New(doorCfg); err != nil {
 		return err
 	}
+	// Should a later step fail before the front door serves.
+	stack.push(func() error { return r.door.Shutdown(0) })
 	serving.door.Store(r.door)
 	return nil
 }
@@ -254,19 +265,19 @@ func (r *run) start(ctx context.Context, stack *closers) error {
 	if err := r.watchForRecording(ctx, stack); err != nil {
 		return err
 	}
-	if r.metrics != nil {
-		r.metrics.Start()
-		stack.push(r.metrics.Stop)
-		fmt.Fprintf(r.cfg.Stderr, "podgate: front door metrics on http://%s/metrics\n", r.metrics.Addr())
+	r.door.Serve()
+	if addr := r.door.MetricsAddr(); addr != nil {
+		fmt.Fprintf(r.cfg.Stderr, "podgate: front door metrics on http://%s/metrics\n", addr)
 	}
-	r.door.Start()
-	stack.push(r.door.Finish)
+	// Requests in flight through the front door get drainLimit to finish
+	// once the pods are gone.
+	stack.push(func() error { return r.door.Shutdown(drainLimit) })
 	// The gates learn of their pod's deletion through the API, so the
 	// pods stop while it serves.
 	stack.push(r.stopPods)
 	// Popped first: the front door stops taking requests (held ones get
 	// 503) while the pods drain.
-	stack.push(func() error { r.door.BeginShutdown(); return nil })
+	stack.push(func() error { r.door.BeginShutdown(true); return nil })
 	return nil
 }
 
@@ -334,7 +345,7 @@ func inUse(err error, flag string) error {
 // lateServing is the front door's count before the front door exists:
 // nothing known, so the ready endpoints count until then.
 type lateServing struct {
-	door atomic.Pointer[frontdoor.Door]
+	door atomic.Pointer[server.Server]
 }
 
 func (v *lateServing) ServingPods(namespace, name string) (int, bool) {

@@ -1,4 +1,4 @@
-package kubeactivator
+package server
 
 import (
 	"context"

@@ -1,9 +1,10 @@
-package kubeactivator
+package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -11,11 +12,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/activator"
 	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/record"
 )
 
 // Defaults of Config.
@@ -23,7 +26,8 @@ const (
 	// DefaultListen is the traffic port; the Service in
 	// kube/deploy/base/activator maps port 80 to it.
 	DefaultListen = ":8080"
-	// DefaultMetricsListen is Knative's activator's metrics port.
+	// DefaultMetricsListen is Knative's activator's metrics port (the
+	// flag's default: an empty Config.MetricsListen serves no metrics).
 	DefaultMetricsListen = ":9090"
 	// DefaultIdleTimeout is how long a Service's target lives without a
 	// request: its health checks stop with it.
@@ -34,15 +38,21 @@ const (
 	DefaultShutdownTimeout = 20 * time.Second
 )
 
-// Config is a `podgate activator`. Only Rest is required.
+// Config is an activator: `podgate activator` on a cluster, or `podgate
+// run`'s front door. Only Client or Rest is required.
 type Config struct {
-	// Rest reaches the API server (see internal/kubeconfig).
-	Rest *rest.Config
+	// Client reads EndpointSlices and Pods; when nil, one is made from
+	// Rest, which reaches the API server (see internal/kubeconfig).
+	Client kubernetes.Interface
+	Rest   *rest.Config
 	// Listen is the traffic address (default DefaultListen);
-	// MetricsListen serves /metrics, /healthz and /readyz (default
-	// DefaultMetricsListen). Port 0 takes a free one (Server.Addr and
-	// Server.MetricsAddr say which).
+	// MetricsListen, when set, serves /metrics, /healthz and /readyz.
+	// Port 0 takes a free one (Server.Addr and Server.MetricsAddr say
+	// which).
 	Listen, MetricsListen string
+	// Listener, when set, is the traffic listener, opened by the caller
+	// (Listen is then unused).
+	Listener net.Listener
 	// Domain ends every host: NAME.NAMESPACE.DOMAIN (default
 	// activator.DefaultDomain, Knative's example.com).
 	Domain string
@@ -77,6 +87,45 @@ type Config struct {
 	// Logger reports targets opening and closing, pods and problems; nil
 	// discards.
 	Logger *slog.Logger
+
+	// Routes, when set, are the only Services served, each with its
+	// target from the start, never closed for idleness: `podgate run`
+	// knows its workloads up front. Without Routes, any Service with
+	// EndpointSlices is served, its target made on its first request.
+	Routes []Route
+	// ServicePorts each serve one route on a port of its own, whatever
+	// the Host (`podgate run --service-port`), on Listen's host.
+	ServicePorts []ServicePort
+	// OnlyRouter says that this activator is the only router to the pods
+	// (`podgate run`): their gates are told when it sends them nothing
+	// any more, rather than draining for their quiet period.
+	OnlyRouter bool
+	// Recorder, when set, hears every target's routing decisions and
+	// requests (`podgate run --record`).
+	Recorder record.Sink
+	// OnChange is told when the number of pods taking traffic of a route
+	// changed (a Knative Service's status follows it).
+	OnChange func(namespace, name string)
+	// Announce, when set, gets a line per route once it takes traffic,
+	// after PrintCurls.
+	Announce io.Writer
+}
+
+// Route is a Service served from the start (Config.Routes).
+type Route struct {
+	// Namespace and Name make the host: NAME.NAMESPACE.DOMAIN.
+	Namespace, Name string
+	// Service is the kubernetes.io/service-name of its EndpointSlices
+	// (default Name): a Knative Service's pods belong to its revision.
+	Service string
+	// GatePort is its pods' gate port (default Config.GatePort).
+	GatePort int32
+	// ContainerConcurrency bounds the requests per pod (0: no bound);
+	// RequestTimeout replaces Config.RequestTimeout when set.
+	ContainerConcurrency int
+	RequestTimeout       time.Duration
+	// Label names the route in messages (e.g. Deployment/web).
+	Label string
 }
 
 // Check reports the values that are wrong as written, whatever the
@@ -120,6 +169,19 @@ func (c Config) Check() error {
 			errs = append(errs, fmt.Errorf("%s: Invalid value: %s: must not be negative", d.field, d.value))
 		}
 	}
+	hosts := map[string]bool{}
+	for _, r := range c.Routes {
+		key := strings.ToLower(r.Namespace + "/" + r.Name)
+		if hosts[key] {
+			errs = append(errs, fmt.Errorf("routes: Duplicate value: %s/%s: one host, two routes", r.Namespace, r.Name))
+		}
+		hosts[key] = true
+	}
+	for _, p := range c.ServicePorts {
+		if !hosts[strings.ToLower(p.Namespace+"/"+p.Name)] {
+			errs = append(errs, fmt.Errorf("--service-port %s: no route %s/%s", p.Raw, p.Namespace, p.Name))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -130,7 +192,6 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.Listen, DefaultListen)
-	def(&c.MetricsListen, DefaultMetricsListen)
 	def(&c.Domain, activator.DefaultDomain)
 	c.Domain = strings.ToLower(strings.TrimSuffix(c.Domain, "."))
 	if c.GatePort == 0 {
@@ -150,9 +211,10 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// targetConfig is what every Service's target is made with.
-func (c *Config) targetConfig(m activator.Metrics) activator.Config {
-	return activator.Config{
+// targetConfig is what every Service's target is made with; a route
+// may narrow it.
+func (c *Config) targetConfig(m activator.Metrics, r *Route) activator.Config {
+	cfg := activator.Config{
 		QueueDepth:     c.QueueDepth,
 		RequestTimeout: c.RequestTimeout,
 		ProbeInterval:  c.ProbeInterval,
@@ -160,5 +222,13 @@ func (c *Config) targetConfig(m activator.Metrics) activator.Config {
 		Dial:           c.Dial,
 		Logger:         c.Logger,
 		Metrics:        m,
+		Recorder:       c.Recorder,
 	}
+	if r != nil {
+		cfg.ContainerConcurrency = r.ContainerConcurrency
+		if r.RequestTimeout > 0 {
+			cfg.RequestTimeout = r.RequestTimeout
+		}
+	}
+	return cfg
 }

@@ -1,4 +1,4 @@
-package kubeactivator
+package server
 
 import (
 	"context"
@@ -24,26 +24,39 @@ var (
 	errStopping       = errors.New("activator shutting down")
 )
 
-// targets holds one activator target per Service in use. A target is made
-// on the first request for its Service and closed once it has had no
-// request, in flight or held, for the idle timeout: its pods' health
-// checks stop with it, so the work the activator does follows the
-// Services in use, not the Services that exist.
+// targets holds one activator target per Service served. Without fixed
+// routes, a target is made on the first request for its Service and
+// closed once it has had no request, in flight or held, for the idle
+// timeout: its pods' health checks stop with it, so the work the
+// activator does follows the Services in use, not the Services that
+// exist. Fixed routes' targets live as long as the server.
 type targets struct {
 	cfg     *Config
-	cluster *kubebackends.Feed
+	feed    *kubebackends.Feed
 	metrics *prommetrics.Metrics
 	own     *ownMetrics
+	// fixed: Config.Routes are the only Services; byHost finds them.
+	fixed  bool
+	byHost map[string]*entry // NAME.NAMESPACE.DOMAIN, lower case
 
 	mu     sync.Mutex
 	byKey  map[string]*entry // NAMESPACE/NAME
 	closed bool
+	// feedCtx ends every feed once the server stops; feeds counts the
+	// feeds of fixed routes, which run until then.
+	feedCtx context.Context
+	feeds   sync.WaitGroup
 }
 
 // entry is a Service's target and what keeps it open.
 type entry struct {
-	key    string
-	target *activator.Target
+	key, namespace, name string
+	service              string
+	gatePort             int32
+	target               *activator.Target
+	// route is set for a fixed route: it is never closed for idleness,
+	// and announced once it takes traffic.
+	route *announced
 	// stopFeed ends the feed from the informers; fed is closed once it has.
 	stopFeed context.CancelFunc
 	fed      chan struct{}
@@ -53,15 +66,88 @@ type entry struct {
 	idleSince time.Time
 }
 
-func newTargets(cfg *Config, cluster *kubebackends.Feed, m *prommetrics.Metrics, own *ownMetrics) *targets {
-	return &targets{cfg: cfg, cluster: cluster, metrics: m, own: own, byKey: map[string]*entry{}}
+func newTargets(cfg *Config, feed *kubebackends.Feed, m *prommetrics.Metrics, own *ownMetrics) (*targets, error) {
+	ts := &targets{cfg: cfg, feed: feed, metrics: m, own: own, byKey: map[string]*entry{}, byHost: map[string]*entry{},
+		fixed: len(cfg.Routes) > 0}
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		key := r.Namespace + "/" + r.Name
+		t, err := activator.NewTarget(key, cfg.targetConfig(m, r))
+		if err != nil {
+			ts.closeAll()
+			return nil, fmt.Errorf("route %s: %w", key, err)
+		}
+		e := &entry{key: key, namespace: r.Namespace, name: r.Name, service: r.Service, gatePort: r.GatePort, target: t,
+			route: &announced{label: r.Label}, fed: make(chan struct{})}
+		if e.service == "" {
+			e.service = r.Name
+		}
+		if e.gatePort == 0 {
+			e.gatePort = cfg.GatePort
+		}
+		ts.byKey[key] = e
+		ts.byHost[ts.host(r.Namespace, r.Name)] = e
+	}
+	ts.own.targets.Set(float64(len(ts.byKey)))
+	return ts, nil
+}
+
+// host is a Service's host: NAME.NAMESPACE.DOMAIN.
+func (ts *targets) host(namespace, name string) string {
+	return strings.ToLower(name + "." + namespace + "." + ts.cfg.Domain)
+}
+
+// startFeeds starts the fixed routes' feeds; they run until ctx ends.
+func (ts *targets) startFeeds(ctx context.Context, onUpdate func(*entry)) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.feedCtx = ctx
+	for _, e := range ts.byKey {
+		ts.startFeed(ctx, e, onUpdate)
+	}
+}
+
+// startFeed applies the informers' snapshots of e's Service to its target
+// and tells onUpdate and Config.OnChange, until ctx ends.
+func (ts *targets) startFeed(ctx context.Context, e *entry, onUpdate func(*entry)) {
+	src := ts.feed.Backends(e.namespace, e.service, e.gatePort)
+	var feeding sync.WaitGroup
+	// Target.Run, with a look after each snapshot: an endpoint that turns
+	// ready may not change the ready count (the gate's answer alone made
+	// the pod usable), yet it is what an announcement waits for.
+	feeding.Go(func() {
+		for pods := range src.Pods(ctx) {
+			e.target.Update(pods)
+			onUpdate(e)
+		}
+	})
+	if e.route != nil || ts.cfg.OnChange != nil {
+		feeding.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-e.target.Changed():
+					onUpdate(e)
+					if ts.cfg.OnChange != nil {
+						ts.cfg.OnChange(e.namespace, e.name)
+					}
+				}
+			}
+		})
+	}
+	go func() {
+		feeding.Wait()
+		close(e.fed)
+	}()
 }
 
 // acquire returns the Service's target, made if need be, counted active
-// until release. A Service without EndpointSlices is unknown: it gets no
-// target, even one that was open (the Service went).
+// until release. Without fixed routes, a Service without EndpointSlices
+// is unknown: it gets no target, even one that was open (the Service
+// went).
 func (ts *targets) acquire(namespace, name string) (*entry, error) {
-	if !ts.cluster.HasService(namespace, name) {
+	if !ts.fixed && !ts.feed.HasService(namespace, name) {
 		return nil, errUnknownService
 	}
 	key := namespace + "/" + name
@@ -71,18 +157,18 @@ func (ts *targets) acquire(namespace, name string) (*entry, error) {
 		return nil, errStopping
 	}
 	e := ts.byKey[key]
+	if e == nil && ts.fixed {
+		return nil, errUnknownService
+	}
 	if e == nil {
-		t, err := activator.NewTarget(key, ts.cfg.targetConfig(ts.metrics))
+		t, err := activator.NewTarget(key, ts.cfg.targetConfig(ts.metrics, nil))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("target %s: %w", key, err)
 		}
-		ctx, stop := context.WithCancel(context.Background())
-		e = &entry{key: key, target: t, stopFeed: stop, fed: make(chan struct{})}
-		src := ts.cluster.Backends(namespace, name, ts.cfg.GatePort)
-		go func() {
-			defer close(e.fed)
-			t.Run(ctx, src)
-		}()
+		ctx, stop := context.WithCancel(ts.feedCtx)
+		e = &entry{key: key, namespace: namespace, name: name, service: name, gatePort: ts.cfg.GatePort,
+			target: t, stopFeed: stop, fed: make(chan struct{})}
+		ts.startFeed(ctx, e, func(*entry) {})
 		ts.byKey[key] = e
 		ts.own.targets.Set(float64(len(ts.byKey)))
 		ts.cfg.Logger.Info("target opened", "target", key)
@@ -124,7 +210,7 @@ func (ts *targets) sweep() {
 	var idle []*entry
 	ts.mu.Lock()
 	for k, e := range ts.byKey {
-		if e.active == 0 && now.Sub(e.idleSince) >= ts.cfg.IdleTimeout {
+		if e.route == nil && e.active == 0 && now.Sub(e.idleSince) >= ts.cfg.IdleTimeout {
 			idle = append(idle, e)
 			delete(ts.byKey, k)
 		}
@@ -137,28 +223,49 @@ func (ts *targets) sweep() {
 }
 
 // closeAll closes every target (held requests get 503) and makes no new
-// one.
+// one. A fixed route stays known: its target answers 503.
 func (ts *targets) closeAll() {
 	ts.mu.Lock()
+	if ts.closed {
+		ts.mu.Unlock()
+		return
+	}
 	ts.closed = true
 	all := make([]*entry, 0, len(ts.byKey))
 	for k, e := range ts.byKey {
 		all = append(all, e)
-		delete(ts.byKey, k)
+		if e.route == nil {
+			delete(ts.byKey, k)
+		}
 	}
-	ts.own.targets.Set(0)
+	if !ts.fixed {
+		ts.own.targets.Set(0)
+	}
 	ts.mu.Unlock()
 	for _, e := range all {
 		ts.close(e, "stopping")
 	}
 }
 
+// close ends e's target. A fixed route's feed runs until the server's
+// end: it is waited for then (waitFeeds).
 func (ts *targets) close(e *entry, why string) {
-	e.stopFeed()
-	<-e.fed
+	if e.stopFeed != nil {
+		e.stopFeed()
+		<-e.fed
+	}
 	e.target.Close()
 	ts.metrics.Closed(e.key)
 	ts.cfg.Logger.Info("target closed", "target", e.key, "why", why)
+}
+
+// waitFeeds waits for the fixed routes' feeds, once their context ended.
+func (ts *targets) waitFeeds() {
+	for _, e := range ts.byHost {
+		if ts.feedCtx != nil {
+			<-e.fed
+		}
+	}
 }
 
 // status is the Service's target's state, if it has one open.
@@ -180,7 +287,18 @@ func (ts *targets) count() int {
 
 // ServeHTTP routes by Host: NAME.NAMESPACE.DOMAIN to Service NAME's target.
 func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var e *entry
+	if ts.fixed {
+		// By the whole host: a fixed route's name may hold dots (a Pod's).
+		if e = ts.byHost[normalizeHost(r.Host)]; e == nil {
+			ts.unknownRoute(w, r)
+			return
+		}
+	}
 	namespace, name, ok := parseHost(r.Host, ts.cfg.Domain)
+	if e != nil {
+		namespace, name, ok = e.namespace, e.name, true
+	}
 	if !ok {
 		ts.own.unknown.WithLabelValues("host").Inc()
 		http.Error(w, fmt.Sprintf("host %q is not NAME.NAMESPACE.%s: the activator routes by Host to Service NAME in namespace NAMESPACE", r.Host, ts.cfg.Domain), http.StatusNotFound)
@@ -188,7 +306,7 @@ func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if contract.IsRouteCheck(r) {
 		// Answered without a target: a check opens no health checks.
-		if !ts.cluster.HasService(namespace, name) {
+		if e == nil && !ts.feed.HasService(namespace, name) {
 			ts.unknownService(w, namespace, name)
 			return
 		}
@@ -208,20 +326,47 @@ func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.target.ServeHTTP(w, r)
 }
 
+// handler serves one fixed route whatever the Host (a service port).
+func (ts *targets) handler(namespace, name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e, err := ts.acquire(namespace, name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer ts.release(e)
+		e.target.ServeHTTP(w, r)
+	})
+}
+
 func (ts *targets) unknownService(w http.ResponseWriter, namespace, name string) {
 	ts.own.unknown.WithLabelValues("service").Inc()
 	http.Error(w, fmt.Sprintf("no Service %q with endpoints in namespace %q: no EndpointSlice is labelled %s=%s", name, namespace, kubebackends.ServiceNameLabel, name), http.StatusNotFound)
+}
+
+// unknownRoute answers a host that names none of the fixed routes.
+func (ts *targets) unknownRoute(w http.ResponseWriter, r *http.Request) {
+	reason := "service"
+	if _, _, ok := parseHost(r.Host, ts.cfg.Domain); !ok {
+		reason = "host"
+	}
+	ts.own.unknown.WithLabelValues(reason).Inc()
+	http.Error(w, fmt.Sprintf("no service for host %q (hosts are NAME.NAMESPACE.%s)", r.Host, ts.cfg.Domain), http.StatusNotFound)
+}
+
+// normalizeHost is host in lower case, without a port or a trailing dot.
+func normalizeHost(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.ToLower(strings.TrimSuffix(host, "."))
 }
 
 // parseHost splits NAME.NAMESPACE.DOMAIN, ignoring case, a port and a
 // trailing dot. NAME and NAMESPACE must be DNS labels, as Service and
 // namespace names are.
 func parseHost(host, domain string) (namespace, name string, ok bool) {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	rest, ok := strings.CutSuffix(host, "."+domain)
+	rest, ok := strings.CutSuffix(normalizeHost(host), "."+domain)
 	if !ok {
 		return "", "", false
 	}

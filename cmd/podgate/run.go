@@ -10,9 +10,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/podgate/podgate/activator"
-	"github.com/podgate/podgate/activator/frontdoor"
+	"github.com/podgate/podgate/activator/server"
 	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/local"
 	"github.com/podgate/podgate/local/apiserver"
@@ -124,7 +125,7 @@ func (o *runOptions) bind(f *pflag.FlagSet, servicePorts *[]string) {
 	f.Int32Var(&o.replicas, "replicas", 0, "run this many pods of every Deployment and Knative Service (default: each one's own)")
 	f.StringVar(&o.nodeName, "node-name", "", "node name in spec.nodeName and events (default: this host's name)")
 	f.BoolVar(&o.noGate, "no-gate", false, "run the pods as written, without injecting the gate sidecar")
-	f.StringVar(&o.listen, "listen", frontdoor.DefaultListen, "front door address, routing by Host NAME.NAMESPACE.DOMAIN (loopback only; port 0 picks a free one)")
+	f.StringVar(&o.listen, "listen", contract.FrontDoorAddr, "front door address, routing by Host NAME.NAMESPACE.DOMAIN (loopback only; port 0 picks a free one)")
 	f.StringVar(&o.domain, "domain", activator.DefaultDomain, "domain of the front door's hosts and of Knative Services' status.url")
 	f.DurationVar(&o.probeInterval, "gate-probe-interval", activator.DefaultProbeInterval, "how often the front door health-checks each pod's gate (Knative's activator: 200ms)")
 	f.DurationVar(&o.probeTimeout, "gate-probe-timeout", activator.DefaultProbeTimeout, "bound of one health check of a gate")
@@ -165,7 +166,7 @@ func (o *runOptions) config(replicasSet bool, servicePorts []string) (local.Conf
 		}
 	}
 	for _, raw := range servicePorts {
-		p, err := frontdoor.ParseServicePort(raw)
+		p, err := server.ParseServicePort(raw)
 		if err != nil {
 			return cfg, usageErrorf("%v", err)
 		}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
-	kubeactivator "github.com/podgate/podgate/activator/server"
+	"github.com/podgate/podgate/activator/server"
 	"github.com/podgate/podgate/cmd/podgate/internal/cmdflags"
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/command"
@@ -17,7 +17,7 @@ import (
 // NewActivatorCmd is `podgate activator`.
 func NewActivatorCmd() *cobra.Command {
 	var (
-		cfg       kubeactivator.Config
+		cfg       server.Config
 		kubeconf  string
 		logFormat string
 	)
@@ -49,14 +49,14 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 			return onCluster(cmd, kubeconf, logFormat, func() error { return checkActivatorFlags(cfg) },
 				func(ctx context.Context, rc *rest.Config, logger *slog.Logger) error {
 					cfg.Rest, cfg.Logger = rc, logger
-					return kubeactivator.Run(ctx, cfg)
+					return server.Run(ctx, cfg)
 				})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconf, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config)")
-	f.StringVar(&cfg.Listen, "listen", kubeactivator.DefaultListen, "address to serve traffic on")
-	f.StringVar(&cfg.MetricsListen, "metrics-listen", kubeactivator.DefaultMetricsListen, "address to serve /metrics, /healthz and /readyz on")
+	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "address to serve traffic on")
+	f.StringVar(&cfg.MetricsListen, "metrics-listen", server.DefaultMetricsListen, "address to serve /metrics, /healthz and /readyz on")
 	f.StringVar(&cfg.Domain, "domain", activator.DefaultDomain, "domain of the hosts: NAME.NAMESPACE.DOMAIN")
 	f.StringVar(&cfg.Namespace, "namespace", "", "serve the Services of this namespace only (default: every namespace)")
 	f.Int32Var(&cfg.GatePort, "gate-port", contract.GatePort, "port of each pod's gate, where requests and health checks go")
@@ -64,16 +64,16 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 	f.IntVar(&cfg.QueueDepth, "queue-depth", activator.DefaultQueueDepth, "requests one Service may hold; beyond it 503")
 	f.DurationVar(&cfg.ProbeInterval, "probe-interval", activator.DefaultProbeInterval, "how often each pod's gate is health-checked")
 	f.DurationVar(&cfg.ProbeTimeout, "probe-timeout", activator.DefaultProbeTimeout, "bound of one health check")
-	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", kubeactivator.DefaultIdleTimeout, "a Service without a request for this long stops being health-checked")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", kubeactivator.DefaultShutdownTimeout, "after SIGTERM, time for requests in flight and held; then held ones get 503")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "a Service without a request for this long stops being health-checked")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "after SIGTERM, time for requests in flight and held; then held ones get 503")
 	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	return cmd
 }
 
 // checkActivatorFlags reports, as usage errors, the flag values that are
-// wrong as written. Zero means the default to kubeactivator.Config; on
+// wrong as written. Zero means the default to server.Config; on
 // the command line it is a mistake.
-func checkActivatorFlags(cfg kubeactivator.Config) error {
+func checkActivatorFlags(cfg server.Config) error {
 	err := cmdflags.CheckSet([]cmdflags.TextFlag{{Flag: "--listen", Value: cfg.Listen}, {Flag: "--metrics-listen", Value: cfg.MetricsListen}, {Flag: "--domain", Value: cfg.Domain}},
 		[]cmdflags.DurationFlag{
 			{Flag: "--request-timeout", Value: cfg.RequestTimeout}, {Flag: "--probe-interval", Value: cfg.ProbeInterval}, {Flag: "--probe-timeout", Value: cfg.ProbeTimeout},
