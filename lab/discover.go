@@ -5,7 +5,7 @@ import (
 )
 
 // What `podgate run` prints on stderr once it is up (packages local and
-// frontdoor): the control API line first, then, after the pods were
+// activator/server): the control API line first, then, after the pods were
 // started, one curl line per front door route.
 var (
 	apiLine   = regexp.MustCompile(`podgate: control API on http://(127(?:\.\d+){3}:\d+)`)

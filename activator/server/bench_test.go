@@ -20,7 +20,7 @@ import (
 // the machine's cores, so the figures compare paths, not capacities.
 // Reported: ns/op (req/s = 1e9 / ns/op across all clients) and p99-µs.
 //
-//	go test -run '^$' -bench BenchmarkThroughput -benchtime 5s ./activator/kubeactivator/
+//	go test -run '^$' -bench BenchmarkThroughput -benchtime 5s ./activator/server/
 func BenchmarkThroughput(b *testing.B) {
 	e := sharedEnv(b)
 	p, err := e.cs.CoreV1().Pods(testNS).Get(context.Background(), "web-a", metav1.GetOptions{})

@@ -54,7 +54,7 @@ const (
 	// the EndpointSlice controller leaves slices managed by another
 	// controller alone (and a Service without a selector gets none of
 	// its own).
-	mirrorManager = "kubeactivator-test"
+	mirrorManager = "server-test"
 )
 
 // env is the shared cluster.
@@ -94,7 +94,7 @@ func sharedEnv(t testing.TB) *env {
 		begin := time.Now()
 		shared.env, shared.err = startEnv()
 		if shared.err == nil {
-			fmt.Fprintf(os.Stderr, "kubeactivator tests: cluster with 2 ready pods and the activator in %s\n", time.Since(begin).Round(time.Millisecond))
+			fmt.Fprintf(os.Stderr, "activator server tests: cluster with 2 ready pods and the activator in %s\n", time.Since(begin).Round(time.Millisecond))
 		}
 	})
 	if shared.err != nil {
@@ -118,7 +118,7 @@ func stopShared() error {
 // startEnv is long because it is a list of steps, each a few lines.
 func startEnv() (e *env, err error) {
 	e = &env{nodeDone: make(chan error, 1)}
-	if e.dir, err = os.MkdirTemp("", "kubeactivator-test-"); err != nil {
+	if e.dir, err = os.MkdirTemp("", "server-test-"); err != nil {
 		return nil, err
 	}
 	defer func() {
