@@ -42,10 +42,8 @@ type targets struct {
 	mu     sync.Mutex
 	byKey  map[string]*entry // NAMESPACE/NAME
 	closed bool
-	// feedCtx ends every feed once the server stops; feeds counts the
-	// feeds of fixed routes, which run until then.
+	// feedCtx ends every feed once the server stops.
 	feedCtx context.Context
-	feeds   sync.WaitGroup
 }
 
 // entry is a Service's target and what keeps it open.
