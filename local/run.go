@@ -233,10 +233,16 @@ func (r *run) prepareFrontDoor(stack *closers) error {
 		return err
 	}
 	doorCfg := server.Config{
-		Client: r.client, Listener: doorLn, MetricsListen: r.cfg.MetricsListen, Domain: r.cfg.Domain,
+		Client: r.client, Listener: doorLn, Domain: r.cfg.Domain,
 		ServicePorts: ports, OnlyRouter: true, Recorder: r.cfg.Recorder,
 		ProbeInterval: r.cfg.ProbeInterval, ProbeTimeout: r.cfg.ProbeTimeout,
 		OnChange: r.endpoints.Resync, Logger: r.log, Announce: r.cfg.Stderr,
+	}
+	if r.cfg.MetricsListen != "" {
+		if doorCfg.MetricsListener, err = net.Listen("tcp", r.cfg.MetricsListen); err != nil {
+			return inUse(fmt.Errorf("front door metrics: %w", err), "--metrics-listen")
+		}
+		stack.push(doorCfg.MetricsListener.Close)
 	}
 	for _, w := range routed {
 		doorCfg.Routes = append(doorCfg.Routes, serverRoute(w))

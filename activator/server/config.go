@@ -50,9 +50,10 @@ type Config struct {
 	// Port 0 takes a free one (Server.Addr and Server.MetricsAddr say
 	// which).
 	Listen, MetricsListen string
-	// Listener, when set, is the traffic listener, opened by the caller
-	// (Listen is then unused).
-	Listener net.Listener
+	// Listener and MetricsListener, when set, are the traffic and metrics
+	// listeners, opened by the caller (Listen and MetricsListen are then
+	// unused).
+	Listener, MetricsListener net.Listener
 	// Domain ends every host: NAME.NAMESPACE.DOMAIN (default
 	// activator.DefaultDomain, Knative's example.com).
 	Domain string

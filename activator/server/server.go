@@ -170,7 +170,8 @@ func (s *Server) listen() error {
 		s.traffic = append(s.traffic, listener{ln: pln})
 		s.targets.byKey[p.Namespace+"/"+p.Name].route.port = pln.Addr()
 	}
-	if s.cfg.MetricsListen != "" {
+	s.metricsLn = s.cfg.MetricsListener
+	if s.metricsLn == nil && s.cfg.MetricsListen != "" {
 		if s.metricsLn, err = net.Listen("tcp", s.cfg.MetricsListen); err != nil {
 			return fmt.Errorf("metrics listen: %w", err)
 		}
