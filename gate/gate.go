@@ -41,8 +41,14 @@ type Options struct {
 	Conditions ConditionWriter
 	// Runner runs probes; nil is probe.NewRunner().
 	Runner *probe.Runner
-	// RequestLog, if set, gets one JSON line per request.
-	RequestLog io.Writer
+	// RequestLog, if set, gets one line per request, shaped by
+	// RequestLogTemplate (Knative's template language; "" or Knative's
+	// default template: a JSON line). Health checks and probes are logged
+	// only with LogProbeRequests, as Knative's
+	// logging.enable-probe-request-log.
+	RequestLog         io.Writer
+	RequestLogTemplate string
+	LogProbeRequests   bool
 	// ShutdownTimeout bounds the wait for open connections once the gate
 	// has drained (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
@@ -188,7 +194,15 @@ func New(opts Options) (*Gate, error) {
 	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Timeout: cfg.RevisionTimeout, Limiter: lim,
 		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C})
 	if opts.RequestLog != nil {
-		g.reqlog = proxy.NewRequestLog(opts.RequestLog, cfg.PodIP)
+		var err error
+		g.reqlog, err = proxy.NewRequestLog(opts.RequestLog, proxy.RequestLogOptions{
+			Template: opts.RequestLogTemplate, DefaultTemplate: contract.DefaultRequestLogTemplate, Probes: opts.LogProbeRequests,
+			Revision: proxy.RequestLogRevision{Name: cfg.Revision, Namespace: cfg.Namespace, Service: cfg.Service,
+				Configuration: cfg.Configuration, PodName: cfg.Pod, PodIP: cfg.PodIP},
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return g, nil
 }
@@ -269,25 +283,27 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch classify(r) {
 	case kindHealth:
 		g.serveHealth(rec, r)
-		g.logRequest(r, rec, start)
+		g.logRequest(r, rec, start, true)
 		return
 	case kindNetworkProbe:
 		serveNetworkProbe(rec, r, g.drainer.Draining())
-		g.logRequest(r, rec, start)
+		g.logRequest(r, rec, start, true)
 		return
 	}
 	g.drainer.Arrive()
 	defer func() {
 		g.drainer.Leave()
 		g.metrics.Request(rec.Code(), time.Since(start))
-		g.logRequest(r, rec, start)
+		g.logRequest(r, rec, start, false)
 	}()
 	g.proxy.Serve(rec, r)
 }
 
-func (g *Gate) logRequest(r *http.Request, rec *proxy.Recorder, start time.Time) {
+// logRequest logs r; probe: a health check or route check, which only
+// a probe request log shows.
+func (g *Gate) logRequest(r *http.Request, rec *proxy.Recorder, start time.Time, probe bool) {
 	if g.reqlog != nil {
-		g.reqlog.Log(r, rec.Code(), rec.Bytes(), time.Since(start))
+		g.reqlog.Log(r, rec.Code(), rec.Bytes(), time.Since(start), probe)
 	}
 }
 

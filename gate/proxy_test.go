@@ -466,7 +466,7 @@ func TestMetricsAndRequestLog(t *testing.T) {
 	var log syncbuf.Buffer
 	cfg := gateConfig(t, upstream)
 	cfg.PodIP = "127.0.0.1"
-	tg := startGate(t, cfg, Options{RequestLog: &log})
+	tg := startGate(t, cfg, Options{RequestLog: &log, LogProbeRequests: true})
 	tg.waitReady(t, true)
 	for _, p := range []string{"/a", "/b", "/missing"} {
 		tg.do(t, http.MethodGet, tg.url(p), nil, http.Header{"User-Agent": {"test-client"}})

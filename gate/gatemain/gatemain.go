@@ -22,16 +22,16 @@ type Config struct {
 	// Logger gets the gate's logs.
 	Logger *slog.Logger
 	// RequestLog is the --request-log flag when given; nil leaves it to
-	// $SERVING_ENABLE_REQUEST_LOG, Knative's switch for queue-proxy's
-	// request log.
+	// the environment: OBSERVABILITY_CONFIG's enableRequestLog (Knative
+	// 1.19 and later) or $SERVING_ENABLE_REQUEST_LOG (before).
 	RequestLog *bool
 	// Stdout gets the request log, one JSON line per request.
 	Stdout io.Writer
 }
 
-// EnvEnableRequestLog is Knative's switch for queue-proxy's request log,
-// honoured as such.
-const EnvEnableRequestLog = "SERVING_ENABLE_REQUEST_LOG"
+// EnvEnableRequestLog is Knative's switch for queue-proxy's request log
+// before Knative 1.19, honoured as such.
+const EnvEnableRequestLog = contract.EnvEnableRequestLog
 
 // getenv is LookupEnv without the "set" answer.
 func (c Config) getenv(k string) string {
@@ -51,14 +51,19 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	requestLog, err := c.requestLog()
+	obs, err := contract.ParseObservability(c.getenv(contract.EnvObservabilityConfig))
 	if err != nil {
 		return err
 	}
-	opts := gate.Options{Config: cfg, Logger: c.Logger}
+	requestLog, err := c.requestLog(obs)
+	if err != nil {
+		return err
+	}
+	opts := gate.Options{Config: cfg, Logger: c.Logger, RequestLogTemplate: obs.RequestLogTemplate, LogProbeRequests: obs.EnableProbeRequestLog}
 	if requestLog {
 		opts.RequestLog = c.Stdout
 	}
+	warnUnexported(c.Logger, obs)
 	switch src := cfg.StatusSource; src {
 	case contract.StatusSourceNone:
 	case contract.StatusSourceKubernetes:
@@ -90,13 +95,25 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if obs.Runtime.ProfilingEnabled() {
+		stop, err := c.serveProfiles(host)
+		if err != nil {
+			ls.Close()
+			return err
+		}
+		defer stop()
+	}
 	return g.Serve(ctx, ls)
 }
 
-// requestLog: the flag, else the environment's switch.
-func (c Config) requestLog() (bool, error) {
+// requestLog: the flag, else the environment's switches — either turns
+// it on.
+func (c Config) requestLog(obs contract.Observability) (bool, error) {
 	if c.RequestLog != nil {
 		return *c.RequestLog, nil
+	}
+	if obs.EnableRequestLog {
+		return true, nil
 	}
 	v := c.getenv(EnvEnableRequestLog)
 	if v == "" {

@@ -33,21 +33,24 @@ func TestListenHost(t *testing.T) {
 	}
 }
 
-func TestTheRequestLogFlagBeatsKnativesSwitch(t *testing.T) {
+func TestTheRequestLogFlagBeatsKnativesSwitches(t *testing.T) {
 	t.Parallel()
 	on, off := true, false
 	for _, tc := range []struct {
 		name    string
 		flag    *bool
 		env     string
+		obs     bool // OBSERVABILITY_CONFIG's enableRequestLog
 		want    bool
 		wantErr string
 	}{
-		{"off by default", nil, "", false, ""},
-		{"the switch turns it on", nil, "true", true, ""},
-		{"the flag beats the switch", &off, "true", false, ""},
-		{"the flag alone", &on, "", true, ""},
-		{"a switch that is no boolean names the variable", nil, "maybe", false, `SERVING_ENABLE_REQUEST_LOG: "maybe" is not true or false`},
+		{"off by default", nil, "", false, false, ""},
+		{"the old switch turns it on", nil, "true", false, true, ""},
+		{"OBSERVABILITY_CONFIG turns it on", nil, "", true, true, ""},
+		{"either switch turns it on", nil, "false", true, true, ""},
+		{"the flag beats the switches", &off, "true", true, false, ""},
+		{"the flag alone", &on, "", false, true, ""},
+		{"a switch that is no boolean names the variable", nil, "maybe", false, false, `SERVING_ENABLE_REQUEST_LOG: "maybe" is not true or false`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Config{RequestLog: tc.flag, LookupEnv: func(k string) (string, bool) {
@@ -56,7 +59,7 @@ func TestTheRequestLogFlagBeatsKnativesSwitch(t *testing.T) {
 				}
 				return "", false
 			}}
-			got, err := c.requestLog()
+			got, err := c.requestLog(contract.Observability{EnableRequestLog: tc.obs})
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
