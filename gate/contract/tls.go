@@ -80,8 +80,10 @@ func (s TLSSettings) ServerConfig() *tls.Config {
 // comma-separated, each name trimmed, empty entries skipped; cipher suites
 // are Go's names of its secure suites, curves Go's constant names or the
 // standard ones (P-256). Every problem is reported, each naming its
-// variable. Unlike queue-proxy, a maximum below the minimum is an error:
-// queue-proxy starts with it and then fails every handshake.
+// variable. Two settings queue-proxy starts with and then fails on are
+// errors here: a maximum below the minimum (every handshake fails), and
+// with TLS 1.2 allowed a list of cipher suites without the one HTTP/2
+// requires (its TLS server exits).
 func ParseTLSSettings(minVersion, maxVersion, cipherSuites, curves string) (TLSSettings, error) {
 	s := DefaultTLSSettings()
 	var errs []error
@@ -129,6 +131,13 @@ func ParseTLSSettings(minVersion, maxVersion, cipherSuites, curves string) (TLSS
 			continue
 		}
 		s.CurvePreferences = append(s.CurvePreferences, id)
+	}
+	// net/http refuses to serve HTTP/2 over TLS with such a list (so
+	// queue-proxy's TLS server exits at its start).
+	if len(s.CipherSuites) > 0 && s.MinVersion < tls.VersionTLS13 && !slices.ContainsFunc(s.CipherSuites, func(id uint16) bool {
+		return id == tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 || id == tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+	}) {
+		fail(EnvTLSCipherSuites, "with TLS 1.2 allowed, HTTP/2 needs TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 in the list (queue-proxy's TLS server fails to start without)")
 	}
 	if len(errs) > 0 {
 		return DefaultTLSSettings(), errors.Join(errs...)

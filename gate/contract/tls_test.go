@@ -18,9 +18,11 @@ func TestParseTLSSettingsReadsQueueProxysFormats(t *testing.T) {
 		{"minimum 1.2", "1.2", "", "", "", TLSSettings{MinVersion: tls.VersionTLS12}},
 		{"maximum 1.3 with the default minimum", "", "1.3", "", "", TLSSettings{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13}},
 		{"only 1.2", "1.2", "1.2", "", "", TLSSettings{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12}},
+		{"TLS 1.3 only needs no HTTP/2 suite (its suites are not configurable)", "", "", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "",
+			TLSSettings{MinVersion: tls.VersionTLS13, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}}},
 		{"cipher suites trimmed, empty entries skipped, order and repeats kept",
-			"", "", " TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 ,,TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,", "",
-			TLSSettings{MinVersion: tls.VersionTLS13, CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}}},
+			"1.2", "", " TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 ,,TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,", "",
+			TLSSettings{MinVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}}},
 		{"a list of separators only is unset", "", "", " , ,", ",", def},
 		{"curves by Go's names and the standard ones", "", "", "", "X25519, P-256,CurveP384,P-521,X25519MLKEM768",
 			TLSSettings{MinVersion: tls.VersionTLS13, CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521, tls.X25519MLKEM768}}},
@@ -51,6 +53,8 @@ func TestParseTLSSettingsNamesTheVariableOfEachProblem(t *testing.T) {
 		{"a maximum below the minimum", "1.3", "1.2", "", "", []string{`QUEUE_PROXY_TLS_MAX_VERSION: "1.2" is below the minimum version (1.3)`}},
 		{"an insecure suite is unknown, as to queue-proxy", "", "", "TLS_RSA_WITH_RC4_128_SHA", "", []string{`QUEUE_PROXY_TLS_CIPHER_SUITES: unknown cipher suite "TLS_RSA_WITH_RC4_128_SHA"`}},
 		{"suite names are case-sensitive", "", "", "tls_aes_128_gcm_sha256", "", []string{`QUEUE_PROXY_TLS_CIPHER_SUITES: unknown cipher suite "tls_aes_128_gcm_sha256"`}},
+		{"HTTP/2's required suite missing while TLS 1.2 is allowed", "1.2", "", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "",
+			[]string{"QUEUE_PROXY_TLS_CIPHER_SUITES: with TLS 1.2 allowed, HTTP/2 needs TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}},
 		{"an unknown curve", "", "", "", "X448", []string{`QUEUE_PROXY_TLS_CURVE_PREFERENCES: unknown curve "X448"`}},
 		{"every problem at once", "1.0", "2", "NOPE", "secp256r1", []string{
 			"QUEUE_PROXY_TLS_MIN_VERSION:", "QUEUE_PROXY_TLS_MAX_VERSION:", "QUEUE_PROXY_TLS_CIPHER_SUITES:", "QUEUE_PROXY_TLS_CURVE_PREFERENCES:"}},
@@ -72,13 +76,13 @@ func TestParseTLSSettingsNamesTheVariableOfEachProblem(t *testing.T) {
 
 func TestDecodeReadsTheTLSPortSettingsAndCertificateDirectory(t *testing.T) {
 	c, err := Decode(getter(map[string]string{
-		EnvQueueServingTLSPort: "8443", EnvTLSMinVersion: "1.2", EnvTLSCipherSuites: "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+		EnvQueueServingTLSPort: "8443", EnvTLSMinVersion: "1.2", EnvTLSCipherSuites: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
 		EnvTLSCertDir: "/run/certs",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := TLSSettings{MinVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}}
+	want := TLSSettings{MinVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}
 	if c.TLSPort != 8443 || c.TLSCertDir != "/run/certs" || !reflect.DeepEqual(c.TLS, want) {
 		t.Errorf("port %d, dir %q, settings %+v", c.TLSPort, c.TLSCertDir, c.TLS)
 	}
@@ -115,6 +119,7 @@ func FuzzParseTLSSettings(f *testing.F) {
 	f.Add("", "", "", "")
 	f.Add("1.2", "1.3", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384", "X25519,P-256")
 	f.Add("1.3", "1.2", "NOPE,,", "secp256r1")
+	f.Add("1.2", "1.2", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "")
 	f.Add("1.2", "", ",,, ,", "CurveP521,X25519MLKEM768")
 	f.Fuzz(func(t *testing.T, minV, maxV, suites, curves string) {
 		s, err := ParseTLSSettings(minV, maxV, suites, curves)
