@@ -136,6 +136,7 @@ func New(opts Options) (*Gate, error) {
 	if cfg.UpstreamHost == "" {
 		cfg.UpstreamHost = contract.Defaults().UpstreamHost
 	}
+	cfg = withTLSDefaults(cfg)
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}

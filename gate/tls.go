@@ -26,6 +26,7 @@ import (
 // listenTLS opens the TLS port into ls.TLS when the certificate is
 // mounted.
 func listenTLS(host string, cfg contract.Config, ls *Listeners) error {
+	cfg = withTLSDefaults(cfg)
 	on, err := servingtls.Mounted(cfg.TLSCertDir, contract.TLSCertFile, contract.TLSKeyFile)
 	if err != nil {
 		return fmt.Errorf("%s: %w", contract.EnvTLSCertDir, err)
@@ -39,6 +40,18 @@ func listenTLS(host string, cfg contract.Config, ls *Listeners) error {
 	}
 	ls.TLS = ln
 	return nil
+}
+
+// withTLSDefaults fills what a Config made by hand rather than decoded
+// may lack: the certificate directory and the minimum version.
+func withTLSDefaults(cfg contract.Config) contract.Config {
+	if cfg.TLSCertDir == "" {
+		cfg.TLSCertDir = contract.KnativeCertDir
+	}
+	if cfg.TLS.MinVersion == 0 {
+		cfg.TLS.MinVersion = contract.DefaultTLSSettings().MinVersion
+	}
+	return cfg
 }
 
 // tlsServer is the server of the TLS port, its certificate loaded; nil
