@@ -278,8 +278,11 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 		}
 	})
 
-	t.Run("without the certificate the TLS port stays closed while the traffic port serves", func(t *testing.T) {
-		g := startQueueGate(t, bin, queueenv.Revision{UserPort: appServer(t)}, "PODGATE_TLS_CERT_DIR="+filepath.Join(t.TempDir(), "none"))
+	t.Run("without the certificate at start the TLS port stays closed, even once it is mounted, while the traffic port serves", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "certs")
+		g := startQueueGate(t, bin, queueenv.Revision{UserPort: appServer(t)}, "PODGATE_TLS_CERT_DIR="+dir)
+		body(t, g.get(t, http.DefaultClient, g.servingURL+"/"))
+		newServingCA(t).mount(t, dir, "late") // as queue-proxy, only the start decides
 		body(t, g.get(t, http.DefaultClient, g.servingURL+"/"))
 		conn, err := net.DialTimeout("tcp", g.tlsAddr, 5*time.Second)
 		if err == nil {

@@ -99,7 +99,7 @@ func Load(certPath, keyPath string, log *slog.Logger) (*Certificate, error) {
 func (c *Certificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	cur := c.cur.Load()
 	certFile, keyFile, err := c.stat()
-	if err == nil && sameFile(cur.certFile, certFile) && sameFile(cur.keyFile, keyFile) {
+	if err == nil && cur.statErr == "" && sameFile(cur.certFile, certFile) && sameFile(cur.keyFile, keyFile) {
 		return cur.cert, nil
 	}
 	if err != nil && err.Error() == cur.statErr {

@@ -221,6 +221,20 @@ func TestRemovedFilesKeepTheLastCertificateAndLogOnce(t *testing.T) {
 	if n := strings.Count(logs.String(), "unreadable"); n != 1 {
 		t.Errorf("%d warnings for a missing key, want 1:\n%s", n, logs)
 	}
+	// The key back (a new pair), then gone again: a second warning.
+	mount(t, dir, newPair(t, "back"))
+	if got := served(t, c); got != "back" {
+		t.Fatalf("served %q once the files were back", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "tls.key")); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(t, c); got != "back" {
+		t.Fatalf("served %q with the key gone again", got)
+	}
+	if n := strings.Count(logs.String(), "unreadable"); n != 2 {
+		t.Errorf("%d warnings for a key missing twice, want 2:\n%s", n, logs)
+	}
 }
 
 // TestHandshakesDuringRotationsAlwaysGetACertificate: under the race
