@@ -7,8 +7,11 @@
 // The parts, each in its own file:
 //
 //   - gate.go: New wires the parts below and the subpackages together;
-//     Serve runs the three ports and, on SIGTERM or the pod's deletion,
+//     Serve runs the ports and, on SIGTERM or the pod's deletion,
 //     the drain. A health answer is a load of one atomic value.
+//   - tls.go: the TLS traffic port (QUEUE_SERVING_TLS_PORT), opened when
+//     the serving certificate is mounted at start, as queue-proxy does;
+//     its certificate is package gate/servingtls's, reloaded on rotation.
 //   - health.go: the health-check protocol of queue-proxy (docs/facts.md
 //     §4): which requests are health checks and what they are answered.
 //   - admin.go: the admin port — /wait-for-drain holds every container's

@@ -142,6 +142,7 @@ func New(opts Options) (*Gate, error) {
 	if cfg.UpstreamHost == "" {
 		cfg.UpstreamHost = contract.Defaults().UpstreamHost
 	}
+	cfg = withTLSDefaults(cfg)
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -307,9 +308,13 @@ func (g *Gate) logRequest(r *http.Request, rec *proxy.Recorder, start time.Time,
 	}
 }
 
-// Listeners are the gate's three sockets.
+// Listeners are the gate's sockets.
 type Listeners struct {
 	Serving, Admin, Metrics net.Listener
+
+	// TLS serves traffic over TLS (QUEUE_SERVING_TLS_PORT); nil while the
+	// serving certificate is not mounted (tls.go).
+	TLS net.Listener
 }
 
 // Close closes every listener that is open.
@@ -318,6 +323,10 @@ func (l Listeners) Close() {
 		if ln != nil {
 			_ = ln.Close()
 		}
+	}
+
+	if l.TLS != nil {
+		_ = l.TLS.Close()
 	}
 }
 
@@ -341,6 +350,11 @@ func Listen(host string, cfg contract.Config) (Listeners, error) {
 		}
 		*p.dst = ln
 	}
+
+	if err := listenTLS(host, cfg, &ls); err != nil {
+		ls.Close()
+		return Listeners{}, err
+	}
 	return ls, nil
 }
 
@@ -353,10 +367,18 @@ const DefaultShutdownTimeout = 5 * time.Second
 // request arrived for the quiet period and none is in flight. It closes
 // the listeners.
 func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
+	tlsSrv, tlsErr := g.tlsServer(ls.TLS)
+	if tlsErr != nil {
+		ls.Close()
+		return tlsErr
+	}
 	stopBackground := g.startBackground()
 	defer stopBackground()
 
 	servers := g.servers(ls)
+	if tlsSrv != nil {
+		servers = append(servers, *tlsSrv)
+	}
 	served, waitServed := serveAll(servers)
 	g.log.Info("listening", "serving", ls.Serving.Addr().String(), "admin", ls.Admin.Addr().String(),
 		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
@@ -430,7 +452,11 @@ func serveAll(servers []server) (served <-chan error, wait func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.Serve(srv.ln); !errors.Is(err, http.ErrServerClosed) {
+			serve := srv.Serve
+			if srv.TLSConfig != nil { // the TLS port (tls.go)
+				serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+			}
+			if err := serve(srv.ln); !errors.Is(err, http.ErrServerClosed) {
 				errs <- fmt.Errorf("serve on %s: %w", srv.ln.Addr(), err)
 			}
 		}()

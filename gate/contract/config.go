@@ -16,6 +16,14 @@ type Config struct {
 	AdminPort int
 	// MetricsPort serves /metrics (PODGATE_METRICS_PORT).
 	MetricsPort int
+	// TLSPort serves traffic and health checks over TLS
+	// (QUEUE_SERVING_TLS_PORT), when the serving certificate is mounted.
+	TLSPort int
+	// TLS are the TLS port's settings (QUEUE_PROXY_TLS_*).
+	TLS TLSSettings
+	// TLSCertDir holds the serving certificate, TLSCertFile and TLSKeyFile
+	// (PODGATE_TLS_CERT_DIR, default KnativeCertDir).
+	TLSCertDir string
 	// UserPort is the serving container's port (USER_PORT).
 	UserPort int
 	// UpstreamHost is where the serving container and host-less probes are
@@ -91,6 +99,9 @@ func Defaults() Config {
 		ServingPort:      GatePort,
 		AdminPort:        GateAdminPort,
 		MetricsPort:      GateMetricsPort,
+		TLSPort:          GateTLSPort,
+		TLS:              DefaultTLSSettings(),
+		TLSCertDir:       KnativeCertDir,
 		UserPort:         KnativeUserPort,
 		UpstreamHost:     "127.0.0.1",
 		RevisionTimeout:  DefaultRevisionTimeoutSeconds * time.Second,

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"crypto/tls"
 	"reflect"
 	"strings"
 	"testing"
@@ -46,6 +47,11 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	c.UpstreamHost = "127.0.1.4"
 	c.AdminPort = 0
 	c.OnlyRouter = OnlyRouterActivator
+	c.TLSPort = 0
+	c.TLSCertDir = "/tmp/certs"
+	c.TLS = TLSSettings{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12,
+		CipherSuites:     []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256}}
 
 	got, err := Decode(getter(envMap(c.Encode())))
 	if err != nil {
@@ -297,6 +303,8 @@ func TestDecodeEnvRejectsWhatQueueProxyRejects(t *testing.T) {
 		{"USER_PORT empty", "", map[string]string{EnvUserPort: ""}, `USER_PORT: "" is not a port number (1-65535)`},
 		{"USER_PORT a name", "", map[string]string{EnvUserPort: "http"}, `USER_PORT: "http" is not a port number (1-65535)`},
 		{"QUEUE_SERVING_PORT empty", "", map[string]string{EnvQueueServingPort: ""}, `QUEUE_SERVING_PORT: "" is not a port number (0-65535)`},
+		{"QUEUE_SERVING_TLS_PORT empty", "", map[string]string{EnvQueueServingTLSPort: ""}, `QUEUE_SERVING_TLS_PORT: "" is not a port number (0-65535)`},
+		{"QUEUE_PROXY_TLS_MIN_VERSION not a version", "", map[string]string{EnvTLSMinVersion: "1.1"}, `QUEUE_PROXY_TLS_MIN_VERSION: "1.1" is not a TLS version`},
 		{"CONTAINER_CONCURRENCY empty", "", map[string]string{EnvContainerConcurrency: ""}, `CONTAINER_CONCURRENCY: "" is not a whole number >= 0`},
 		{"REVISION_TIMEOUT_SECONDS empty", "", map[string]string{EnvRevisionTimeoutSeconds: ""}, `REVISION_TIMEOUT_SECONDS: "" is not a whole number >= 0`},
 		{"ENABLE_MULTI_CONTAINER_PROBES empty", "", map[string]string{EnvMultiContainerProbes: ""}, `ENABLE_MULTI_CONTAINER_PROBES: "" is not true or false`},

@@ -51,6 +51,7 @@ func decode(d decoder) (Config, error) {
 	d.port(EnvAdminPort, &c.AdminPort, true)
 	d.port(EnvMetricsPort, &c.MetricsPort, true)
 	d.port(EnvUserPort, &c.UserPort, false)
+	d.tls(&c)
 	d.host(EnvUpstreamHost, &c.UpstreamHost)
 	d.nonNegative(EnvContainerConcurrency, &c.ContainerConcurrency)
 	var timeout int
@@ -306,6 +307,22 @@ func (d *decoder) routedProbes() map[string]RoutedProbes {
 		}
 	}
 	return m
+}
+
+// tls reads the TLS port and settings. queue-proxy parses its settings only
+// when it finds the certificate at start; the gate checks them always, so
+// a malformed value does not wait for the certificate to surface.
+func (d *decoder) tls(c *Config) {
+	d.port(EnvQueueServingTLSPort, &c.TLSPort, true)
+	s, err := ParseTLSSettings(d.getenv(EnvTLSMinVersion), d.getenv(EnvTLSMaxVersion),
+		d.getenv(EnvTLSCipherSuites), d.getenv(EnvTLSCurvePreferences))
+	if err != nil {
+		d.errs = append(d.errs, err)
+	}
+	c.TLS = s
+	if v := d.getenv(EnvTLSCertDir); v != "" {
+		c.TLSCertDir = v
+	}
 }
 
 func (d *decoder) statusSource(dst *string) {

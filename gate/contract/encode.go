@@ -32,9 +32,22 @@ func (c Config) Encode() []corev1.EnvVar {
 	}
 	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
 	// Optional for queue-proxy too, and off unless set: written only when
-	// on, so pod specs that do not use it stay as they were.
+	// on, so pod specs that do not use them stay as they were. The TLS
+	// port too: queue-proxy requires it, the gate defaults it to 8112.
 	if c.HTTP2AutoDetection {
 		add(EnvHTTP2AutoDetection, "true")
+	}
+	minV, maxV, suites, curves := c.TLS.Env()
+	for _, v := range [][2]string{{EnvTLSMinVersion, minV}, {EnvTLSMaxVersion, maxV}, {EnvTLSCipherSuites, suites}, {EnvTLSCurvePreferences, curves}} {
+		if v[1] != "" {
+			add(v[0], v[1])
+		}
+	}
+	if c.TLSPort != d.TLSPort {
+		add(EnvQueueServingTLSPort, strconv.Itoa(c.TLSPort))
+	}
+	if c.TLSCertDir != d.TLSCertDir && c.TLSCertDir != "" {
+		add(EnvTLSCertDir, c.TLSCertDir)
 	}
 	if len(c.ReadinessContainers) > 0 {
 		add(EnvReadinessContainers, strings.Join(c.ReadinessContainers, ","))

@@ -40,8 +40,10 @@ const (
 // pod spec written for queue-proxy sets them all. A variable set to the
 // empty string counts as set, as for queue-proxy; whether its value is
 // valid is a separate check. queue-proxy also requires
-// QUEUE_SERVING_TLS_PORT, SERVING_LOGGING_CONFIG and SERVING_LOGGING_LEVEL,
-// which the gate does not read, so it does not require them either.
+// QUEUE_SERVING_TLS_PORT, SERVING_LOGGING_CONFIG and SERVING_LOGGING_LEVEL:
+// the gate does not read the last two, and defaults the TLS port to
+// GateTLSPort (a pod spec made for the gate needs no TLS port of its own),
+// so it requires none of them.
 var Required = []string{
 	EnvQueueServingPort, EnvUserPort, EnvContainerConcurrency, EnvRevisionTimeoutSeconds,
 	EnvServingNamespace, EnvServingConfiguration, EnvServingRevision, EnvServingPod, EnvServingPodIP,
