@@ -74,7 +74,15 @@ func New(cfg Config) *Proxy {
 	clk, log, refused, back, m := cfg.Clock, cfg.Logger, cfg.Refused, cfg.Back, cfg.Observer
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	p.t1 = &http.Transport{
-		DialContext: dialer.DialContext,
+		// The ride-through needs to know whether a failed connection had
+		// begun an answer.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &upstreamConn{Conn: c}, nil
+		},
 		// Enough idle connections for every client connection to keep its
 		// own: the default of 2 per host makes a busy proxy open and
 		// close a connection per request.
