@@ -138,9 +138,7 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		st := newReqState(p.clock, p.limits, cancel, func(cause error) {
-			p.log.Warn("request timeout", "limit", limitEnv(cause), "method", r.Method, "path", r.URL.Path)
-		})
+		st := newReqState(p.clock, p.limits, cancel, p.log, r)
 		w.st = st
 		defer func() {
 			if st.end() {

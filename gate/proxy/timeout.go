@@ -3,7 +3,9 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,8 +67,9 @@ type reqState struct {
 	limits Limits
 	start  int64 // UnixNano of the arrival
 	cancel func(cause error)
-	// onCut is told which limit ended the request (for the log).
-	onCut func(cause error)
+	// log, when set, is told which limit ended request r.
+	log *slog.Logger
+	r   *http.Request
 	// lastWrite is the UnixNano of the last write to the client (of a
 	// byte either way through a tunnel); the arrival before any. Kept
 	// only with an idle limit.
@@ -79,8 +82,8 @@ type reqState struct {
 	gen        uint64 // of the timer: a stopped timer's late callback is ignored
 }
 
-func newReqState(clk clock.WithDelayedExecution, l Limits, cancel, onCut func(error)) *reqState {
-	st := &reqState{clock: clk, limits: l, cancel: cancel, onCut: onCut}
+func newReqState(clk clock.WithDelayedExecution, l Limits, cancel func(error), log *slog.Logger, r *http.Request) *reqState {
+	st := &reqState{clock: clk, limits: l, cancel: cancel, log: log, r: r}
 	st.start = clk.Now().UnixNano()
 	st.lastWrite.Store(st.start)
 	st.mu.Lock()
@@ -132,7 +135,9 @@ func (st *reqState) armLocked(now int64) {
 		st.cutStarted = st.phase == started
 		st.phase = cut
 		st.cancel(cause)
-		st.onCut(cause)
+		if st.log != nil {
+			st.log.Warn("request timeout", "limit", limitEnv(cause), "method", st.r.Method, "path", st.r.URL.Path)
+		}
 	}
 }
 

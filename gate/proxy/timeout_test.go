@@ -18,7 +18,7 @@ type limitsRun struct {
 
 func startLimits(t *testing.T, l Limits) *limitsRun {
 	r := &limitsRun{t: t, clk: testingclock.NewFakeClock(time.Unix(1000, 0)), cause: make(chan error, 1)}
-	r.st = newReqState(r.clk, l, func(c error) { r.cause <- c }, func(error) {})
+	r.st = newReqState(r.clk, l, func(c error) { r.cause <- c }, nil, nil)
 	t.Cleanup(func() { r.st.end() })
 	return r
 }
