@@ -250,8 +250,16 @@ func startGateProcess(t *testing.T, bin string, rev queueenv.Revision) *gateProc
 	}
 }
 
-// fetch is a GET's status, body, body read error and duration.
-func fetch(t *testing.T, url string) (int, string, error, time.Duration) {
+// fetched is a GET's outcome.
+type fetched struct {
+	code int
+	body string
+	err  error // reading the body
+	took time.Duration
+}
+
+// fetch GETs url on a connection of its own.
+func fetch(t *testing.T, url string) fetched {
 	t.Helper()
 	start := time.Now()
 	client := &http.Client{Transport: &http.Transport{}}
@@ -262,7 +270,7 @@ func fetch(t *testing.T, url string) (int, string, error, time.Duration) {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err, time.Since(start)
+	return fetched{resp.StatusCode, string(b), err, time.Since(start)}
 }
 
 // TestTheGateAppliesQueueProxysTimeLimits: the real gate binary with
@@ -278,7 +286,8 @@ func TestTheGateAppliesQueueProxysTimeLimits(t *testing.T) {
 
 	t.Run("a stream longer than the whole-request limit is cut", func(t *testing.T) {
 		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 2})
-		code, body, err, took := fetch(t, g.url+"/stream?n=8&every=500ms")
+		f := fetch(t, g.url+"/stream?n=8&every=500ms")
+		code, body, err, took := f.code, f.body, f.err, f.took
 		if code != http.StatusOK || !strings.HasPrefix(body, "part0\npart1\n") || !strings.HasSuffix(body, "\nrequest timeout") ||
 			strings.Contains(body, "part7") || !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("got %d %q (%v), want 200, the parts of 2 s, then request timeout, cut short", code, body, err)
@@ -287,32 +296,34 @@ func TestTheGateAppliesQueueProxysTimeLimits(t *testing.T) {
 			t.Errorf("cut after %v, want 2 s", took)
 		}
 		// Before the response starts, the same limit is a 504.
-		if code, body, _, _ := fetch(t, g.url+"/slow?d=3s"); code != http.StatusGatewayTimeout || body != "request timeout" {
-			t.Errorf("no response within the limit: %d %q, want 504 request timeout", code, body)
+		if f := fetch(t, g.url+"/slow?d=3s"); f.code != http.StatusGatewayTimeout || f.body != "request timeout" {
+			t.Errorf("no response within the limit: %d %q, want 504 request timeout", f.code, f.body)
 		}
 	})
 	t.Run("a slow first byte beyond the response-start limit gets 504 request timeout", func(t *testing.T) {
 		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 10, ResponseStartTimeoutSeconds: 1})
-		code, body, _, took := fetch(t, g.url+"/slow?d=3s")
+		f := fetch(t, g.url+"/slow?d=3s")
+		code, body, took := f.code, f.body, f.took
 		if code != http.StatusGatewayTimeout || body != "request timeout" || took > 2500*time.Millisecond {
 			t.Errorf("got %d %q after %v, want 504 request timeout after 1 s", code, body, took)
 		}
 		// Once started, a response streams past the response-start limit.
-		if code, body, err, _ := fetch(t, g.url+"/stream?n=4&every=500ms"); code != http.StatusOK || body != "part0\npart1\npart2\npart3\n" || err != nil {
-			t.Errorf("a stream that started: %d %q (%v), want it whole", code, body, err)
+		if f := fetch(t, g.url+"/stream?n=4&every=500ms"); f.code != http.StatusOK || f.body != "part0\npart1\npart2\npart3\n" || f.err != nil {
+			t.Errorf("a stream that started: %d %q (%v), want it whole", f.code, f.body, f.err)
 		}
 	})
 	t.Run("an idle stream is cut; one that keeps writing is not", func(t *testing.T) {
 		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 10, IdleTimeoutSeconds: 1})
-		code, body, err, took := fetch(t, g.url+"/idle?d=3s")
+		f := fetch(t, g.url+"/idle?d=3s")
+		code, body, err, took := f.code, f.body, f.err, f.took
 		if code != http.StatusOK || body != "first\nrequest timeout" || !errors.Is(err, io.ErrUnexpectedEOF) || took > 2500*time.Millisecond {
 			t.Errorf("got %d %q (%v) after %v, want 200 \"first\\nrequest timeout\" cut short after 1 s", code, body, err, took)
 		}
-		if code, body, err, _ := fetch(t, g.url+"/stream?n=5&every=600ms"); code != http.StatusOK || body != "part0\npart1\npart2\npart3\npart4\n" || err != nil {
-			t.Errorf("a stream writing every 0.6 s: %d %q (%v), want it whole", code, body, err)
+		if f := fetch(t, g.url+"/stream?n=5&every=600ms"); f.code != http.StatusOK || f.body != "part0\npart1\npart2\npart3\npart4\n" || f.err != nil {
+			t.Errorf("a stream writing every 0.6 s: %d %q (%v), want it whole", f.code, f.body, f.err)
 		}
-		if code, body, _, _ := fetch(t, g.url+"/slow?d=3s"); code != http.StatusGatewayTimeout || body != "request timeout" {
-			t.Errorf("nothing written within the idle limit: %d %q, want 504 request timeout", code, body)
+		if f := fetch(t, g.url+"/slow?d=3s"); f.code != http.StatusGatewayTimeout || f.body != "request timeout" {
+			t.Errorf("nothing written within the idle limit: %d %q, want 504 request timeout", f.code, f.body)
 		}
 	})
 	t.Run("a websocket outlives the whole-request and response-start limits", func(t *testing.T) {
