@@ -439,6 +439,34 @@ func TestRequestTimeout(t *testing.T) {
 			t.Errorf("got %d %q (%v), want 200 \"first request timeout\" cut short (unexpected EOF)", resp.StatusCode, body, err)
 		}
 	})
+	t.Run("over HTTP/2 a cut response's stream is reset", func(t *testing.T) {
+		proceed := make(chan struct{})
+		defer close(proceed)
+		upstream := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "first ")
+			w.(http.Flusher).Flush()
+			<-proceed
+		}))
+		cfg := gateConfig(t, upstream)
+		cfg.RevisionTimeout = 10 * time.Second
+		tg := startGate(t, cfg, Options{Clock: clk})
+		client := h2cClient()
+		defer client.Transport.(*http.Transport).CloseIdleConnections()
+		resp, err := client.Get(tg.url("/stream"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		first := make([]byte, len("first "))
+		if _, err := io.ReadFull(resp.Body, first); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(10 * time.Second)
+		rest, err := io.ReadAll(resp.Body)
+		if resp.ProtoMajor != 2 || err == nil || !strings.Contains(err.Error(), "stream error") || string(first)+string(rest) != "first request timeout" {
+			t.Errorf("got %s %q (%v), want \"first request timeout\" and the stream reset", resp.Proto, string(first)+string(rest), err)
+		}
+	})
 	t.Run("the response-start limit answers 504; once the response started it is over", func(t *testing.T) {
 		proceed := make(chan struct{})
 		arrived := make(chan string, 2)

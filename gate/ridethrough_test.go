@@ -401,3 +401,41 @@ func grepLine(text, prefix string) string {
 	}
 	return ""
 }
+
+// TestARequestThatKillsTheContainerIsSentAgainOnlyOnce: every time the
+// container reads the GET it dies unanswered (a request that crashes it).
+// The gate sends it again once, then answers 502: it does not crash the
+// container in a loop.
+func TestARequestThatKillsTheContainerIsSentAgainOnlyOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				reads.Add(1)
+			}
+			c.Close()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+	}()
+	tg := startGate(t, gateConfig(t, ln.Addr().String()), Options{})
+	code, body, _ := tg.do(t, http.MethodGet, tg.url("/crash"), nil, nil)
+	if code != http.StatusBadGateway || !strings.HasSuffix(body, "\n") {
+		t.Errorf("got %d %q, want a 502 with the error", code, body)
+	}
+	if n := reads.Load(); n != 2 {
+		t.Errorf("the container read the request %d times, want 2 (sent again once)", n)
+	}
+}
