@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -490,11 +491,18 @@ func TestRequestTimeout(t *testing.T) {
 		if got := <-res; got != "504 request timeout <nil>" {
 			t.Errorf("no response start in time: %s, want 504 request timeout", got)
 		}
-		resp, err := tg.client.Get(tg.url("/stream"))
+		// The 504 left the connection open: the next request takes it.
+		var reused bool
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(),
+			&httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}), http.MethodGet, tg.url("/stream"), nil)
+		resp, err := tg.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
+		if !reused {
+			t.Error("the connection of the 504 was not kept for the next request")
+		}
 		<-arrived
 		clk.Step(time.Hour)
 		close(proceed)
