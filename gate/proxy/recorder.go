@@ -23,6 +23,12 @@ func (w *Recorder) WriteHeader(code int) {
 		w.status = code
 	}
 	if w.st != nil {
+		if code < 200 {
+			// An informational answer (103 Early Hints) starts the
+			// response for the response-start limit, as for queue-proxy,
+			// whose limits count every write.
+			w.st.responseStarted()
+		}
 		w.st.wrote()
 	}
 	w.ResponseWriter.WriteHeader(code)

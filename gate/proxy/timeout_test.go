@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -165,6 +167,19 @@ func TestLimits(t *testing.T) {
 				t.Errorf("cut after the start: %v, want %v", got, tc.cutStarted)
 			}
 		})
+	}
+}
+
+func TestAnInformationalAnswerStartsTheResponse(t *testing.T) {
+	r := startLimits(t, Limits{ResponseStart: 5 * time.Second})
+	w := &Recorder{ResponseWriter: httptest.NewRecorder(), st: r.st}
+	w.WriteHeader(http.StatusEarlyHints)
+	r.step(time.Hour)
+	if c := r.ended(); c != nil {
+		t.Errorf("ended after a 103: %v", c)
+	}
+	if w.Code() != http.StatusOK {
+		t.Errorf("a 103 recorded as the status: %d", w.Code())
 	}
 }
 
