@@ -29,7 +29,8 @@
 // not yet ready; exec-probed containers counted through the status
 // source), gate/proxy (the data path: reverse proxy, the
 // ride-through that holds a request whose connection the restarting
-// container refused, concurrency limit, request timeout, request log),
+// container refused or that died in it unanswered and may be repeated,
+// concurrency limit, queue-proxy's three time limits, request log),
 // gate/drain (when a terminating gate may exit: SIGTERM fails readiness at
 // once, the gate exits after a quiet period without new requests and with
 // none in flight) and gate/gatemetrics (the Prometheus metrics).

@@ -192,7 +192,7 @@ func New(opts Options) (*Gate, error) {
 	g.cond = newConditionPublisher(opts.Conditions, opts.Clock, opts.Logger, g.condition)
 	g.signalReadiness() // the aggregator's first verdict
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
-	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Timeout: cfg.RevisionTimeout, Limiter: lim,
+	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Limits: proxy.Limits{Request: cfg.RevisionTimeout, ResponseStart: cfg.ResponseStartTimeout, Idle: cfg.IdleTimeout}, Limiter: lim,
 		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C})
 	if opts.RequestLog != nil {
 		var err error

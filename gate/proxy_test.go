@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -411,8 +413,9 @@ func TestRequestTimeout(t *testing.T) {
 		}
 		close(b.release)
 	})
-	t.Run("a response that started streams past the timeout", func(t *testing.T) {
+	t.Run("a response that started is cut at the timeout: the body so far, request timeout, cut short", func(t *testing.T) {
 		proceed := make(chan struct{})
+		defer close(proceed)
 		started := make(chan struct{})
 		upstream := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
@@ -431,13 +434,132 @@ func TestRequestTimeout(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		<-started
-		clk.Step(time.Minute)
-		close(proceed)
+		clk.Step(10 * time.Second)
 		body, err := io.ReadAll(resp.Body)
-		if err != nil || string(body) != "first second" || resp.StatusCode != http.StatusOK {
-			t.Errorf("got %d %q (%v), want 200 \"first second\"", resp.StatusCode, body, err)
+		if !errors.Is(err, io.ErrUnexpectedEOF) || string(body) != "first request timeout" || resp.StatusCode != http.StatusOK {
+			t.Errorf("got %d %q (%v), want 200 \"first request timeout\" cut short (unexpected EOF)", resp.StatusCode, body, err)
 		}
 	})
+	t.Run("over HTTP/2 a cut response's stream is reset", func(t *testing.T) {
+		proceed := make(chan struct{})
+		defer close(proceed)
+		upstream := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "first ")
+			w.(http.Flusher).Flush()
+			<-proceed
+		}))
+		cfg := gateConfig(t, upstream)
+		cfg.RevisionTimeout = 10 * time.Second
+		tg := startGate(t, cfg, Options{Clock: clk})
+		client := h2cClient()
+		defer client.Transport.(*http.Transport).CloseIdleConnections()
+		resp, err := client.Get(tg.url("/stream"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		first := make([]byte, len("first "))
+		if _, err := io.ReadFull(resp.Body, first); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(10 * time.Second)
+		rest, err := io.ReadAll(resp.Body)
+		if resp.ProtoMajor != 2 || err == nil || !strings.Contains(err.Error(), "stream error") || string(first)+string(rest) != "first request timeout" {
+			t.Errorf("got %s %q (%v), want \"first request timeout\" and the stream reset", resp.Proto, string(first)+string(rest), err)
+		}
+	})
+	t.Run("the response-start limit answers 504; once the response started it is over", func(t *testing.T) {
+		proceed := make(chan struct{})
+		arrived := make(chan string, 2)
+		upstream := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/stream" {
+				fmt.Fprint(w, "first ")
+				w.(http.Flusher).Flush()
+			}
+			arrived <- r.URL.Path
+			<-proceed
+			fmt.Fprint(w, "second")
+		}))
+		cfg := gateConfig(t, upstream)
+		cfg.RevisionTimeout = 0
+		cfg.ResponseStartTimeout = 5 * time.Second
+		tg := startGate(t, cfg, Options{Clock: clk})
+		res := make(chan string, 1)
+		go func() { res <- get(tg.client, tg.url("/slow")) }()
+		<-arrived
+		clk.Step(5 * time.Second)
+		if got := <-res; got != "504 request timeout <nil>" {
+			t.Errorf("no response start in time: %s, want 504 request timeout", got)
+		}
+		// The 504 left the connection open: the next request takes it.
+		var reused bool
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(),
+			&httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}), http.MethodGet, tg.url("/stream"), nil)
+		resp, err := tg.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if !reused {
+			t.Error("the connection of the 504 was not kept for the next request")
+		}
+		<-arrived
+		clk.Step(time.Hour)
+		close(proceed)
+		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "first second" {
+			t.Errorf("a response that started: %q (%v), want \"first second\"", b, err)
+		}
+	})
+	t.Run("the idle limit answers 504 when nothing came and cuts a silent stream", func(t *testing.T) {
+		proceed := make(chan struct{})
+		defer close(proceed)
+		arrived := make(chan string, 2)
+		upstream := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/stream" {
+				fmt.Fprint(w, "first ")
+				w.(http.Flusher).Flush()
+			}
+			arrived <- r.URL.Path
+			<-proceed
+		}))
+		cfg := gateConfig(t, upstream)
+		cfg.RevisionTimeout = 0
+		cfg.IdleTimeout = 5 * time.Second
+		tg := startGate(t, cfg, Options{Clock: clk})
+		res := make(chan string, 1)
+		go func() { res <- get(tg.client, tg.url("/slow")) }()
+		<-arrived
+		clk.Step(5 * time.Second)
+		if got := <-res; got != "504 request timeout <nil>" {
+			t.Errorf("nothing written: %s, want 504 request timeout", got)
+		}
+		resp, err := tg.client.Get(tg.url("/stream"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		<-arrived
+		first := make([]byte, len("first "))
+		if _, err := io.ReadFull(resp.Body, first); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(5 * time.Second)
+		rest, err := io.ReadAll(resp.Body)
+		if !errors.Is(err, io.ErrUnexpectedEOF) || string(first)+string(rest) != "first request timeout" {
+			t.Errorf("a silent stream: %q (%v), want \"first request timeout\" cut short", string(first)+string(rest), err)
+		}
+	})
+}
+
+// get is "CODE BODY ERR" of a GET.
+func get(c *http.Client, url string) string {
+	resp, err := c.Get(url)
+	if err != nil {
+		return fmt.Sprintf("0  %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return fmt.Sprintf("%d %s %v", resp.StatusCode, b, err)
 }
 
 // requestLogLine is the request log's JSON shape, Knative's request log

@@ -184,17 +184,28 @@ func oneShotUpstream(t *testing.T, ln net.Listener) <-chan string {
 	return got
 }
 
-// TestRequestThatReachedTheContainerIsNotReplayed: the container read the
-// request, then died; it restarts on the same port. The client gets a 502,
-// and the restarted container never sees the request.
-func TestRequestThatReachedTheContainerIsNotReplayed(t *testing.T) {
+// TestRequestThatDiedInTheContainer: the container read the request, then
+// died without a byte of answer; it restarts on the same port. An
+// idempotent request (by Go's transport's rule) is sent again and answered
+// by the restarted container; any other gets a 502, and the restarted
+// container never sees it.
+func TestRequestThatDiedInTheContainer(t *testing.T) {
 	for _, tc := range []struct {
-		method, body string
+		name, method, body string
+		header             http.Header
+		resent             bool
 	}{
-		{http.MethodPost, "pay 100 EUR"},
-		{http.MethodGet, ""},
+		{"POST is not sent again", http.MethodPost, "pay 100 EUR", nil, false},
+		{"PUT is not sent again", http.MethodPut, "x", nil, false},
+		{"GET is sent again", http.MethodGet, "", nil, true},
+		{"HEAD is sent again", http.MethodHead, "", nil, true},
+		{"OPTIONS is sent again", http.MethodOptions, "", nil, true},
+		{"GET with a body is sent again", http.MethodGet, "query", nil, true},
+		{"POST with an Idempotency-Key is sent again, body and all", http.MethodPost, "pay 100 EUR", http.Header{"Idempotency-Key": {"k1"}}, true},
+		{"POST with an X-Idempotency-Key is sent again", http.MethodPost, "pay 100 EUR", http.Header{"X-Idempotency-Key": {"k2"}}, true},
+		{"POST with a body too large to replay is not sent again", http.MethodPost, strings.Repeat("x", 128<<10), http.Header{"Idempotency-Key": {"k3"}}, false},
 	} {
-		t.Run(tc.method, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -203,13 +214,16 @@ func TestRequestThatReachedTheContainerIsNotReplayed(t *testing.T) {
 			first := oneShotUpstream(t, ln)
 			tg := startGate(t, gateConfig(t, addr), Options{})
 
-			var bodyReader io.Reader
-			if tc.body != "" {
-				bodyReader = strings.NewReader(tc.body)
-			}
 			res := make(chan string, 1)
 			go func() {
-				req, _ := http.NewRequest(tc.method, tg.url("/charge"), bodyReader)
+				var body io.Reader
+				if tc.body != "" {
+					body = strings.NewReader(tc.body)
+				}
+				req, _ := http.NewRequest(tc.method, tg.url("/charge"), body)
+				for k, v := range tc.header {
+					req.Header[k] = v
+				}
 				resp, err := tg.client.Do(req)
 				if err != nil {
 					res <- err.Error()
@@ -220,27 +234,47 @@ func TestRequestThatReachedTheContainerIsNotReplayed(t *testing.T) {
 				res <- fmt.Sprintf("%d %s", resp.StatusCode, b)
 			}()
 			if got, want := <-first, strings.TrimSpace(tc.method+" /charge "+tc.body); strings.TrimSpace(got) != want {
-				t.Fatalf("the first container read %q, want %q", got, want)
+				t.Fatalf("the first container read %.60q, want %.60q", got, want)
 			}
 			// The container restarts on the same port, counting what it gets.
 			var seen atomic.Int64
+			var gotBody atomic.Value
 			startUpstreamAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				seen.Add(1)
+				b, _ := io.ReadAll(r.Body)
+				if r.URL.Path == "/charge" {
+					gotBody.Store(string(b))
+				}
 				fmt.Fprint(w, "second")
 			}))
 			got := <-res
-			// queue-proxy's answer: the error as http.Error writes it.
-			if !strings.HasPrefix(got, "502 ") || !strings.HasSuffix(got, "\n") {
+			want := 1
+			if tc.resent {
+				want = 2
+				wantAnswer := "200 second"
+				if tc.method == http.MethodHead {
+					wantAnswer = "200 "
+				}
+				if got != wantAnswer {
+					t.Errorf("client got %.80q, want %q from the restarted container", got, wantAnswer)
+				}
+				if b, _ := gotBody.Load().(string); b != tc.body {
+					t.Errorf("the restarted container got the body %.60q, want %.60q", b, tc.body)
+				}
+			} else if !strings.HasPrefix(got, "502 ") || !strings.HasSuffix(got, "\n") {
+				// queue-proxy's answer: the error as http.Error writes it.
 				t.Errorf("client got %q, want a 502 with the error and a newline", got)
 			}
 			// A later request does reach the restarted container.
 			if code, body, _ := tg.do(t, http.MethodGet, tg.url("/later"), nil, nil); code != 200 || body != "second" {
 				t.Errorf("later request: %d %q", code, body)
 			}
-			if n := seen.Load(); n != 1 {
-				t.Errorf("the restarted container got %d requests, want 1 (only the later one)", n)
+			if n := seen.Load(); n != int64(want) {
+				t.Errorf("the restarted container got %d requests, want %d", n, want)
 			}
-			contains(t, "metrics", tg.metricsText(t), "podgate_upstream_errors_total 1")
+			if !tc.resent {
+				contains(t, "metrics", tg.metricsText(t), "podgate_upstream_errors_total 1")
+			}
 		})
 	}
 }
@@ -366,4 +400,42 @@ func grepLine(text, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestARequestThatKillsTheContainerIsSentAgainOnlyOnce: every time the
+// container reads the GET it dies unanswered (a request that crashes it).
+// The gate sends it again once, then answers 502: it does not crash the
+// container in a loop.
+func TestARequestThatKillsTheContainerIsSentAgainOnlyOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				reads.Add(1)
+			}
+			c.Close()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+	}()
+	tg := startGate(t, gateConfig(t, ln.Addr().String()), Options{})
+	code, body, _ := tg.do(t, http.MethodGet, tg.url("/crash"), nil, nil)
+	if code != http.StatusBadGateway || !strings.HasSuffix(body, "\n") {
+		t.Errorf("got %d %q, want a 502 with the error", code, body)
+	}
+	if n := reads.Load(); n != 2 {
+		t.Errorf("the container read the request %d times, want 2 (sent again once)", n)
+	}
 }

@@ -193,6 +193,8 @@ func baseConfig(w *workload.Workload, opts Options) contract.Config {
 		cfg.Service, cfg.Configuration, cfg.Revision = w.Name, w.Name, k.RevisionName
 		cfg.ContainerConcurrency = int(k.ContainerConcurrency)
 		cfg.RevisionTimeout = time.Duration(k.TimeoutSeconds) * time.Second
+		cfg.ResponseStartTimeout = time.Duration(k.ResponseStartTimeoutSeconds) * time.Second
+		cfg.IdleTimeout = time.Duration(k.IdleTimeoutSeconds) * time.Second
 	}
 	cfg.DrainQuietPeriod = drainQuietPeriod(w.PodSpec().TerminationGracePeriodSeconds)
 	if opts.Local {

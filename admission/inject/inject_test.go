@@ -296,8 +296,11 @@ func names(cs []corev1.Container) []string {
 }
 
 func TestInjectKnativeIdentity(t *testing.T) {
-	m := ksvc("      - {image: i}\n", "      containerConcurrency: 4\n      timeoutSeconds: 120\n")
+	m := ksvc("      - {image: i}\n", "      containerConcurrency: 4\n      timeoutSeconds: 120\n      responseStartTimeoutSeconds: 30\n      idleTimeoutSeconds: 20\n")
 	w, cfg := injected(t, m, Options{})
+	if cfg.ResponseStartTimeout != 30*time.Second || cfg.IdleTimeout != 20*time.Second {
+		t.Errorf("response start %v idle %v, want 30s and 20s", cfg.ResponseStartTimeout, cfg.IdleTimeout)
+	}
 	if cfg.Service != "svc" || cfg.Configuration != "svc" || cfg.Revision != "svc-00001" || cfg.Namespace != "default" {
 		t.Errorf("identity %q %q %q %q", cfg.Service, cfg.Configuration, cfg.Revision, cfg.Namespace)
 	}

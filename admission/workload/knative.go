@@ -44,8 +44,9 @@ type RevisionSpec struct {
 	ContainerConcurrency *int64 `json:"containerConcurrency,omitempty"`
 	// TimeoutSeconds is the request timeout (and the pod's grace period).
 	TimeoutSeconds *int64 `json:"timeoutSeconds,omitempty"`
-	// ResponseStartTimeoutSeconds and IdleTimeoutSeconds are accepted so
-	// valid Knative manifests load; podgate does not use them yet.
+	// ResponseStartTimeoutSeconds bounds the time until the response
+	// starts, IdleTimeoutSeconds the time without a byte of it; unset or
+	// 0 is no limit. The gate applies both.
 	ResponseStartTimeoutSeconds *int64 `json:"responseStartTimeoutSeconds,omitempty"`
 	IdleTimeoutSeconds          *int64 `json:"idleTimeoutSeconds,omitempty"`
 }

@@ -167,6 +167,12 @@ func serviceWorkload(src Source, s *Service) *Workload {
 	if v := s.Spec.Template.Spec.TimeoutSeconds; v != nil {
 		k.TimeoutSeconds = *v
 	}
+	if v := s.Spec.Template.Spec.ResponseStartTimeoutSeconds; v != nil {
+		k.ResponseStartTimeoutSeconds = *v
+	}
+	if v := s.Spec.Template.Spec.IdleTimeoutSeconds; v != nil {
+		k.IdleTimeoutSeconds = *v
+	}
 	return &Workload{
 		Source: src, APIVersion: s.APIVersion, Kind: KindService,
 		Namespace: s.Namespace, Name: s.Name, Labels: copyMap(s.Labels),

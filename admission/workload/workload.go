@@ -61,6 +61,9 @@ type KnativeSettings struct {
 	RevisionName         string
 	ContainerConcurrency int64
 	TimeoutSeconds       int64
+	// ResponseStartTimeoutSeconds and IdleTimeoutSeconds: 0 when unset
+	// (no limit).
+	ResponseStartTimeoutSeconds, IdleTimeoutSeconds int64
 }
 
 // ID names the workload as "Kind/name" for messages.
@@ -138,6 +141,12 @@ func (w *Workload) Object() any {
 			cc, ts := k.ContainerConcurrency, k.TimeoutSeconds
 			c.Spec.Template.Spec.ContainerConcurrency = &cc
 			c.Spec.Template.Spec.TimeoutSeconds = &ts
+			if rs := k.ResponseStartTimeoutSeconds; rs != 0 {
+				c.Spec.Template.Spec.ResponseStartTimeoutSeconds = &rs
+			}
+			if it := k.IdleTimeoutSeconds; it != 0 {
+				c.Spec.Template.Spec.IdleTimeoutSeconds = &it
+			}
 		}
 		return &c
 	}

@@ -20,7 +20,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(childAddrEnv); addr != "" {
+		runChild(addr) // a serving container, see queueproxy_test.go
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // gateBinary builds podgate-gate as its image ships it: static.
 func gateBinary(t *testing.T) string {

@@ -32,8 +32,15 @@ type Config struct {
 
 	// ContainerConcurrency caps requests in flight; 0 is unlimited.
 	ContainerConcurrency int
-	// RevisionTimeout is the request timeout; 0 means none.
+	// RevisionTimeout bounds the whole request, the response's streaming
+	// included (REVISION_TIMEOUT_SECONDS); 0 means none.
 	RevisionTimeout time.Duration
+	// ResponseStartTimeout bounds the time until the response starts
+	// (REVISION_RESPONSE_START_TIMEOUT_SECONDS); 0 means none.
+	ResponseStartTimeout time.Duration
+	// IdleTimeout bounds the time without a byte of the response
+	// (REVISION_IDLE_TIMEOUT_SECONDS); 0 means none.
+	IdleTimeout time.Duration
 
 	// Identity (SERVING_*). Pod and PodIP come from the downward API and
 	// are never encoded; see DownwardAPIEnv.

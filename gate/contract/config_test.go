@@ -29,6 +29,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	c.UserPort = 3000
 	c.ContainerConcurrency = 5
 	c.RevisionTimeout = 90 * time.Second
+	c.ResponseStartTimeout = 30 * time.Second
+	c.IdleTimeout = 20 * time.Second
 	c.Namespace, c.Service, c.Configuration, c.Revision = "ns", "svc", "svc", "svc-00001"
 	c.MultiContainerProbes = true
 	c.HTTP2AutoDetection = true
@@ -120,6 +122,8 @@ func TestDecodeRejectsMalformedValues(t *testing.T) {
 		{"user port 0", map[string]string{EnvUserPort: "0"}, `USER_PORT: "0" is not a port number (1-65535)`},
 		{"negative concurrency", map[string]string{EnvContainerConcurrency: "-1"}, `CONTAINER_CONCURRENCY: "-1" is not a whole number >= 0`},
 		{"timeout not a number", map[string]string{EnvRevisionTimeoutSeconds: "5m"}, `REVISION_TIMEOUT_SECONDS: "5m" is not a whole number`},
+		{"response start timeout negative", map[string]string{EnvRevisionResponseStartTimeoutSeconds: "-1"}, `REVISION_RESPONSE_START_TIMEOUT_SECONDS: "-1" is not a whole number >= 0`},
+		{"idle timeout not a number", map[string]string{EnvRevisionIdleTimeoutSeconds: "1.5"}, `REVISION_IDLE_TIMEOUT_SECONDS: "1.5" is not a whole number >= 0`},
 		{"bool", map[string]string{EnvMultiContainerProbes: "yes please"}, `ENABLE_MULTI_CONTAINER_PROBES: "yes please" is not true or false`},
 		{"probe JSON broken", map[string]string{EnvServingReadinessProbe: `{"tcpSocket":`}, `SERVING_READINESS_PROBE: not a JSON probe`},
 		{"probe unknown field", map[string]string{EnvServingReadinessProbe: `{"tcpSockett":{"port":1}}`}, `SERVING_READINESS_PROBE: not a JSON probe: tcpSockett: Forbidden: unknown field`},
@@ -307,6 +311,7 @@ func TestDecodeEnvRejectsWhatQueueProxyRejects(t *testing.T) {
 		{"QUEUE_PROXY_TLS_MIN_VERSION not a version", "", map[string]string{EnvTLSMinVersion: "1.1"}, `QUEUE_PROXY_TLS_MIN_VERSION: "1.1" is not a TLS version`},
 		{"CONTAINER_CONCURRENCY empty", "", map[string]string{EnvContainerConcurrency: ""}, `CONTAINER_CONCURRENCY: "" is not a whole number >= 0`},
 		{"REVISION_TIMEOUT_SECONDS empty", "", map[string]string{EnvRevisionTimeoutSeconds: ""}, `REVISION_TIMEOUT_SECONDS: "" is not a whole number >= 0`},
+		{"REVISION_IDLE_TIMEOUT_SECONDS empty", "", map[string]string{EnvRevisionIdleTimeoutSeconds: ""}, `REVISION_IDLE_TIMEOUT_SECONDS: "" is not a whole number >= 0`},
 		{"ENABLE_MULTI_CONTAINER_PROBES empty", "", map[string]string{EnvMultiContainerProbes: ""}, `ENABLE_MULTI_CONTAINER_PROBES: "" is not true or false`},
 		{"ENABLE_HTTP2_AUTO_DETECTION empty", "", map[string]string{EnvHTTP2AutoDetection: ""}, `ENABLE_HTTP2_AUTO_DETECTION: "" is not true or false`},
 		{"one probe object with the multi-container flag", "", map[string]string{EnvMultiContainerProbes: "true"}, "SERVING_READINESS_PROBE: is not a JSON array"},

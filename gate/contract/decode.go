@@ -54,10 +54,9 @@ func decode(d decoder) (Config, error) {
 	d.tls(&c)
 	d.host(EnvUpstreamHost, &c.UpstreamHost)
 	d.nonNegative(EnvContainerConcurrency, &c.ContainerConcurrency)
-	var timeout int
-	if d.nonNegative(EnvRevisionTimeoutSeconds, &timeout) {
-		c.RevisionTimeout = time.Duration(timeout) * time.Second
-	}
+	d.seconds(EnvRevisionTimeoutSeconds, &c.RevisionTimeout)
+	d.seconds(EnvRevisionResponseStartTimeoutSeconds, &c.ResponseStartTimeout)
+	d.seconds(EnvRevisionIdleTimeoutSeconds, &c.IdleTimeout)
 
 	c.Namespace = getenv(EnvServingNamespace)
 	c.Service = getenv(EnvServingService)
@@ -166,6 +165,14 @@ func (d *decoder) nonNegative(name string, dst *int) bool {
 	}
 	*dst = n
 	return true
+}
+
+// seconds reads a whole number of seconds >= 0.
+func (d *decoder) seconds(name string, dst *time.Duration) {
+	var n int
+	if d.nonNegative(name, &n) {
+		*dst = time.Duration(n) * time.Second
+	}
 }
 
 func (d *decoder) boolean(name string, dst *bool) {

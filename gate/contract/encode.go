@@ -49,6 +49,12 @@ func (c Config) Encode() []corev1.EnvVar {
 	if c.TLSCertDir != d.TLSCertDir && c.TLSCertDir != "" {
 		add(EnvTLSCertDir, c.TLSCertDir)
 	}
+	if c.ResponseStartTimeout > 0 {
+		add(EnvRevisionResponseStartTimeoutSeconds, strconv.FormatInt(int64(c.ResponseStartTimeout.Seconds()), 10))
+	}
+	if c.IdleTimeout > 0 {
+		add(EnvRevisionIdleTimeoutSeconds, strconv.FormatInt(int64(c.IdleTimeout.Seconds()), 10))
+	}
 	if len(c.ReadinessContainers) > 0 {
 		add(EnvReadinessContainers, strings.Join(c.ReadinessContainers, ","))
 	}

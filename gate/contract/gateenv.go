@@ -22,8 +22,15 @@ const (
 	// EnvContainerConcurrency limits requests in flight to the serving
 	// container; 0 means unlimited.
 	EnvContainerConcurrency = "CONTAINER_CONCURRENCY"
-	// EnvRevisionTimeoutSeconds is the request timeout in whole seconds.
+	// EnvRevisionTimeoutSeconds is the request timeout in whole seconds:
+	// the longest a request may take, its response's streaming included.
 	EnvRevisionTimeoutSeconds = "REVISION_TIMEOUT_SECONDS"
+	// EnvRevisionResponseStartTimeoutSeconds (optional, 0 = none) bounds
+	// the time until the response starts.
+	EnvRevisionResponseStartTimeoutSeconds = "REVISION_RESPONSE_START_TIMEOUT_SECONDS"
+	// EnvRevisionIdleTimeoutSeconds (optional, 0 = none) bounds the time
+	// without a byte of the response.
+	EnvRevisionIdleTimeoutSeconds = "REVISION_IDLE_TIMEOUT_SECONDS"
 
 	EnvServingNamespace     = "SERVING_NAMESPACE"
 	EnvServingService       = "SERVING_SERVICE"

@@ -3,8 +3,9 @@
 // proxy that rewrites the request as queue-proxy does (Host,
 // X-Forwarded-*, Forwarded, the activator's headers); the ride-through,
 // which holds a request whose connection the restarting container refused
-// and sends it once the container is back, never a request that may have
-// reached it; CONTAINER_CONCURRENCY with queue-proxy's queue; the
-// revision timeout to the first byte of the response; and the response
-// recorder and request log of the serving port.
+// and sends it once the container is back, and sends an idempotent request
+// that died in the container unanswered again once; CONTAINER_CONCURRENCY
+// with queue-proxy's queue; queue-proxy's three time limits (the whole
+// request, the response start, the idle time; timeout.go); and the
+// response recorder and request log of the serving port.
 package proxy

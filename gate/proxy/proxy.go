@@ -15,10 +15,6 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// errRequestTimeout ends a request that got no response in time; it is
-// answered 504 "request timeout", queue-proxy's answer.
-var errRequestTimeout = errors.New("request timeout")
-
 // Observer is told what the proxy does, for metrics.
 type Observer interface {
 	// HoldStarted and HoldEnded bracket a request held by the
@@ -36,11 +32,10 @@ type Observer interface {
 type Config struct {
 	// Upstream is the serving container's HOST:PORT.
 	Upstream string
-	// Clock times the request timeout and the ride-through's backoff.
+	// Clock times the request's limits and the ride-through's backoff.
 	Clock clock.WithDelayedExecution
-	// Timeout bounds the time to the first byte of the response; 0 is
-	// none.
-	Timeout time.Duration
+	// Limits are the request's time limits (queue-proxy's three).
+	Limits Limits
 	// Limiter enforces CONTAINER_CONCURRENCY; nil is unlimited.
 	Limiter *Limiter
 	Logger  *slog.Logger
@@ -64,7 +59,7 @@ type Proxy struct {
 	h1, h2   *httputil.ReverseProxy
 	t1, t2   *http.Transport
 	clock    clock.WithDelayedExecution
-	timeout  time.Duration
+	limits   Limits
 	limiter  *Limiter
 	log      *slog.Logger
 	m        Observer
@@ -74,12 +69,20 @@ type Proxy struct {
 
 // New builds a Proxy; it holds idle connections until CloseIdle.
 func New(cfg Config) *Proxy {
-	p := &Proxy{clock: cfg.Clock, timeout: cfg.Timeout, limiter: cfg.Limiter, log: cfg.Logger, m: cfg.Observer,
+	p := &Proxy{clock: cfg.Clock, limits: cfg.Limits, limiter: cfg.Limiter, log: cfg.Logger, m: cfg.Observer,
 		upstream: cfg.Upstream, h2cOnly: cfg.H2COnly}
 	clk, log, refused, back, m := cfg.Clock, cfg.Logger, cfg.Refused, cfg.Back, cfg.Observer
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	p.t1 = &http.Transport{
-		DialContext: dialer.DialContext,
+		// The ride-through needs to know whether a failed connection had
+		// begun an answer.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &upstreamConn{Conn: c}, nil
+		},
 		// Enough idle connections for every client connection to keep its
 		// own: the default of 2 per host makes a busy proxy open and
 		// close a connection per request.
@@ -127,27 +130,30 @@ func (p *Proxy) CloseIdle() {
 
 type stateKey struct{}
 
-// reqState is what the proxy's hooks need of a request.
-type reqState struct {
-	timer clock.Timer // the response-start timeout; nil without one
-}
-
-// Serve proxies one request: the response must start within the timeout
-// (as queue-proxy's, the revision timeout bounds the time to the first
-// byte of the response, queueing and ride-through included; a response
-// that started streams on); CONTAINER_CONCURRENCY requests at most are in
-// the container at once.
+// Serve proxies one request within its time limits (see Limits);
+// CONTAINER_CONCURRENCY requests at most are in the container at once.
 func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 	ctx := r.Context()
-	st := &reqState{}
-	if p.timeout > 0 {
+	if p.limits.any() {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		st.timer = p.clock.AfterFunc(p.timeout, func() { cancel(errRequestTimeout) })
-		defer st.timer.Stop()
+		st := newReqState(p.clock, p.limits, cancel, p.log, r)
+		w.st = st
+		defer func() {
+			if st.end() {
+				// A limit cut the response after it started: the proxy
+				// aborted the copy. The body so far gets queue-proxy's
+				// text, and the abort goes on to cut the response short.
+				if v := recover(); v != nil {
+					_, _ = io.WriteString(w, errRequestTimeout.Error())
+					w.Flush()
+					panic(v)
+				}
+			}
+		}()
+		ctx = context.WithValue(ctx, stateKey{}, st)
 	}
-	ctx = context.WithValue(ctx, stateKey{}, st)
 	r = r.WithContext(ctx)
 	if p.limiter != nil {
 		if err := p.limiter.acquire(ctx); err != nil {
@@ -267,11 +273,11 @@ func forwardedFrom(h http.Header) string {
 	return strings.Join(elems, ", ")
 }
 
-// responseStarted stops the response-start timeout when the container's
-// response headers arrive, unless it already fired.
+// responseStarted notes that the container's response headers arrived,
+// unless a limit ended the request first (then 504).
 func (p *Proxy) responseStarted(resp *http.Response) error {
 	st, _ := resp.Request.Context().Value(stateKey{}).(*reqState)
-	if st != nil && st.timer != nil && !st.timer.Stop() {
+	if st != nil && !st.responseStarted() {
 		return errRequestTimeout
 	}
 	return nil

@@ -15,11 +15,21 @@ type Recorder struct {
 	http.ResponseWriter
 	status int // first final status written; 0 before
 	bytes  int64
+	st     *reqState // the request's limits; nil without any
 }
 
 func (w *Recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
+	}
+	if w.st != nil {
+		if code < 200 {
+			// An informational answer (103 Early Hints) starts the
+			// response for the response-start limit, as for queue-proxy,
+			// whose limits count every write.
+			w.st.responseStarted()
+		}
+		w.st.wrote()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -30,6 +40,9 @@ func (w *Recorder) Write(p []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
+	if w.st != nil {
+		w.st.wrote()
+	}
 	return n, err
 }
 
@@ -45,6 +58,9 @@ func (w *Recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil && w.status == 0 {
 		w.status = http.StatusSwitchingProtocols
+	}
+	if err == nil && w.st != nil {
+		conn = w.st.hijacked(conn)
 	}
 	return conn, brw, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -21,9 +22,12 @@ const (
 // rideThrough is the RoundTripper to the serving container. A connection
 // the container refuses means the request never reached it (the container
 // is restarting): the request is held and sent again, with backoff, until
-// the container accepts or the request's context ends (its timeout). Any
-// other error comes after the request may have reached the container and
-// is returned as is: such a request is never sent twice by the gate.
+// the container accepts or the request's context ends (its timeout).
+// Another error comes after the request may have reached the container: an
+// idempotent request whose HTTP/1.1 connection failed before a byte of the
+// answer arrived (the container died with it) is sent again once, and held
+// like a refused one while the container restarts; any other is returned
+// as is, never sent twice by the gate.
 //
 // Go's transport itself resends a request on a fresh connection when a
 // kept-alive connection died before any byte of it was written (the
@@ -44,19 +48,80 @@ type rideThrough struct {
 
 func (rt *rideThrough) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := rt.next.RoundTrip(req)
-	if err == nil || !neverSent(err) {
-		return resp, err
+	if err == nil {
+		return resp, nil
 	}
-	return rt.hold(req, err)
+	resends := 0
+	if !neverSent(err) {
+		if !rt.mayResend(req, err, &resends) {
+			return nil, err
+		}
+		// The container died with the request and before a byte of its
+		// answer: send it again at once. A refused connection then means
+		// it is restarting, and the request is held.
+		if resp, err = rt.again(req, err); err == nil || !(neverSent(err) || rt.mayResend(req, err, &resends)) {
+			return resp, err
+		}
+	}
+	return rt.hold(req, err, resends)
 }
 
-func (rt *rideThrough) hold(req *http.Request, err error) (*http.Response, error) {
+// maxResends is how often a request that died in the container unanswered
+// is sent again: once. A request that kills the container each time
+// (Go's transport stops after a fresh connection fails for the same
+// reason) gets its 502 after the second death, not a crash loop.
+const maxResends = 1
+
+// mayResend reports whether a request may be sent again after err, which
+// came after it may have reached the container: it is idempotent by the
+// rule Go's transport retries by (GET, HEAD, OPTIONS, TRACE, or an
+// Idempotency-Key or X-Idempotency-Key header; a body only when it can be
+// replayed), its connection failed before a byte of the answer arrived,
+// and it was not sent again already.
+func (rt *rideThrough) mayResend(req *http.Request, err error, resends *int) bool {
+	if *resends >= maxResends || req.Context().Err() != nil || !idempotent(req) || !unanswered(err) {
+		return false
+	}
+	*resends++
+	return true
+}
+
+// idempotent is net/http's Request.isReplayable: the requests its
+// transport sends again by itself after a kept-alive connection failed
+// before the answer.
+func idempotent(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// again rewinds the request's body, if it was read, and sends it again.
+func (rt *rideThrough) again(req *http.Request, err error) (*http.Response, error) {
+	if rb, ok := req.Body.(*replayBody); ok && rb.touched() {
+		if _, rerr := rb.rewind(); rerr != nil {
+			return nil, fmt.Errorf("%w: %w", rerr, err)
+		}
+	}
+	rt.m.Retried()
+	return rt.next.RoundTrip(req)
+}
+
+func (rt *rideThrough) hold(req *http.Request, err error, resends int) (*http.Response, error) {
 	ctx := req.Context()
 	rt.m.HoldStarted()
 	defer rt.m.HoldEnded()
 	backoff := holdMinBackoff
 	for {
-		rt.refused(err)
+		if neverSent(err) {
+			rt.refused(err)
+		}
 		back := rt.back()
 		t := rt.clock.NewTimer(backoff)
 		select {
@@ -67,19 +132,60 @@ func (rt *rideThrough) hold(req *http.Request, err error) (*http.Response, error
 		case <-back:
 			t.Stop()
 		}
-		if rb, ok := req.Body.(*replayBody); ok && rb.touched() {
-			if _, rerr := rb.rewind(); rerr != nil {
-				return nil, fmt.Errorf("%w: %w", rerr, err)
-			}
-		}
-		rt.m.Retried()
 		var resp *http.Response
-		resp, err = rt.next.RoundTrip(req)
-		if err == nil || !neverSent(err) {
+		resp, err = rt.again(req, err)
+		if err == nil || !(neverSent(err) || rt.mayResend(req, err, &resends)) {
 			return resp, err
 		}
 		backoff = min(2*backoff, holdMaxBackoff)
 	}
+}
+
+// unanswered reports whether err is the failure of a connection to the
+// container on which not a byte arrived since the gate last wrote to it:
+// the request's answer had not begun (see upstreamConn).
+func unanswered(err error) bool {
+	var u *unansweredError
+	return errors.As(err, &u)
+}
+
+// unansweredError marks a read or write error of a connection to the
+// container that came before a byte of the answer.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return e.err.Error() }
+func (e *unansweredError) Unwrap() error { return e.err }
+
+// upstreamConn is an HTTP/1.1 connection to the serving container that
+// marks its errors when nothing arrived since the last write: on such a
+// connection the transport writes a request and then reads its answer
+// (one request at a time), so a failure with nothing read since is one
+// before the answer's first byte. (A request body still streaming while
+// a partial answer arrived would count as unanswered too; Go's transport
+// returns the answer once its headers are whole, so only a header cut
+// short could be, and the request is idempotent anyway.)
+type upstreamConn struct {
+	net.Conn
+	read atomic.Int64 // bytes read since the last write
+}
+
+func (c *upstreamConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.read.Add(int64(n))
+	} else if err != nil && c.read.Load() == 0 {
+		err = &unansweredError{err}
+	}
+	return n, err
+}
+
+func (c *upstreamConn) Write(p []byte) (int, error) {
+	c.read.Store(0)
+	n, err := c.Conn.Write(p)
+	if err != nil && c.read.Load() == 0 {
+		err = &unansweredError{err}
+	}
+	return n, err
 }
 
 // neverSent reports whether err proves the request never left the gate:
