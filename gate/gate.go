@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/podgate/podgate/gate/autoscalerstats"
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/drain"
 	"github.com/podgate/podgate/gate/gatemetrics"
@@ -69,6 +70,7 @@ type Gate struct {
 	drainer *drain.Drainer
 	proxy   *proxy.Proxy
 	metrics *gatemetrics.Metrics
+	stats   *autoscalerstats.Reporter
 	reqlog  *proxy.RequestLog
 	cond    *conditionPublisher // nil without Options.Conditions
 
@@ -156,6 +158,7 @@ func New(opts Options) (*Gate, error) {
 		quit:            make(chan struct{}),
 	}
 	g.stopping.changed = g.signalReadiness
+	g.stats = autoscalerstats.NewReporter(opts.Clock, cfg.Pod)
 	for _, p := range cfg.ReadinessProbes {
 		g.holdChecks = g.holdChecks || (p.PeriodSeconds <= 0 && opts.HealthCheckHold > 0)
 	}
@@ -276,14 +279,22 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.logRequest(r, rec, start)
 		return
 	}
+	// The autoscaler's statistics count what queue-proxy counts: every
+	// request past the health checks.
+	proxied := autoscalerstats.Proxied(r)
+	g.stats.In(g.clock.Now(), proxied)
 	g.drainer.Arrive()
 	defer func() {
 		g.drainer.Leave()
+		g.stats.Out(g.clock.Now(), proxied)
 		g.metrics.Request(rec.Code(), time.Since(start))
 		g.logRequest(r, rec, start)
 	}()
 	g.proxy.Serve(rec, r)
 }
+
+// AutoscalerStats is the Stat the autoscaler would scrape now.
+func (g *Gate) AutoscalerStats() *autoscalerstats.Stat { return g.stats.Current() }
 
 func (g *Gate) logRequest(r *http.Request, rec *proxy.Recorder, start time.Time) {
 	if g.reqlog != nil {
@@ -291,14 +302,15 @@ func (g *Gate) logRequest(r *http.Request, rec *proxy.Recorder, start time.Time)
 	}
 }
 
-// Listeners are the gate's three sockets.
+// Listeners are the gate's sockets. Autoscaler may be nil: no statistics
+// port (they are still computed).
 type Listeners struct {
-	Serving, Admin, Metrics net.Listener
+	Serving, Admin, Metrics, Autoscaler net.Listener
 }
 
 // Close closes every listener that is open.
 func (l Listeners) Close() {
-	for _, ln := range []net.Listener{l.Serving, l.Admin, l.Metrics} {
+	for _, ln := range []net.Listener{l.Serving, l.Admin, l.Metrics, l.Autoscaler} {
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -317,6 +329,7 @@ func Listen(host string, cfg contract.Config) (Listeners, error) {
 		{contract.EnvQueueServingPort, cfg.ServingPort, &ls.Serving},
 		{contract.EnvAdminPort, cfg.AdminPort, &ls.Admin},
 		{contract.EnvMetricsPort, cfg.MetricsPort, &ls.Metrics},
+		{contract.EnvAutoscalerPort, cfg.AutoscalerPort, &ls.Autoscaler},
 	} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p.port)))
 		if err != nil {
@@ -342,8 +355,12 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 
 	servers := g.servers(ls)
 	served, waitServed := serveAll(servers)
+	autoscaler := "none"
+	if ls.Autoscaler != nil {
+		autoscaler = ls.Autoscaler.Addr().String()
+	}
 	g.log.Info("listening", "serving", ls.Serving.Addr().String(), "admin", ls.Admin.Addr().String(),
-		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
+		"metrics", ls.Metrics.Addr().String(), "autoscaler", autoscaler, "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
 
 	var failed error
 	select {
@@ -370,11 +387,14 @@ func (g *Gate) startBackground() (stop func()) {
 	waitProbes := g.agg.Start(bg)
 	statusDone := g.watchStatus(bg)
 	condDone := g.cond.start(bg)
+	statsDone := make(chan struct{})
+	go func() { defer close(statsDone); g.stats.Run(bg) }()
 	return func() {
 		cancel()
 		waitProbes()
 		<-statusDone
 		<-condDone
+		<-statsDone
 		close(g.quit)
 		g.reporting.Wait()
 		g.drainer.Stop()
@@ -391,18 +411,22 @@ type server struct {
 	traffic bool
 }
 
-// servers are the gate's three: traffic (HTTP/1.1 and h2c), admin and
-// metrics.
+// servers are the gate's: traffic (HTTP/1.1 and h2c), admin, metrics
+// and, with its listener, the autoscaler's statistics.
 func (g *Gate) servers(ls Listeners) []server {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
-	return []server{
+	servers := []server{
 		{&http.Server{Handler: g, Protocols: &protos, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Serving, true},
 		{&http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Admin, false},
 		{&http.Server{Handler: g.metrics, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Metrics, false},
 	}
+	if ls.Autoscaler != nil {
+		servers = append(servers, server{&http.Server{Handler: g.stats.Handler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Autoscaler, false})
+	}
+	return servers
 }
 
 // serveAll serves every server on its listener; a server that fails sends

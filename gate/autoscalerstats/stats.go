@@ -116,13 +116,13 @@ type Reporter struct {
 	pod    string
 	start  time.Time
 	period time.Duration
-	clock  clock.WithTicker
+	clock  clock.Clock
 	body   atomic.Pointer[[]byte] // the marshalled Stat, served as is
 }
 
 // NewReporter counts requests from now (the gate's start, whence the
 // uptime) for the pod named pod.
-func NewReporter(clk clock.WithTicker, pod string) *Reporter {
+func NewReporter(clk clock.Clock, pod string) *Reporter {
 	now := clk.Now()
 	r := &Reporter{Window: NewWindow(now), pod: pod, start: now, period: ReportingPeriod, clock: clk}
 	r.store(&Stat{PodName: pod})
@@ -151,16 +151,23 @@ func (r *Reporter) report(now time.Time) {
 	})
 }
 
-// Run reports once per period until ctx ends.
+// Run reports once per period until ctx ends. The reports keep to a
+// fixed grid from the start, as a ticker's do (queue-proxy's is a
+// time.Ticker): a late report does not push the next ones back, and
+// periods missed altogether are dropped, the next report covering them.
 func (r *Reporter) Run(ctx context.Context) {
-	t := r.clock.NewTicker(r.period)
-	defer t.Stop()
+	next := r.start.Add(r.period)
 	for {
+		t := r.clock.NewTimer(next.Sub(r.clock.Now()))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case now := <-t.C():
 			r.report(now)
+			for !next.After(now) {
+				next = next.Add(r.period)
+			}
 		}
 	}
 }

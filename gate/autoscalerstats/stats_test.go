@@ -146,7 +146,7 @@ func TestReporterReportsEveryPeriodOnTheClock(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitForTicker(t, clk)
+	waitForTimer(t, clk)
 
 	// Period 1: two requests for the whole second, one of them the
 	// activator's, and a third for a quarter second.
@@ -160,6 +160,8 @@ func TestReporterReportsEveryPeriodOnTheClock(t *testing.T) {
 	want := &Stat{PodName: "hello-00001-deployment-abc", AverageConcurrentRequests: 2.25,
 		AverageProxiedConcurrentRequests: 1, RequestCount: 3, ProxiedRequestCount: 1, ProcessUptime: 1}
 	waitForStat(t, r, want)
+
+	waitForTimer(t, clk)
 
 	// Period 2: the two long requests end halfway; nothing arrives.
 	clk.Step(500 * time.Millisecond)
@@ -228,13 +230,13 @@ func TestProxiedIsTheActivatorsHeaderExactly(t *testing.T) {
 	}
 }
 
-// waitForTicker waits until Run has made its ticker, so a Step fires it.
-func waitForTicker(t *testing.T, clk *clocktesting.FakeClock) {
+// waitForTimer waits until Run has made its timer, so a Step fires it.
+func waitForTimer(t *testing.T, clk *clocktesting.FakeClock) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !clk.HasWaiters() {
 		if time.Now().After(deadline) {
-			t.Fatal("Run made no ticker within 5s")
+			t.Fatal("Run made no timer within 5s")
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -16,6 +16,9 @@ type Config struct {
 	AdminPort int
 	// MetricsPort serves /metrics (PODGATE_METRICS_PORT).
 	MetricsPort int
+	// AutoscalerPort serves the autoscaler's statistics on /metrics
+	// (PODGATE_AUTOSCALER_PORT; queue-proxy's 9090).
+	AutoscalerPort int
 	// UserPort is the serving container's port (USER_PORT).
 	UserPort int
 	// UpstreamHost is where the serving container and host-less probes are
@@ -91,6 +94,7 @@ func Defaults() Config {
 		ServingPort:      GatePort,
 		AdminPort:        GateAdminPort,
 		MetricsPort:      GateMetricsPort,
+		AutoscalerPort:   GateAutoscalerPort,
 		UserPort:         KnativeUserPort,
 		UpstreamHost:     "127.0.0.1",
 		RevisionTimeout:  DefaultRevisionTimeoutSeconds * time.Second,
