@@ -165,8 +165,11 @@ func New(opts Options) (*Gate, error) {
 	g.drainer = drain.New(opts.Clock, cfg.DrainQuietPeriod)
 	lim := proxy.NewLimiter(cfg.ContainerConcurrency)
 	// Before the aggregator, which reports its first verdicts as it is built.
-	g.metrics = gatemetrics.New(gatemetrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load},
-		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
+	src := gatemetrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load}
+	if lim != nil {
+		src.BreakerInFlight = lim.Occupancy
+	}
+	g.metrics = gatemetrics.New(src, slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = readiness.New(containers, readiness.Options{
 		Clock:              opts.Clock,
 		Runner:             opts.Runner,
@@ -287,7 +290,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		g.drainer.Leave()
 		g.stats.Out(g.clock.Now(), proxied)
-		g.metrics.Request(rec.Code(), time.Since(start))
+		// Knative's invocation histogram leaves out probe-marked requests.
+		g.metrics.Request(rec.Code(), time.Since(start), r.Header.Get(contract.NetworkProbeHeader) == "")
 		g.logRequest(r, rec, start)
 	}()
 	g.proxy.Serve(rec, r)
