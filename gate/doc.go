@@ -7,7 +7,7 @@
 // The parts, each in its own file:
 //
 //   - gate.go: New wires the parts below and the subpackages together;
-//     Serve runs the three ports and, on SIGTERM or the pod's deletion,
+//     Serve runs the four ports and, on SIGTERM or the pod's deletion,
 //     the drain. A health answer is a load of one atomic value.
 //   - health.go: the health-check protocol of queue-proxy (docs/facts.md
 //     §4): which requests are health checks and what they are answered.
@@ -29,7 +29,10 @@
 // container refused, concurrency limit, request timeout, request log),
 // gate/drain (when a terminating gate may exit: SIGTERM fails readiness at
 // once, the gate exits after a quiet period without new requests and with
-// none in flight) and gate/gatemetrics (the Prometheus metrics).
+// none in flight), gate/gatemetrics (the Prometheus metrics, podgate's and
+// queue-proxy's names) and gate/autoscalerstats (the statistics Knative's
+// autoscaler scrapes on port 9090: time-weighted concurrency and requests
+// per second of each second, as a protobuf Stat).
 //
 // Time comes from an injected k8s.io/utils/clock, so the timing rules are
 // deterministic tests.

@@ -117,12 +117,6 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 			Help:    "Time from a request's arrival to the end of its response.",
 			Buckets: latencyBounds,
 		}),
-		knVec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:        "kn_serving_invocation_duration_seconds",
-			Help:        "The duration of task execution",
-			Buckets:     knLatencyBounds,
-			ConstLabels: knScope,
-		}, []string{"http_response_status_code"}),
 		holds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "podgate_ridethrough_holds_total",
 			Help: "Requests held because the serving container refused the connection.",
@@ -150,7 +144,7 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		probes: map[probeKey]prometheus.Counter{},
 	}
 	m.reg.MustRegister(
-		m.requests, m.knVec, m.latency, m.holds, m.retries, m.held, m.upstream, m.containers, m.probeVec,
+		m.requests, m.latency, m.holds, m.retries, m.held, m.upstream, m.containers, m.probeVec,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "podgate_requests_in_flight",
 			Help: "Requests arrived and not yet answered.",
@@ -170,13 +164,7 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	if src.BreakerInFlight != nil {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "kn_serving_queue_depth",
-			Help:        "Number of current requests in the queue",
-			ConstLabels: knScope,
-		}, func() float64 { return float64(src.BreakerInFlight()) }))
-	}
+	m.registerKnative(src)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorLog: errLog,
 		// A collector that fails (say /proc unreadable) costs its own
@@ -184,6 +172,24 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		ErrorHandling: promhttp.ContinueOnError,
 	})
 	return m
+}
+
+// registerKnative registers queue-proxy's own metrics.
+func (m *Metrics) registerKnative(src Sources) {
+	m.knVec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:        "kn_serving_invocation_duration_seconds",
+		Help:        "The duration of task execution",
+		Buckets:     knLatencyBounds,
+		ConstLabels: knScope,
+	}, []string{"http_response_status_code"})
+	m.reg.MustRegister(m.knVec)
+	if src.BreakerInFlight != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "kn_serving_queue_depth",
+			Help:        "Number of current requests in the queue",
+			ConstLabels: knScope,
+		}, func() float64 { return float64(src.BreakerInFlight()) }))
+	}
 }
 
 // Request records one proxied request; invocation: it also counts in
