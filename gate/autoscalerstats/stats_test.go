@@ -266,3 +266,18 @@ func statNear(a, b *Stat) bool {
 		near(a.GetRequestCount(), b.GetRequestCount()) && near(a.GetProxiedRequestCount(), b.GetProxiedRequestCount()) &&
 		near(a.GetProcessUptime(), b.GetProcessUptime())
 }
+
+// BenchmarkWindowInOut is the statistics' share of every proxied request
+// (the clock's reads included), from every core at once.
+//
+//	go test -run '^$' -bench WindowInOut -benchmem ./gate/autoscalerstats/
+func BenchmarkWindowInOut(b *testing.B) {
+	w := NewWindow(time.Now())
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			w.In(time.Now(), false)
+			w.Out(time.Now(), false)
+		}
+	})
+}
