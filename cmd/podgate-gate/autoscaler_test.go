@@ -24,21 +24,20 @@ import (
 
 // TestTheAutoscalerScrapesTheGateAsQueueProxy drives a known load through
 // the real gate binary in the queue container's environment and scrapes
-// its autoscaler port as Knative's autoscaler does: every 1 s window
-// inside the load reports the concurrency, the requests per second and
-// the activator's share of both within 10 % of what was driven, and the
-// kubelet's health checks, sent all along, count for nothing.
+// its autoscaler port as Knative's autoscaler does, every window of the
+// run. Over the run, the windows' request counts add up to exactly the
+// requests sent (the kubelet's health checks, sent all along, count for
+// nothing), the activator's requests to exactly those sent with
+// K-Proxy-Request: activator, and the windows' average concurrencies to
+// the request-seconds the clients saw, within 10 %, and so for the
+// activator's share; the windows in the steady middle of the run are
+// within 10 % of the driven concurrency and rate.
 func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 	const (
-		plain, proxied = 7, 3                     // client loops, each one request at a time
-		hold           = 200 * time.Millisecond   // the app's time per request
-		measureFrom    = 2500 * time.Millisecond  // windows scraped from here (they start after 0.5 s, past the loops' staggered start)…
-		measureTo      = 5 * time.Second          // …to here; the load runs until the scrapes end
-		wantConc       = float64(plain + proxied) // requests in flight at any time
-		wantRPS        = wantConc / 0.2           // each loop: one per hold
-		wantProxConc   = float64(proxied)         //
-		wantProxRPS    = wantProxConc / 0.2       //
-		tolerance      = 0.10                     // of the driven value
+		plain, proxied = 7, 3                   // client loops, each one request at a time
+		hold           = 200 * time.Millisecond // the app's time per request
+		run            = 4 * time.Second        // how long the load runs
+		tolerance      = 0.10                   // of the driven value
 		pod            = "hello-00001-deployment-x7bsv7j-qp5l7"
 		knativeBodyMax = 6*10 + 256 + 20 // the autoscaler reads no more of the body
 	)
@@ -105,17 +104,69 @@ func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	// Before any traffic: the pod's name, an uptime, nothing else.
-	s := scrapeAsAutoscaler(t, client, statsURL, knativeBodyMax)
+	// Before any traffic: the pod's name and nothing counted.
+	s, err := scrapeAsAutoscaler(client, statsURL, knativeBodyMax)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if s.GetPodName() != pod || s.GetRequestCount() != 0 || s.GetAverageConcurrentRequests() != 0 {
 		t.Fatalf("before traffic: %v", s)
 	}
 
+	// The scraper: every window's Stat, keyed by its uptime (the window's
+	// end: whole seconds since the gate started).
+	var (
+		mu      sync.Mutex
+		windows = map[float64]*autoscalerstats.Stat{}
+		latest  float64
+	)
+	last := func() float64 { mu.Lock(); defer mu.Unlock(); return latest }
+	scrapeCtx, stopScraping := context.WithCancel(context.Background())
+	scraped := make(chan error, 1)
+	go func() {
+		for scrapeCtx.Err() == nil {
+			s, err := scrapeAsAutoscaler(client, statsURL, knativeBodyMax)
+			if err != nil {
+				scraped <- err
+				return
+			}
+			k := math.Round(s.GetProcessUptime()) // the timer fires a little after the second
+			mu.Lock()
+			windows[k] = s
+			latest = max(latest, k)
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+		}
+		scraped <- nil
+	}()
+	defer stopScraping()
+	waitForWindowAfter := func(after float64) float64 {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for last() <= after {
+			if time.Now().After(deadline) {
+				t.Fatalf("no window reported after uptime %v within 10s", after)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return last()
+	}
+	// Every request of the load arrives after this window ended.
+	first := waitForWindowAfter(0)
+
 	// The load: loops staggered over one hold so arrivals spread evenly,
 	// and the kubelet's health checks every 10 ms alongside.
+	type tally struct {
+		requests, proxied int
+		seconds, proxSecs float64 // request-seconds as the clients saw them
+		failures          []string
+	}
+	var (
+		tallyMu sync.Mutex
+		sent    tally
+	)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	var failures sync.Map
 	loops := plain + proxied
 	for i := range loops {
 		wg.Add(1)
@@ -123,22 +174,30 @@ func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 			defer wg.Done()
 			time.Sleep(time.Duration(i) * hold / time.Duration(loops))
 			for ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, trafficURL, nil)
+				req, _ := http.NewRequest(http.MethodGet, trafficURL, nil) // not cancelled: every request ends
 				if i < proxied {
 					req.Header.Set("K-Proxy-Request", "activator")
 				}
+				began := time.Now()
 				resp, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				took := time.Since(began).Seconds()
+				tallyMu.Lock()
+				sent.requests++
+				sent.seconds += took
+				if i < proxied {
+					sent.proxied++
+					sent.proxSecs += took
+				}
 				if err != nil {
-					if ctx.Err() == nil {
-						failures.Store(i, err.Error())
-					}
-					return
+					sent.failures = append(sent.failures, err.Error())
+				} else if resp.StatusCode != http.StatusOK {
+					sent.failures = append(sent.failures, resp.Status)
 				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					failures.Store(i, resp.Status)
-				}
+				tallyMu.Unlock()
 			}
 		}()
 	}
@@ -150,60 +209,72 @@ func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	start := time.Now()
-	stopLoad := func() { cancel(); wg.Wait() }
-	defer stopLoad()
+	time.Sleep(run)
+	cancel()
+	wg.Wait()
+	// Every request has ended: the window after the current one holds
+	// the last of them, and the one after that none.
+	waitForWindowAfter(waitForWindowAfter(last()))
+	stopScraping()
+	if err := <-scraped; err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range sent.failures {
+		t.Errorf("a request failed: %s", f)
+	}
 
-	// Scrape as the autoscaler does, every 100 ms from measureFrom to
-	// measureTo: each distinct window (its uptime) is checked once.
-	windows := map[float64]*autoscalerstats.Stat{}
-	for time.Since(start) < measureFrom {
-		time.Sleep(10 * time.Millisecond)
-	}
-	for time.Since(start) < measureTo {
-		s := scrapeAsAutoscaler(t, client, statsURL, knativeBodyMax)
-		if time.Since(start) < measureTo { // the window ended inside the load
-			windows[s.GetProcessUptime()] = s
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	stopLoad()
-	failures.Range(func(k, v any) bool {
-		t.Errorf("client loop %v: %v", k, v)
-		return true
-	})
-
-	if len(windows) < 2 {
-		t.Fatalf("only %d distinct windows scraped in %v: the Stat is not reported every second", len(windows), measureTo-measureFrom)
-	}
+	// Add up the windows after first, none missing.
+	var got tally
+	mu.Lock()
+	defer mu.Unlock()
+	end := latest
 	within := func(got, want float64) bool { return math.Abs(got-want) <= tolerance*want }
-	for _, s := range windows {
-		t.Logf("uptime %.3fs: concurrency %.3f (proxied %.3f), %.1f requests/s (proxied %.1f)", s.GetProcessUptime(),
-			s.GetAverageConcurrentRequests(), s.GetAverageProxiedConcurrentRequests(), s.GetRequestCount(), s.GetProxiedRequestCount())
+	for k := first + 1; k <= end; k++ {
+		s, ok := windows[k]
+		if !ok {
+			t.Fatalf("the window ending at uptime %vs was never scraped (seen: %d windows up to %vs): a stall longer than 1 s?", k, len(windows), end)
+		}
 		if s.GetPodName() != pod || s.GetTimestamp() != 0 {
 			t.Errorf("pod %q, timestamp %d; want %q and 0 (queue-proxy never sets it)", s.GetPodName(), s.GetTimestamp(), pod)
 		}
-		if !within(s.GetAverageConcurrentRequests(), wantConc) || !within(s.GetRequestCount(), wantRPS) {
-			t.Errorf("concurrency %.3f, %.1f requests/s; driven %.0f and %.0f (±10%%; health checks must not count)",
-				s.GetAverageConcurrentRequests(), s.GetRequestCount(), wantConc, wantRPS)
-		}
-		if !within(s.GetAverageProxiedConcurrentRequests(), wantProxConc) || !within(s.GetProxiedRequestCount(), wantProxRPS) {
-			t.Errorf("proxied concurrency %.3f, %.1f proxied requests/s; driven %.0f and %.0f (±10%%)",
-				s.GetAverageProxiedConcurrentRequests(), s.GetProxiedRequestCount(), wantProxConc, wantProxRPS)
+		t.Logf("uptime %2.0fs: concurrency %.3f (proxied %.3f), %2.0f requests/s (proxied %2.0f)", k,
+			s.GetAverageConcurrentRequests(), s.GetAverageProxiedConcurrentRequests(), s.GetRequestCount(), s.GetProxiedRequestCount())
+		// One-second windows: requests per second are the window's
+		// requests, average concurrency its request-seconds.
+		got.requests += int(math.Round(s.GetRequestCount()))
+		got.proxied += int(math.Round(s.GetProxiedRequestCount()))
+		got.seconds += s.GetAverageConcurrentRequests()
+		got.proxSecs += s.GetAverageProxiedConcurrentRequests()
+		// The steady middle: a whole window of load after the loops'
+		// staggered start, before the load's end.
+		// Driven: every loop has one request in flight, and the rate is
+		// what that gives at the latency the clients saw (Little's law;
+		// a loaded machine stretches the app's 200 ms).
+		if k >= first+3 && k <= first+float64(run/time.Second) {
+			conc, rps := float64(loops), float64(loops)/(sent.seconds/float64(sent.requests))
+			if !within(s.GetAverageConcurrentRequests(), conc) || !within(s.GetRequestCount(), rps) {
+				t.Errorf("uptime %vs: concurrency %.3f, %.1f requests/s; driven %.0f and %.1f (±10%%)",
+					k, s.GetAverageConcurrentRequests(), s.GetRequestCount(), conc, rps)
+			}
+			pconc, prps := float64(proxied), float64(proxied)/(sent.proxSecs/float64(sent.proxied))
+			if !within(s.GetAverageProxiedConcurrentRequests(), pconc) || !within(s.GetProxiedRequestCount(), prps) {
+				t.Errorf("uptime %vs: proxied concurrency %.3f, %.1f proxied requests/s; driven %.0f and %.1f (±10%%)",
+					k, s.GetAverageProxiedConcurrentRequests(), s.GetProxiedRequestCount(), pconc, prps)
+			}
 		}
 	}
-
-	// Idle again: a whole window without traffic reports zeros.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		s := scrapeAsAutoscaler(t, client, statsURL, knativeBodyMax)
-		if s.GetRequestCount() == 0 && s.GetAverageConcurrentRequests() == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s after the load the Stat still reports %v", s)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if last := windows[end]; last.GetRequestCount() != 0 || last.GetAverageConcurrentRequests() != 0 {
+		t.Errorf("the last window, after the load, reports %v; want nothing", last)
+	}
+	t.Logf("sent %d requests (%d the activator's), %.2f request-seconds (%.2f); the windows add up to %d (%d), %.2f (%.2f)",
+		sent.requests, sent.proxied, sent.seconds, sent.proxSecs, got.requests, got.proxied, got.seconds, got.proxSecs)
+	if got.requests != sent.requests || got.proxied != sent.proxied {
+		t.Errorf("the windows count %d requests, %d of them the activator's; sent %d and %d (health checks must not count)",
+			got.requests, got.proxied, sent.requests, sent.proxied)
+	}
+	if !within(got.seconds, sent.seconds) || !within(got.proxSecs, sent.proxSecs) {
+		t.Errorf("the windows' concurrency adds up to %.2f request-seconds, %.2f of them the activator's; the clients saw %.2f and %.2f (±10%%)",
+			got.seconds, got.proxSecs, sent.seconds, sent.proxSecs)
 	}
 }
 
@@ -225,31 +296,30 @@ func healthCheck(client *http.Client, url string) (int, error) {
 // httpScrapeClient): GET with Accept: application/protobuf, a 2xx status
 // and exactly that Content-Type required, at most maxBody bytes read,
 // decoded as a Stat.
-func scrapeAsAutoscaler(t *testing.T, client *http.Client, url string, maxBody int64) *autoscalerstats.Stat {
-	t.Helper()
+func scrapeAsAutoscaler(client *http.Client, url string, maxBody int64) (*autoscalerstats.Stat, error) {
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Add("Accept", "application/protobuf")
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		t.Fatalf("scrape %s: status %d", url, resp.StatusCode)
+		return nil, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/protobuf" {
-		t.Fatalf("scrape %s: Content-Type %q, the autoscaler accepts only application/protobuf", url, ct)
+		return nil, fmt.Errorf("scrape %s: Content-Type %q, the autoscaler accepts only application/protobuf", url, ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	var s autoscalerstats.Stat
 	if err := proto.Unmarshal(body, &s); err != nil {
-		t.Fatalf("scrape %s: %q is not a Stat: %v", url, body, err)
+		return nil, fmt.Errorf("scrape %s: %q is not a Stat: %w", url, body, err)
 	}
 	if strings.TrimSpace(s.GetPodName()) == "" {
-		t.Fatalf("scrape %s: no pod name in %v", url, &s)
+		return nil, fmt.Errorf("scrape %s: no pod name in %v", url, &s)
 	}
-	return &s
+	return &s, nil
 }
