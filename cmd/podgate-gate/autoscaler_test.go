@@ -56,14 +56,14 @@ func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 	defer func() { _ = srv.Close(); <-served }()
 
 	userPort := app.Addr().(*net.TCPAddr).Port
-	servingPort, statsPort := freePort(t), freePort(t)
+	servingPort, statsPort, metricsPort := freePort(t), freePort(t), freePort(t)
 	rev := queueenv.Revision{
 		Namespace: "default", Service: "hello", Configuration: "hello", Revision: "hello-00001",
 		Pod: pod, PodIP: "127.0.0.1", HostIP: "127.0.0.1",
 		ServingPort: servingPort, UserPort: userPort,
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0",
+	cmd.Env = append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT="+strconv.Itoa(metricsPort),
 		"PODGATE_AUTOSCALER_PORT="+strconv.Itoa(statsPort), "PODGATE_DRAIN_QUIET_PERIOD=0s")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -275,6 +275,19 @@ func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 	if !within(got.seconds, sent.seconds) || !within(got.proxSecs, sent.proxSecs) {
 		t.Errorf("the windows' concurrency adds up to %.2f request-seconds, %.2f of them the activator's; the clients saw %.2f and %.2f (±10%%)",
 			got.seconds, got.proxSecs, sent.seconds, sent.proxSecs)
+	}
+
+	// The same requests in queue-proxy's Prometheus names on the metrics
+	// port; no queue depth without CONTAINER_CONCURRENCY.
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantLine := fmt.Sprintf(`kn_serving_invocation_duration_seconds_count{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version=""} %d`, sent.requests)
+	if !strings.Contains(string(page), wantLine+"\n") || strings.Contains(string(page), "kn_serving_queue_depth") {
+		t.Errorf("the metrics page lacks %q or has kn_serving_queue_depth:\n%s", wantLine, page)
 	}
 }
 

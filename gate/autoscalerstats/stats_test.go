@@ -178,6 +178,29 @@ func TestReporterReportsEveryPeriodOnTheClock(t *testing.T) {
 	}
 }
 
+func TestReportsKeepToTheGridLikeATicker(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	r := NewReporter(clk, "p")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// A report 1.5 s late (a stalled process): the missed second is
+	// dropped, and the next report is still at 3 s, not 3.5 s.
+	waitForTimer(t, clk)
+	r.In(clk.Now(), false)
+	clk.Step(2500 * time.Millisecond)
+	waitForStat(t, r, &Stat{PodName: "p", AverageConcurrentRequests: 1, RequestCount: 1, ProcessUptime: 2.5})
+	waitForTimer(t, clk)
+	clk.Step(499 * time.Millisecond)
+	if got := r.Current().GetProcessUptime(); got != 2.5 {
+		t.Fatalf("reported again before the grid's 3 s: uptime %v", got)
+	}
+	clk.Step(time.Millisecond)
+	waitForStat(t, r, &Stat{PodName: "p", AverageConcurrentRequests: 1, ProcessUptime: 3})
+}
+
 func TestHandlerAnswersAsQueueProxy(t *testing.T) {
 	r := NewReporter(clocktesting.NewFakeClock(t0), "p")
 	h := r.Handler()
