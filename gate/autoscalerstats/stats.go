@@ -158,16 +158,21 @@ func (r *Reporter) report(now time.Time) {
 func (r *Reporter) Run(ctx context.Context) {
 	next := r.start.Add(r.period)
 	for {
-		t := r.clock.NewTimer(next.Sub(r.clock.Now()))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case now := <-t.C():
-			r.report(now)
-			for !next.After(now) {
-				next = next.Add(r.period)
+		now := r.clock.Now()
+		if wait := next.Sub(now); wait > 0 {
+			t := r.clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case now = <-t.C():
 			}
+		} else if ctx.Err() != nil { // already due (this goroutine started late)
+			return
+		}
+		r.report(now)
+		for !next.After(now) {
+			next = next.Add(r.period)
 		}
 	}
 }
