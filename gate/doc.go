@@ -33,7 +33,10 @@
 // concurrency limit, queue-proxy's three time limits, request log),
 // gate/drain (when a terminating gate may exit: SIGTERM fails readiness at
 // once, the gate exits after a quiet period without new requests and with
-// none in flight) and gate/gatemetrics (the Prometheus metrics).
+// none in flight), gate/gatemetrics (the Prometheus metrics, podgate's and
+// queue-proxy's names) and gate/autoscalerstats (the statistics Knative's
+// autoscaler scrapes on port 9090: time-weighted concurrency and requests
+// per second of each second, as a protobuf Stat).
 //
 // Time comes from an injected k8s.io/utils/clock, so the timing rules are
 // deterministic tests.

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/podgate/podgate/gate/autoscalerstats"
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/gate/drain"
 	"github.com/podgate/podgate/gate/gatemetrics"
@@ -75,6 +76,7 @@ type Gate struct {
 	drainer *drain.Drainer
 	proxy   *proxy.Proxy
 	metrics *gatemetrics.Metrics
+	stats   *autoscalerstats.Reporter
 	reqlog  *proxy.RequestLog
 	cond    *conditionPublisher // nil without Options.Conditions
 
@@ -163,14 +165,18 @@ func New(opts Options) (*Gate, error) {
 		quit:            make(chan struct{}),
 	}
 	g.stopping.changed = g.signalReadiness
+	g.stats = autoscalerstats.NewReporter(opts.Clock, cfg.Pod)
 	for _, p := range cfg.ReadinessProbes {
 		g.holdChecks = g.holdChecks || (p.PeriodSeconds <= 0 && opts.HealthCheckHold > 0)
 	}
 	g.drainer = drain.New(opts.Clock, cfg.DrainQuietPeriod)
 	lim := proxy.NewLimiter(cfg.ContainerConcurrency)
 	// Before the aggregator, which reports its first verdicts as it is built.
-	g.metrics = gatemetrics.New(gatemetrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load},
-		slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
+	src := gatemetrics.Sources{InFlight: g.drainer.InFlight, QueueDepth: lim.Depth, Ready: g.Ready, HealthHeld: g.held.Load}
+	if lim != nil {
+		src.BreakerInFlight = lim.Occupancy
+	}
+	g.metrics = gatemetrics.New(src, slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn))
 	g.agg = readiness.New(containers, readiness.Options{
 		Clock:              opts.Clock,
 		Runner:             opts.Runner,
@@ -291,14 +297,23 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.logRequest(r, rec, start, true)
 		return
 	}
+	// The autoscaler's statistics count what queue-proxy counts: every
+	// request past the health checks.
+	proxied := autoscalerstats.Proxied(r)
+	g.stats.In(g.clock.Now(), proxied)
 	g.drainer.Arrive()
 	defer func() {
 		g.drainer.Leave()
-		g.metrics.Request(rec.Code(), time.Since(start))
+		g.stats.Out(g.clock.Now(), proxied)
+		// Knative's invocation histogram leaves out probe-marked requests.
+		g.metrics.Request(rec.Code(), time.Since(start), r.Header.Get(contract.NetworkProbeHeader) == "")
 		g.logRequest(r, rec, start, false)
 	}()
 	g.proxy.Serve(rec, r)
 }
+
+// AutoscalerStats is the Stat the autoscaler would scrape now.
+func (g *Gate) AutoscalerStats() *autoscalerstats.Stat { return g.stats.Current() }
 
 // logRequest logs r; probe: a health check or route check, which only
 // a probe request log shows.
@@ -308,9 +323,10 @@ func (g *Gate) logRequest(r *http.Request, rec *proxy.Recorder, start time.Time,
 	}
 }
 
-// Listeners are the gate's sockets.
+// Listeners are the gate's sockets. Autoscaler may be nil: no statistics
+// port (they are still computed).
 type Listeners struct {
-	Serving, Admin, Metrics net.Listener
+	Serving, Admin, Metrics, Autoscaler net.Listener
 
 	// TLS serves traffic over TLS (QUEUE_SERVING_TLS_PORT); nil while the
 	// serving certificate is not mounted (tls.go).
@@ -319,7 +335,7 @@ type Listeners struct {
 
 // Close closes every listener that is open.
 func (l Listeners) Close() {
-	for _, ln := range []net.Listener{l.Serving, l.Admin, l.Metrics} {
+	for _, ln := range []net.Listener{l.Serving, l.Admin, l.Metrics, l.Autoscaler} {
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -342,6 +358,7 @@ func Listen(host string, cfg contract.Config) (Listeners, error) {
 		{contract.EnvQueueServingPort, cfg.ServingPort, &ls.Serving},
 		{contract.EnvAdminPort, cfg.AdminPort, &ls.Admin},
 		{contract.EnvMetricsPort, cfg.MetricsPort, &ls.Metrics},
+		{contract.EnvAutoscalerPort, cfg.AutoscalerPort, &ls.Autoscaler},
 	} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p.port)))
 		if err != nil {
@@ -380,8 +397,12 @@ func (g *Gate) Serve(ctx context.Context, ls Listeners) error {
 		servers = append(servers, *tlsSrv)
 	}
 	served, waitServed := serveAll(servers)
+	autoscaler := "none"
+	if ls.Autoscaler != nil {
+		autoscaler = ls.Autoscaler.Addr().String()
+	}
 	g.log.Info("listening", "serving", ls.Serving.Addr().String(), "admin", ls.Admin.Addr().String(),
-		"metrics", ls.Metrics.Addr().String(), "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
+		"metrics", ls.Metrics.Addr().String(), "autoscaler", autoscaler, "upstream", g.proxy.Upstream(), "serving container", g.agg.Serving())
 
 	var failed error
 	select {
@@ -408,11 +429,14 @@ func (g *Gate) startBackground() (stop func()) {
 	waitProbes := g.agg.Start(bg)
 	statusDone := g.watchStatus(bg)
 	condDone := g.cond.start(bg)
+	statsDone := make(chan struct{})
+	go func() { defer close(statsDone); g.stats.Run(bg) }()
 	return func() {
 		cancel()
 		waitProbes()
 		<-statusDone
 		<-condDone
+		<-statsDone
 		close(g.quit)
 		g.reporting.Wait()
 		g.drainer.Stop()
@@ -429,18 +453,22 @@ type server struct {
 	traffic bool
 }
 
-// servers are the gate's three: traffic (HTTP/1.1 and h2c), admin and
-// metrics.
+// servers are the gate's: traffic (HTTP/1.1 and h2c), admin, metrics
+// and, with its listener, the autoscaler's statistics.
 func (g *Gate) servers(ls Listeners) []server {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
-	return []server{
+	servers := []server{
 		{&http.Server{Handler: g, Protocols: &protos, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Serving, true},
 		{&http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Admin, false},
 		{&http.Server{Handler: g.metrics, ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Metrics, false},
 	}
+	if ls.Autoscaler != nil {
+		servers = append(servers, server{&http.Server{Handler: g.stats.Handler(), ReadHeaderTimeout: time.Minute, ErrorLog: errLog}, ls.Autoscaler, false})
+	}
+	return servers
 }
 
 // serveAll serves every server on its listener; a server that fails sends

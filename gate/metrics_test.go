@@ -37,21 +37,22 @@ func TestMetricsPageOverSocket(t *testing.T) {
 		t.Fatalf("the page does not parse as Prometheus text: %v\n%s", err, page)
 	}
 	for name, typ := range map[string]dto.MetricType{
-		"podgate_requests_total":            dto.MetricType_COUNTER,
-		"podgate_request_duration_seconds":  dto.MetricType_HISTOGRAM,
-		"podgate_requests_in_flight":        dto.MetricType_GAUGE,
-		"podgate_queue_depth":               dto.MetricType_GAUGE,
-		"podgate_ridethrough_holds_total":   dto.MetricType_COUNTER,
-		"podgate_ridethrough_retries_total": dto.MetricType_COUNTER,
-		"podgate_ridethrough_held":          dto.MetricType_GAUGE,
-		"podgate_upstream_errors_total":     dto.MetricType_COUNTER,
-		"podgate_ready":                     dto.MetricType_GAUGE,
-		"podgate_health_checks_held":        dto.MetricType_GAUGE,
-		"podgate_container_ready":           dto.MetricType_GAUGE,
-		"podgate_probe_results_total":       dto.MetricType_COUNTER,
-		"go_goroutines":                     dto.MetricType_GAUGE,
-		"go_memstats_heap_inuse_bytes":      dto.MetricType_GAUGE,
-		"process_resident_memory_bytes":     dto.MetricType_GAUGE,
+		"podgate_requests_total":                 dto.MetricType_COUNTER,
+		"podgate_request_duration_seconds":       dto.MetricType_HISTOGRAM,
+		"podgate_requests_in_flight":             dto.MetricType_GAUGE,
+		"podgate_queue_depth":                    dto.MetricType_GAUGE,
+		"podgate_ridethrough_holds_total":        dto.MetricType_COUNTER,
+		"podgate_ridethrough_retries_total":      dto.MetricType_COUNTER,
+		"podgate_ridethrough_held":               dto.MetricType_GAUGE,
+		"podgate_upstream_errors_total":          dto.MetricType_COUNTER,
+		"podgate_ready":                          dto.MetricType_GAUGE,
+		"podgate_health_checks_held":             dto.MetricType_GAUGE,
+		"podgate_container_ready":                dto.MetricType_GAUGE,
+		"podgate_probe_results_total":            dto.MetricType_COUNTER,
+		"kn_serving_invocation_duration_seconds": dto.MetricType_HISTOGRAM,
+		"go_goroutines":                          dto.MetricType_GAUGE,
+		"go_memstats_heap_inuse_bytes":           dto.MetricType_GAUGE,
+		"process_resident_memory_bytes":          dto.MetricType_GAUGE,
 	} {
 		f, ok := families[name]
 		switch {

@@ -291,6 +291,7 @@ func gateContainer(cfg contract.Config, opts Options, period int32) corev1.Conta
 			{Name: "queue-port", ContainerPort: contract.GatePort, Protocol: corev1.ProtocolTCP},
 			{Name: contract.GateAdminPortName, ContainerPort: contract.GateAdminPort, Protocol: corev1.ProtocolTCP},
 			{Name: "http-usermetric", ContainerPort: contract.GateMetricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: contract.GateAutoscalerPortName, ContainerPort: contract.GateAutoscalerPort, Protocol: corev1.ProtocolTCP},
 		},
 		Env: env,
 		// The gate answers from state it keeps current, so one failed

@@ -260,8 +260,8 @@ func TestInjectGateContainer(t *testing.T) {
 			for _, p := range g.Ports {
 				ports = append(ports, p.ContainerPort)
 			}
-			if len(ports) != 3 || ports[0] != 8012 || ports[1] != 8022 || ports[2] != 9091 {
-				t.Errorf("gate ports %v, want 8012 8022 9091", ports)
+			if len(ports) != 4 || ports[0] != 8012 || ports[1] != 8022 || ports[2] != 9091 || ports[3] != 9090 {
+				t.Errorf("gate ports %v, want 8012 8022 9091 9090", ports)
 			}
 			rp := g.ReadinessProbe
 			if rp.HTTPGet.Port != intstr.FromInt32(8012) || len(rp.HTTPGet.HTTPHeaders) != 1 ||
@@ -274,7 +274,7 @@ func TestInjectGateContainer(t *testing.T) {
 			if v, _, _ := envValue(w.Container("app"), "PORT"); v != "8080" {
 				t.Errorf("serving container PORT %q, want 8080", v)
 			}
-			if cfg.UserPort != 8080 || cfg.ServingPort != 8012 || cfg.AdminPort != 8022 || cfg.MetricsPort != 9091 {
+			if cfg.UserPort != 8080 || cfg.ServingPort != 8012 || cfg.AdminPort != 8022 || cfg.MetricsPort != 9091 || cfg.AutoscalerPort != 9090 {
 				t.Errorf("ports in config %+v", cfg)
 			}
 			if cfg.DrainQuietPeriod != 15*time.Second {

@@ -15,7 +15,7 @@ import (
 // Knative's reserved ports (queue-proxy's traffic, h2c, admin, metrics and
 // profiling ports) and the port names it gives a meaning.
 var (
-	knativeReservedPorts = map[int32]bool{contract.GatePort: true, 8013: true, contract.GateAdminPort: true, 9090: true, contract.GateMetricsPort: true, 8008: true}
+	knativeReservedPorts = map[int32]bool{contract.GatePort: true, 8013: true, contract.GateAdminPort: true, contract.GateAutoscalerPort: true, contract.GateMetricsPort: true, 8008: true}
 	knativePortNames     = []string{"", "h2c", "http1"}
 	// knativeReservedEnv are set by Knative on every container; PORT also,
 	// on the serving container only.

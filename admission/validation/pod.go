@@ -17,9 +17,10 @@ import (
 // a container of the same pod cannot have them (shared network namespace
 // on Kubernetes, shared pod IP locally).
 var gatePorts = map[int32]string{
-	contract.GatePort:        "traffic and health",
-	contract.GateAdminPort:   "admin",
-	contract.GateMetricsPort: "metrics",
+	contract.GatePort:           "traffic and health",
+	contract.GateAdminPort:      "admin",
+	contract.GateMetricsPort:    "metrics",
+	contract.GateAutoscalerPort: "autoscaler statistics",
 }
 
 // podValidator validates a pod spec with the Kubernetes rules plus

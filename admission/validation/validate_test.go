@@ -116,6 +116,8 @@ func TestValidationRules(t *testing.T) {
 		// Pod rules.
 		{"gate ports are reserved in every pod", strings.Replace(podWith(""), "containerPort: 8080", "containerPort: 8012", 1),
 			[]string{"spec.containers[0].ports[0].containerPort: Invalid value: 8012: reserved: the gate listens on 8012"}},
+		{"the autoscaler statistics port is the gate's too", strings.Replace(podWith(""), "containerPort: 8080", "containerPort: 9090", 1),
+			[]string{"spec.containers[0].ports[0].containerPort: Invalid value: 9090: reserved: the gate listens on 9090 (autoscaler statistics) in every pod"}},
 		{"a UDP port on a gate port number is fine", strings.Replace(podWith(""), "containerPort: 8080}", "containerPort: 8022, protocol: UDP}", 1), nil},
 		{"container names are unique across init and regular containers", strings.Replace(podWith(""), "spec:\n", "spec:\n  initContainers: [{name: app, image: i}]\n", 1),
 			[]string{`spec.containers[0].name: Duplicate value: "app"`}},

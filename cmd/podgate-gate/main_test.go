@@ -67,7 +67,7 @@ func TestTheGateBinaryIsTheGate(t *testing.T) {
 		env := []string{
 			"SERVING_NAMESPACE=default", "SERVING_SERVICE=hello", "SERVING_CONFIGURATION=hello",
 			"SERVING_REVISION=hello-00001", "SERVING_POD=hello-00001-pod", "SERVING_POD_IP=127.0.0.1",
-			"QUEUE_SERVING_PORT=" + strconv.Itoa(servingPort), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0",
+			"QUEUE_SERVING_PORT=" + strconv.Itoa(servingPort), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0",
 			"USER_PORT=" + userPort, "CONTAINER_CONCURRENCY=0", "REVISION_TIMEOUT_SECONDS=300",
 			"ENABLE_MULTI_CONTAINER_PROBES=false", "PODGATE_STATUS_SOURCE=none", "PODGATE_DRAIN_QUIET_PERIOD=0s",
 			`SERVING_READINESS_PROBE={"tcpSocket":{"port":` + userPort + `,"host":"127.0.0.1"},"successThreshold":1}`,

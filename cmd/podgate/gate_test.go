@@ -35,7 +35,7 @@ var gateEnvNames = []string{
 	contract.EnvServingRevision, contract.EnvServingPod, contract.EnvServingPodIP,
 	contract.EnvReadinessContainers, contract.EnvDelegatedReadiness, contract.EnvRoutedProbes,
 	contract.EnvDrainQuietPeriod, contract.EnvStatusSource, contract.EnvContainers,
-	contract.EnvUpstreamHost, contract.EnvAdminPort, contract.EnvMetricsPort, contract.EnvOnlyRouter,
+	contract.EnvUpstreamHost, contract.EnvAdminPort, contract.EnvMetricsPort, contract.EnvAutoscalerPort, contract.EnvOnlyRouter,
 	"POD_IP", gatemain.EnvEnableRequestLog,
 }
 
@@ -53,7 +53,7 @@ func gateEnv(userPort string) map[string]string {
 		"SERVING_NAMESPACE": "default", "SERVING_SERVICE": "hello", "SERVING_CONFIGURATION": "hello",
 		"SERVING_REVISION": "hello-00001", "SERVING_POD": "hello-00001-pod",
 		"SERVING_POD_IP":     "127.0.0.1", // listen on loopback only
-		"QUEUE_SERVING_PORT": "0", "PODGATE_ADMIN_PORT": "0", "PODGATE_METRICS_PORT": "0",
+		"QUEUE_SERVING_PORT": "0", "PODGATE_ADMIN_PORT": "0", "PODGATE_METRICS_PORT": "0", "PODGATE_AUTOSCALER_PORT": "0",
 		"USER_PORT": userPort, "CONTAINER_CONCURRENCY": "0", "REVISION_TIMEOUT_SECONDS": "300",
 		"ENABLE_MULTI_CONTAINER_PROBES": "false",
 		"SERVING_READINESS_PROBE":       `{"tcpSocket":{"port":` + userPort + `,"host":"127.0.0.1"},"successThreshold":1}`,

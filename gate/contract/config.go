@@ -24,6 +24,9 @@ type Config struct {
 	// TLSCertDir holds the serving certificate, TLSCertFile and TLSKeyFile
 	// (PODGATE_TLS_CERT_DIR, default KnativeCertDir).
 	TLSCertDir string
+	// AutoscalerPort serves the autoscaler's statistics on /metrics
+	// (PODGATE_AUTOSCALER_PORT; queue-proxy's 9090).
+	AutoscalerPort int
 	// UserPort is the serving container's port (USER_PORT).
 	UserPort int
 	// UpstreamHost is where the serving container and host-less probes are
@@ -109,6 +112,7 @@ func Defaults() Config {
 		TLSPort:          GateTLSPort,
 		TLS:              DefaultTLSSettings(),
 		TLSCertDir:       KnativeCertDir,
+		AutoscalerPort:   GateAutoscalerPort,
 		UserPort:         KnativeUserPort,
 		UpstreamHost:     "127.0.0.1",
 		RevisionTimeout:  DefaultRevisionTimeoutSeconds * time.Second,

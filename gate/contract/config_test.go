@@ -48,6 +48,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	c.StatusSource = "http://127.0.0.1:9700"
 	c.UpstreamHost = "127.0.1.4"
 	c.AdminPort = 0
+	c.AutoscalerPort = 0
 	c.OnlyRouter = OnlyRouterActivator
 	c.TLSPort = 0
 	c.TLSCertDir = "/tmp/certs"
@@ -72,7 +73,7 @@ func TestDecodeEmptyEnvironmentIsTheDefaults(t *testing.T) {
 	if !reflect.DeepEqual(got, Defaults()) {
 		t.Errorf("got %+v, want %+v", got, Defaults())
 	}
-	if got.ServingPort != 8012 || got.AdminPort != 8022 || got.MetricsPort != 9091 || got.UserPort != 8080 ||
+	if got.ServingPort != 8012 || got.AdminPort != 8022 || got.MetricsPort != 9091 || got.AutoscalerPort != 9090 || got.UserPort != 8080 ||
 		got.UpstreamHost != "127.0.0.1" || got.RevisionTimeout != 300*time.Second || got.DrainQuietPeriod != 30*time.Second {
 		t.Errorf("defaults differ from queue-proxy's: %+v", got)
 	}
@@ -119,6 +120,7 @@ func TestDecodeRejectsMalformedValues(t *testing.T) {
 	}{
 		{"port not a number", map[string]string{EnvQueueServingPort: "eighty"}, `QUEUE_SERVING_PORT: "eighty" is not a port number`},
 		{"port out of range", map[string]string{EnvAdminPort: "70000"}, `PODGATE_ADMIN_PORT: "70000" is not a port number`},
+		{"autoscaler port not a number", map[string]string{EnvAutoscalerPort: "stats"}, `PODGATE_AUTOSCALER_PORT: "stats" is not a port number`},
 		{"user port 0", map[string]string{EnvUserPort: "0"}, `USER_PORT: "0" is not a port number (1-65535)`},
 		{"negative concurrency", map[string]string{EnvContainerConcurrency: "-1"}, `CONTAINER_CONCURRENCY: "-1" is not a whole number >= 0`},
 		{"timeout not a number", map[string]string{EnvRevisionTimeoutSeconds: "5m"}, `REVISION_TIMEOUT_SECONDS: "5m" is not a whole number`},

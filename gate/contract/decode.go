@@ -50,6 +50,7 @@ func decode(d decoder) (Config, error) {
 	d.port(EnvQueueServingPort, &c.ServingPort, true)
 	d.port(EnvAdminPort, &c.AdminPort, true)
 	d.port(EnvMetricsPort, &c.MetricsPort, true)
+	d.port(EnvAutoscalerPort, &c.AutoscalerPort, true)
 	d.port(EnvUserPort, &c.UserPort, false)
 	d.tls(&c)
 	d.host(EnvUpstreamHost, &c.UpstreamHost)

@@ -83,6 +83,9 @@ func (c Config) Encode() []corev1.EnvVar {
 	if c.MetricsPort != d.MetricsPort {
 		add(EnvMetricsPort, strconv.Itoa(c.MetricsPort))
 	}
+	if c.AutoscalerPort != d.AutoscalerPort {
+		add(EnvAutoscalerPort, strconv.Itoa(c.AutoscalerPort))
+	}
 	return env
 }
 

@@ -85,10 +85,12 @@ const (
 	// cannot). Unset means 127.0.0.1, as queue-proxy does; in local mode,
 	// where every pod has its own loopback address, it is the pod IP.
 	EnvUpstreamHost = "PODGATE_UPSTREAM_HOST"
-	// EnvAdminPort and EnvMetricsPort move the admin and metrics listeners
-	// (tests use 0 for a free port).
-	EnvAdminPort   = "PODGATE_ADMIN_PORT"
-	EnvMetricsPort = "PODGATE_METRICS_PORT"
+	// EnvAdminPort, EnvMetricsPort and EnvAutoscalerPort move the admin,
+	// metrics and autoscaler statistics listeners (tests use 0 for a free
+	// port).
+	EnvAdminPort      = "PODGATE_ADMIN_PORT"
+	EnvMetricsPort    = "PODGATE_METRICS_PORT"
+	EnvAutoscalerPort = "PODGATE_AUTOSCALER_PORT"
 )
 
 // Ports, names and paths of the gate.

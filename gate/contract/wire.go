@@ -60,6 +60,12 @@ const (
 	GateAdminPortName = "queueadm-port"
 	// GateMetricsPort serves Prometheus /metrics (queue-proxy's 9091).
 	GateMetricsPort = 9091
+	// GateAutoscalerPort serves the statistics Knative's autoscaler
+	// scrapes, protobuf on /metrics (queue-proxy's 9090).
+	GateAutoscalerPort = 9090
+	// GateAutoscalerPortName is the name of the gate container's
+	// autoscaler port (queue-proxy's).
+	GateAutoscalerPortName = "http-autometric"
 	// KnativeUserPort is Knative's port for a serving container that
 	// declares none.
 	KnativeUserPort = 8080

@@ -31,7 +31,14 @@ import (
 //	podgate_container_ready{container}                    1 when the container counts as ready
 //	podgate_probe_results_total{container,kind,result}    probe attempts run by the gate
 //
-// plus the Go runtime's (go_*) and the process's (process_*) collectors.
+// plus the Go runtime's (go_*) and the process's (process_*) collectors,
+// and queue-proxy's own two under the names Knative v0.50.0's queue-proxy
+// exports them with request-metrics-protocol: prometheus (OpenTelemetry's
+// Prometheus exporter: dots to underscores, the unit as a suffix, the
+// instrumentation scope as otel_scope_* labels):
+//
+//	kn_serving_invocation_duration_seconds{http_response_status_code}  histogram, Knative's buckets; requests with a probe header excluded
+//	kn_serving_queue_depth                                             with CONTAINER_CONCURRENCY > 0: requests waiting for or holding a slot
 //
 // The request path costs one atomic load, a counter increment and a
 // histogram observation: a status code's counter is resolved from the
@@ -44,7 +51,8 @@ type Metrics struct {
 	handler http.Handler
 
 	requests *prometheus.CounterVec
-	codes    [600]atomic.Pointer[counterRef]
+	codes    [600]atomic.Pointer[codeRef]
+	knVec    *prometheus.HistogramVec
 	latency  prometheus.Histogram
 	holds    prometheus.Counter
 	retries  prometheus.Counter
@@ -57,8 +65,12 @@ type Metrics struct {
 	probes     map[probeKey]prometheus.Counter // resolved children of probeVec
 }
 
-// counterRef lets a resolved counter sit in an atomic.Pointer.
-type counterRef struct{ prometheus.Counter }
+// codeRef is a status code's resolved children: podgate's counter and
+// Knative's histogram.
+type codeRef struct {
+	requests prometheus.Counter
+	kn       prometheus.Observer
+}
 
 type probeKey struct{ container, kind, result string }
 
@@ -70,7 +82,19 @@ type Sources struct {
 	Ready      func() bool
 	// HealthHeld may be nil (none are ever held).
 	HealthHeld func() int64
+	// BreakerInFlight, when set (CONTAINER_CONCURRENCY > 0), is Knative's
+	// kn_serving_queue_depth: requests waiting for a slot or holding one.
+	BreakerInFlight func() int64
 }
+
+// Knative queue-proxy's names and buckets (knative.dev/serving v0.50.0,
+// pkg/queue/request_metric.go), as its OpenTelemetry Prometheus exporter
+// writes them.
+var knLatencyBounds = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// knScope are the labels the exporter adds to every series of
+// queue-proxy's instrumentation scope.
+var knScope = prometheus.Labels{"otel_scope_name": "knative.dev/serving/pkg/queue", "otel_scope_version": "", "otel_scope_schema_url": ""}
 
 // latencyBounds are the request duration buckets, in seconds: from well
 // under a loopback round trip up to the default revision timeout.
@@ -140,6 +164,7 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.registerKnative(src)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorLog: errLog,
 		// A collector that fails (say /proc unreadable) costs its own
@@ -149,19 +174,47 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 	return m
 }
 
-// Request records one proxied request.
-func (m *Metrics) Request(code int, d time.Duration) {
+// registerKnative registers queue-proxy's own metrics.
+func (m *Metrics) registerKnative(src Sources) {
+	m.knVec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:        "kn_serving_invocation_duration_seconds",
+		Help:        "The duration of task execution",
+		Buckets:     knLatencyBounds,
+		ConstLabels: knScope,
+	}, []string{"http_response_status_code"})
+	m.reg.MustRegister(m.knVec)
+	if src.BreakerInFlight != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "kn_serving_queue_depth",
+			Help:        "Number of current requests in the queue",
+			ConstLabels: knScope,
+		}, func() float64 { return float64(src.BreakerInFlight()) }))
+	}
+}
+
+// Request records one proxied request; invocation: it also counts in
+// Knative's kn_serving_invocation_duration_seconds, which leaves out
+// requests carrying a probe header (K-Network-Probe) that were proxied.
+func (m *Metrics) Request(code int, d time.Duration, invocation bool) {
 	if code < 0 || code >= len(m.codes) {
 		code = 0
 	}
 	c := m.codes[code].Load()
 	if c == nil {
-		// Racing first requests resolve the same child; either store wins.
-		c = &counterRef{m.requests.WithLabelValues(strconv.Itoa(code))}
+		// Racing first requests resolve the same children; either store
+		// wins. Resolving Knative's child only at its first observation
+		// would need a second pointer: a series of count 0 for a code
+		// answered only to probes is the price.
+		label := strconv.Itoa(code)
+		c = &codeRef{requests: m.requests.WithLabelValues(label), kn: m.knVec.WithLabelValues(label)}
 		m.codes[code].Store(c)
 	}
-	c.Inc()
-	m.latency.Observe(d.Seconds())
+	c.requests.Inc()
+	s := d.Seconds()
+	m.latency.Observe(s)
+	if invocation {
+		c.kn.Observe(s)
+	}
 }
 
 // HoldStarted and HoldEnded bracket a request held by the ride-through.

@@ -37,7 +37,7 @@ func TestRequestCounting(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := testMetrics(0, 0, false)
 			for _, c := range tc.codes {
-				m.Request(c, 3*time.Millisecond)
+				m.Request(c, 3*time.Millisecond, true)
 			}
 			if n := testutil.CollectAndCount(m.requests); n != tc.series {
 				t.Errorf("%d podgate_requests_total series, want %d", n, tc.series)
@@ -81,8 +81,8 @@ podgate_request_duration_seconds_count %[1]d
 // resolved, counting costs no allocation.
 func TestRequestCountingAllocatesNothing(t *testing.T) {
 	m := testMetrics(0, 0, false)
-	m.Request(200, time.Millisecond)
-	if n := testing.AllocsPerRun(1000, func() { m.Request(200, time.Millisecond) }); n != 0 {
+	m.Request(200, time.Millisecond, true)
+	if n := testing.AllocsPerRun(1000, func() { m.Request(200, time.Millisecond, true) }); n != 0 {
 		t.Errorf("request() allocates %v times per call, want 0", n)
 	}
 }
@@ -169,7 +169,68 @@ func BenchmarkMetricsRequest(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.Request(200, 1500*time.Microsecond)
+			m.Request(200, 1500*time.Microsecond, true)
 		}
 	})
+}
+
+// TestKnativeQueueProxyNames pins the series a user of Knative's
+// queue-proxy (request-metrics-protocol: prometheus) scrapes on port 9091:
+// the names, help, buckets and labels its OpenTelemetry exporter writes.
+func TestKnativeQueueProxyNames(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		breaker   bool // CONTAINER_CONCURRENCY > 0
+		requests  []bool
+		want      string
+		wantNames []string
+	}{
+		{name: "the invocation histogram counts requests without a probe header, by status; no queue depth without a limit",
+			requests: []bool{true, true, false},
+			want: `# HELP kn_serving_invocation_duration_seconds The duration of task execution
+# TYPE kn_serving_invocation_duration_seconds histogram
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.005"} 0
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.01"} 0
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.025"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.05"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.075"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.1"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.25"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.5"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="0.75"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="1"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="2.5"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="5"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="7.5"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="10"} 2
+kn_serving_invocation_duration_seconds_bucket{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version="",le="+Inf"} 2
+kn_serving_invocation_duration_seconds_sum{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version=""} 0.04
+kn_serving_invocation_duration_seconds_count{http_response_status_code="200",otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version=""} 2
+`,
+			wantNames: []string{"kn_serving_invocation_duration_seconds"}},
+		{name: "with a concurrency limit the queue depth is what waits for or holds a slot",
+			breaker: true,
+			want: `# HELP kn_serving_queue_depth Number of current requests in the queue
+# TYPE kn_serving_queue_depth gauge
+kn_serving_queue_depth{otel_scope_name="knative.dev/serving/pkg/queue",otel_scope_schema_url="",otel_scope_version=""} 7
+`,
+			wantNames: []string{"kn_serving_queue_depth"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := Sources{InFlight: func() int64 { return 0 }, QueueDepth: func() int64 { return 0 }, Ready: func() bool { return true }}
+			if tc.breaker {
+				src.BreakerInFlight = func() int64 { return 7 }
+			}
+			m := New(src, log.New(io.Discard, "", 0))
+			for _, invocation := range tc.requests {
+				m.Request(200, 20*time.Millisecond, invocation)
+			}
+			if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(tc.want), tc.wantNames...); err != nil {
+				t.Error(err)
+			}
+			if n, err := testutil.GatherAndCount(m.Registry(), "kn_serving_queue_depth"); err != nil || (n == 1) != tc.breaker {
+				t.Errorf("kn_serving_queue_depth series: %d (%v), want it only with a limit", n, err)
+			}
+		})
+	}
 }

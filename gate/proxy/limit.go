@@ -50,6 +50,15 @@ func (l *Limiter) acquire(ctx context.Context) error {
 
 func (l *Limiter) release() { <-l.slots }
 
+// Occupancy is the number of requests waiting for a slot or holding one:
+// what queue-proxy's breaker calls in flight (0 for a nil Limiter).
+func (l *Limiter) Occupancy() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.queued.Load() + int64(len(l.slots))
+}
+
 // Depth is the number of requests waiting for a slot (0 for a nil
 // Limiter).
 func (l *Limiter) Depth() int64 {
