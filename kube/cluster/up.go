@@ -40,7 +40,14 @@ func Up(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+	// Searchable by every user, listable by none: the pods' credentials
+	// (under pods/) must be reachable by containers that run as another
+	// user (a securityContext's runAsUser); every other file keeps a mode
+	// of its own.
+	if err := os.MkdirAll(cfg.Dir, 0o711); err != nil {
+		return fmt.Errorf("cluster directory: %w", err)
+	}
+	if err := os.Chmod(cfg.Dir, 0o711); err != nil {
 		return fmt.Errorf("cluster directory: %w", err)
 	}
 	if rec, err := readPidFile(cfg.Dir); err == nil && (isRecorded(rec) || len(SessionMembers(rec.Pid)) > 0) {

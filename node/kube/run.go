@@ -211,7 +211,12 @@ func (cfg Config) podCredentials(rc *rest.Config, core corev1client.CoreV1Interf
 			return nil, fmt.Errorf("the kubeconfig's CA: %w", err)
 		}
 	}
-	if err := os.MkdirAll(cfg.PodsDir, 0o700); err != nil {
+	// Searchable, not listable: a container that runs as another user
+	// (runAsUser) reads its own pod's credentials by their path.
+	if err := os.MkdirAll(cfg.PodsDir, 0o711); err != nil {
+		return nil, fmt.Errorf("pods directory: %w", err)
+	}
+	if err := os.Chmod(cfg.PodsDir, 0o711); err != nil {
 		return nil, fmt.Errorf("pods directory: %w", err)
 	}
 	return &credentials{core: core, dir: cfg.PodsDir, server: server, caData: ca, clock: clock.RealClock{}, log: cfg.Logger}, nil
