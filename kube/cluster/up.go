@@ -30,6 +30,20 @@ import (
 // (parent-death signal, process guardian), within moments.
 const leftoverWait = 10 * time.Second
 
+// makeClusterDir makes dir searchable by every user, listable by none:
+// the pods' credentials (under pods/) must be reachable by containers
+// that run as another user (a securityContext's runAsUser); every other
+// file keeps a mode of its own.
+func makeClusterDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("cluster directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return fmt.Errorf("cluster directory: %w", err)
+	}
+	return nil
+}
+
 // Up runs a cluster until ctx ends or SIGINT/SIGTERM: the host side (see
 // the package documentation). A second signal makes the node kill its
 // pods at once instead of waiting for their grace periods; a third kills
@@ -40,15 +54,8 @@ func Up(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	// Searchable by every user, listable by none: the pods' credentials
-	// (under pods/) must be reachable by containers that run as another
-	// user (a securityContext's runAsUser); every other file keeps a mode
-	// of its own.
-	if err := os.MkdirAll(cfg.Dir, 0o711); err != nil {
-		return fmt.Errorf("cluster directory: %w", err)
-	}
-	if err := os.Chmod(cfg.Dir, 0o711); err != nil {
-		return fmt.Errorf("cluster directory: %w", err)
+	if err := makeClusterDir(cfg.Dir); err != nil {
+		return err
 	}
 	if rec, err := readPidFile(cfg.Dir); err == nil && (isRecorded(rec) || len(SessionMembers(rec.Pid)) > 0) {
 		// Processes left of a cluster whose own process is gone count too:
