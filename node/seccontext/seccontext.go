@@ -62,6 +62,11 @@ func Decide(pod *corev1.Pod, c *corev1.Container, img Image, node Node) Decision
 	sec := &proc.Security{}
 	root := node.UID == 0
 	d.Warnings = append(d.Warnings, user(sec, pod, sc, uid, gid, node)...)
+	if nonRoot := sc.RunAsNonRoot != nil && *sc.RunAsNonRoot; nonRoot && runsAsRoot(sec, node) {
+		// The check above passed on a user the process does not get
+		// (none this machine can have): it must not run as root.
+		return Decision{Refused: fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)}
+	}
 	d.Warnings = append(d.Warnings, capabilities(sec, sc, root)...)
 	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		sec.NoNewPrivs = true
@@ -137,6 +142,9 @@ func imageUser(img Image, node Node) (uid, gid *int64, name string, err error) {
 		return &zero, nil, "", nil
 	}
 	us, gs, hasGroup := strings.Cut(img.User, ":")
+	if us == "" {
+		us = "0" // ":GID": no user, so root, as a container runtime reads it
+	}
 	u, uerr := strconv.ParseInt(us, 10, 64)
 	if uerr != nil {
 		name = us
@@ -176,6 +184,14 @@ func verifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, sc corev1.Security
 			*uid, math.MaxInt32, math.MaxInt32, desc, c.Name)
 	}
 	return ""
+}
+
+// runsAsRoot reports a process that will run as root.
+func runsAsRoot(sec *proc.Security, node Node) bool {
+	if sec.UID != nil {
+		return *sec.UID == 0
+	}
+	return node.UID == 0
 }
 
 // podDesc is the kubelet's name of a pod in messages: NAME_NAMESPACE(UID).

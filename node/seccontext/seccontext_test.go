@@ -58,6 +58,8 @@ func TestRunAsNonRootRefusesWithTheKubeletsWords(t *testing.T) {
 			`container's runAsUser breaks non-root policy (pod: "hello-1_default(0b5c)", container: queue-proxy)`},
 		{"an image uid beyond int32", nil, nonRoot, Image{Known: true, User: "4294967295"}, rootNode,
 			`container has runAsNonRoot and image has an invalid user id (4294967295). (Must be 1-(2147483647)): must be between 0 and 2147483647, inclusive (pod: "hello-1_default(0b5c)", container: queue-proxy)`},
+		{"an image whose user is only a group runs as root", nil, nonRoot, Image{Known: true, User: ":65532"}, rootNode,
+			`container has runAsNonRoot and image will run as root (pod: "hello-1_default(0b5c)", container: queue-proxy)`},
 		{"the gate's image passes", nil, nonRoot, gateImg, rootNode, ""},
 		{"runAsUser over a root image passes", nil, &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1)}, rootImg, rootNode, ""},
 		{"the container's runAsNonRoot false beats the pod's true", &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
@@ -148,4 +150,29 @@ func show(s *proc.Security) string {
 	}
 	return fmt.Sprintf("uid=%v gid=%v groups=%v caps=%v (nil %v) nnp=%v ro=%v",
 		d(s.UID), d(s.GID), s.Groups, s.Caps, s.Caps == nil, s.NoNewPrivs, s.ReadOnlyRoot)
+}
+
+// FuzzImageUser feeds any image user (a config's User is free text) to
+// Decide: it never panics, a refusal gives up nothing, and a user it
+// switches to is one this machine can have.
+func FuzzImageUser(f *testing.F) {
+	for _, s := range []string{"", "0", "65532", "65532:65532", "nobody", "app:app", "1:x", "-1", "4294967296:1", ":", "0:0:0", "２"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, user string, nonRoot bool) {
+		p, c := pod(nil, &corev1.SecurityContext{RunAsNonRoot: ptr.To(nonRoot), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}})
+		d := Decide(p, c, Image{Known: true, User: user}, rootNode)
+		if d.Refused != "" {
+			if d.Security != nil || !strings.HasPrefix(d.Refused, "container has runAsNonRoot") {
+				t.Fatalf("refused %q with %+v", d.Refused, d.Security)
+			}
+			return
+		}
+		if d.Security == nil || d.Security.Caps == nil {
+			t.Fatalf("drop ALL not applied: %+v", d.Security)
+		}
+		if nonRoot && (d.Security.UID == nil || *d.Security.UID == 0) {
+			t.Fatalf("runAsNonRoot passed for user %q but runs as %s", user, show(d.Security))
+		}
+	})
 }
