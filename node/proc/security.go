@@ -45,6 +45,11 @@ type Security struct {
 	// filesystem) — readOnlyRootFilesystem for a program that has no root
 	// filesystem of its own but this machine's.
 	ReadOnlyRoot bool
+	// Writable are paths of this machine that stay writable in that
+	// view (a container's volumes, which a container runtime mounts
+	// writable over a read-only root): each is bound onto itself there,
+	// and a path that does not exist is left out.
+	Writable []string
 }
 
 // Capability is a Linux capability by number (CAP_NET_BIND_SERVICE is 10).
@@ -72,10 +77,11 @@ type execPlan struct {
 	Caps   []Capability `json:"caps"` // null: untouched
 	NNP    bool         `json:"nnp,omitempty"`
 	RO     bool         `json:"ro,omitempty"`
+	RW     []string     `json:"rw,omitempty"`
 }
 
 func planOf(path string, s *Security) execPlan {
-	return execPlan{Path: path, UID: s.UID, GID: s.GID, Groups: s.Groups, Caps: s.Caps, NNP: s.NoNewPrivs, RO: s.ReadOnlyRoot}
+	return execPlan{Path: path, UID: s.UID, GID: s.GID, Groups: s.Groups, Caps: s.Caps, NNP: s.NoNewPrivs, RO: s.ReadOnlyRoot, RW: s.Writable}
 }
 
 // runExecIfAsked is the exec step when this process was started as one:

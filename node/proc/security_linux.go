@@ -22,7 +22,7 @@ func applyAndExec(p execPlan, argv, env []string) error {
 	ppid := os.Getppid()
 	syscall.CloseOnExec(statusFD)
 	if p.RO {
-		if err := readOnlyRoot(); err != nil {
+		if err := readOnlyRoot(p.RW); err != nil {
 			return fmt.Errorf("readOnlyRootFilesystem: %w", err)
 		}
 	}
@@ -72,20 +72,31 @@ func applyAndExec(p execPlan, argv, env []string) error {
 
 // readOnlyRoot puts this thread in a mount namespace of its own (private,
 // so nothing of it reaches this machine's) in which every mount is
-// read-only but /dev and /proc and what is under them.
-func readOnlyRoot() error {
+// read-only but /dev and /proc and what is under them, and the writable
+// paths, each bound onto itself first so that it is a mount of its own.
+func readOnlyRoot(writable []string) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	var bound []string
+	for _, w := range writable {
+		if _, err := os.Stat(w); err != nil {
+			continue
+		}
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("keep %s writable: %w", w, err)
+		}
+		bound = append(bound, w)
+	}
 	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro); err != nil {
 		return fmt.Errorf("make / read-only (mount_setattr, Linux 5.12 or later): %w", err)
 	}
 	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
-	for _, m := range []string{"/dev", "/proc"} {
+	for _, m := range append([]string{"/dev", "/proc"}, bound...) {
 		// EINVAL: not a mount of its own here, so it stays read-only.
 		if err := unix.MountSetattr(unix.AT_FDCWD, m, unix.AT_RECURSIVE, rw); err != nil && !errors.Is(err, unix.EINVAL) {
 			return fmt.Errorf("keep %s writable: %w", m, err)

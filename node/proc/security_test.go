@@ -87,23 +87,30 @@ func TestSecurityIsWhatTheStartedProgramHas(t *testing.T) {
 	}
 }
 
-func TestReadOnlyRootFilesystemLeavesDevAndProcWritable(t *testing.T) {
+func TestReadOnlyRootFilesystemLeavesDevProcAndVolumesWritable(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
 	dir := t.TempDir()
+	vol := filepath.Join(dir, "volume")
+	if err := os.Mkdir(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s := newSupervisor(t)
 	var out, errOut syncbuf.Buffer
 	sp := sh(`echo x > "$D/file" && echo wrote; echo y > /dev/null && echo devnull; `+
-		`echo 0 > /proc/self/oom_score_adj && echo proc`, &out, &errOut)
-	sp.Env = append(sp.Env, "D="+dir)
-	sp.Security = &Security{ReadOnlyRoot: true}
+		`echo 0 > /proc/self/oom_score_adj && echo proc; echo z > "$V/file" && echo volume`, &out, &errOut)
+	sp.Env = append(sp.Env, "D="+dir, "V="+vol)
+	sp.Security = &Security{ReadOnlyRoot: true, Writable: []string{vol, filepath.Join(dir, "absent")}}
 	p, err := s.Start(sp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, p)
-	if got := out.String(); got != "devnull\nproc\n" {
-		t.Errorf("stdout %q, want only /dev/null and /proc written", got)
+	if got := out.String(); got != "devnull\nproc\nvolume\n" {
+		t.Errorf("stdout %q, want only /dev/null, /proc and the volume written", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "file")); err != nil || string(b) != "z\n" {
+		t.Errorf("the volume's file: %q %v, want z", b, err)
 	}
 	if !strings.Contains(errOut.String(), "Read-only file system") {
 		t.Errorf("stderr %q, want the write refused as read-only", errOut.String())

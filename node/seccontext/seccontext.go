@@ -74,6 +74,14 @@ func Decide(pod *corev1.Pod, c *corev1.Container, img Image, node Node) Decision
 	if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 		if root {
 			sec.ReadOnlyRoot = true
+			// A container's volumes are writable over its read-only
+			// root; locally a volume is this machine's path, kept
+			// writable.
+			for _, m := range c.VolumeMounts {
+				if !m.ReadOnly && m.MountPath != "" {
+					sec.Writable = append(sec.Writable, m.MountPath)
+				}
+			}
 		} else {
 			d.Warnings = append(d.Warnings, "readOnlyRootFilesystem is not enforced: the node is not root, and a read-only view of this machine's mounts needs a mount namespace")
 		}

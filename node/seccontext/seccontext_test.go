@@ -26,7 +26,8 @@ func pod(psc *corev1.PodSecurityContext, csc *corev1.SecurityContext) (*corev1.P
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello-1", Namespace: "default", UID: "0b5c"},
 		Spec: corev1.PodSpec{SecurityContext: psc,
-			Containers: []corev1.Container{{Name: "queue-proxy", SecurityContext: csc}}},
+			Containers: []corev1.Container{{Name: "queue-proxy", SecurityContext: csc,
+				VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/var/cache/app"}, {Name: "cfg", MountPath: "/etc/app", ReadOnly: true}}}}},
 	}
 	return p, &p.Spec.Containers[0]
 }
@@ -92,12 +93,15 @@ func TestWhatTheProcessGivesUp(t *testing.T) {
 		{"no context: nothing", nil, nil, gateImg, rootNode, nil, nil},
 		{"Knative's queue container: the image's user, no capability, no_new_privs, read-only; seccomp warned",
 			nil, queueenv.SecurityContext(), gateImg, rootNode,
-			&proc.Security{UID: u32(65532), GID: u32(65532), Caps: []proc.Capability{}, NoNewPrivs: true, ReadOnlyRoot: true},
+			&proc.Security{UID: u32(65532), GID: u32(65532), Caps: []proc.Capability{}, NoNewPrivs: true, ReadOnlyRoot: true, Writable: []string{"/var/cache/app"}},
 			[]string{"seccompProfile RuntimeDefault is not enforced"}},
 		{"the container's runAsUser beats the pod's; the pod's group and supplementary groups",
 			&corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1), RunAsGroup: ptr.To[int64](2), SupplementalGroups: []int64{5, 4}, FSGroup: ptr.To[int64](4)},
 			&corev1.SecurityContext{RunAsUser: ptr.To[int64](3)}, rootImg, rootNode,
 			&proc.Security{UID: u32(3), GID: u32(2), Groups: []uint32{4, 5}}, nil},
+		{"readOnlyRootFilesystem keeps the writable volume mounts writable", nil,
+			&corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}, hostProg, rootNode,
+			&proc.Security{ReadOnlyRoot: true, Writable: []string{"/var/cache/app"}}, nil},
 		{"runAsUser without a group: group 0, as in a container", nil,
 			&corev1.SecurityContext{RunAsUser: ptr.To[int64](1000)}, hostProg, rootNode,
 			&proc.Security{UID: u32(1000), GID: u32(0)}, nil},
@@ -148,8 +152,8 @@ func show(s *proc.Security) string {
 		}
 		return *p
 	}
-	return fmt.Sprintf("uid=%v gid=%v groups=%v caps=%v (nil %v) nnp=%v ro=%v",
-		d(s.UID), d(s.GID), s.Groups, s.Caps, s.Caps == nil, s.NoNewPrivs, s.ReadOnlyRoot)
+	return fmt.Sprintf("uid=%v gid=%v groups=%v caps=%v (nil %v) nnp=%v ro=%v rw=%q",
+		d(s.UID), d(s.GID), s.Groups, s.Caps, s.Caps == nil, s.NoNewPrivs, s.ReadOnlyRoot, s.Writable)
 }
 
 // FuzzImageUser feeds any image user (a config's User is free text) to
