@@ -238,10 +238,6 @@ func secureCmd(cmd *exec.Cmd, sec *Security) (*os.File, error) {
 	if !reaperReady.Load() {
 		return nil, errors.New("a securityContext needs this binary to call proc.RunReaperIfAsked first thing in main (or TestMain)")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find own executable: %w", err)
-	}
 	plan, err := json.Marshal(planOf(cmd.Path, sec))
 	if err != nil {
 		return nil, err
@@ -250,7 +246,9 @@ func secureCmd(cmd *exec.Cmd, sec *Security) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Path = self
+	// This very binary, even if its file was replaced or removed since it
+	// started (the child resolves the link as its own, before its exec).
+	cmd.Path = "/proc/self/exe"
 	cmd.Env = append(append([]string{}, cmd.Env...), execEnv+"="+string(plan))
 	cmd.ExtraFiles = []*os.File{statusW}
 	return statusR, nil
