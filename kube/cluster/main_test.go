@@ -134,7 +134,7 @@ func startInstalled(t testing.TB, cidr string) *upProcess {
 // kubeconfig (written once the node is Ready, before the install).
 func start(t testing.TB, cidr string, extra []string) *upProcess {
 	t.Helper()
-	u := &upProcess{t: t, dir: searchableTempDir(t), cidr: cidr, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	u := &upProcess{t: t, dir: t.TempDir(), cidr: cidr, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	args := append([]string{"cluster", "up", "--dir", u.dir, "--pod-cidr", cidr, "--listen", "127.0.0.1:0"}, extra...)
 	u.cmd = exec.Command(podgateBin, args...)
 	u.cmd.Stdout, u.cmd.Stderr = u.stdout, u.stderr
@@ -302,17 +302,4 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
-}
-
-// searchableTempDir is a t.TempDir whose parent every user may search, as
-// a cluster's directory must be: its pods' containers may run as users
-// other than root (the webhook and the activator run as 65532) and read
-// their service-account credentials under it.
-func searchableTempDir(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

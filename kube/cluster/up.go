@@ -30,20 +30,6 @@ import (
 // (parent-death signal, process guardian), within moments.
 const leftoverWait = 10 * time.Second
 
-// makeClusterDir makes dir searchable by every user, listable by none:
-// the pods' credentials (under pods/) must be reachable by containers
-// that run as another user (a securityContext's runAsUser); every other
-// file keeps a mode of its own.
-func makeClusterDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return fmt.Errorf("cluster directory: %w", err)
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return fmt.Errorf("cluster directory: %w", err)
-	}
-	return nil
-}
-
 // Up runs a cluster until ctx ends or SIGINT/SIGTERM: the host side (see
 // the package documentation). A second signal makes the node kill its
 // pods at once instead of waiting for their grace periods; a third kills
@@ -54,8 +40,8 @@ func Up(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := makeClusterDir(cfg.Dir); err != nil {
-		return err
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("cluster directory: %w", err)
 	}
 	if rec, err := readPidFile(cfg.Dir); err == nil && (isRecorded(rec) || len(SessionMembers(rec.Pid)) > 0) {
 		// Processes left of a cluster whose own process is gone count too:
@@ -174,6 +160,9 @@ func cleanState(dir string) error {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean the cluster directory: %w", err)
 		}
+	}
+	if err := os.RemoveAll(filepath.Dir(PodsDir(dir))); err != nil {
+		return fmt.Errorf("clean the pods' directory: %w", err)
 	}
 	return nil
 }
@@ -411,11 +400,13 @@ func (h *hostSide) waitLeftovers() {
 	}
 }
 
-// cleanup removes the pid file and the kubeconfig of a stopped cluster.
+// cleanup removes the pid file and the kubeconfig of a stopped cluster,
+// and its pods' directory (outside the cluster's, see PodsDir).
 func (h *hostSide) cleanup() {
 	for _, name := range []string{PidFile, KubeconfigFile} {
 		_ = os.Remove(filepath.Join(h.cfg.Dir, name))
 	}
+	_ = os.RemoveAll(filepath.Dir(PodsDir(h.cfg.Dir)))
 }
 
 // ErrChildExited is wrapped by the errors of a cluster process that
