@@ -225,7 +225,10 @@ func user(sec *proc.Security, pod *corev1.Pod, sc corev1.SecurityContext, uid, g
 		return nil
 	}
 	if sc.RunAsUser != nil {
-		uid = sc.RunAsUser
+		// Another user than the image's: the image's group goes with
+		// its user (a container runtime looks the new user's group up in
+		// the image's /etc/passwd, which podgate's images have not: 0).
+		uid, gid = sc.RunAsUser, nil
 	}
 	if sc.RunAsGroup != nil {
 		gid = sc.RunAsGroup
