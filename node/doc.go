@@ -12,10 +12,12 @@
 //     starting here, asked before `podgate run` starts any), graceful shutdown
 //     (the drain of its pod workers, node/podworkers); it implements
 //     apiserver.LogSource (api.go).
+//
 //   - node.go: the interfaces to the API, and what the agent does with
 //     what it observes (node/podwatch tells what is news): a new pod
 //     gets a worker, a deletion (the API's deletionTimestamp) starts
 //     termination, a removal kills at once.
+//
 //   - pod (pod*.go): one goroutine per pod, the kubelet's pod worker. It
 //     alone changes the pod's state; process exits, probe results,
 //     timers and deletions reach it through a queue. It decides by the
@@ -25,8 +27,10 @@
 //     node/termination (the shared grace period; sidecars stop after
 //     the main containers, in reverse order), and publishes the status
 //     node/podstatus computes.
+//
 //   - probes: one prober.Manager per pod over one shared probe.Runner
 //     (node/podprobes wires them).
+//
 //   - network.go: PodNetwork (node/podnetwork's contract), each pod's
 //     address and the network its processes start in (containers, exec
 //     probes, exec hooks, through PodNet.Enter); the default is loopback
