@@ -12,12 +12,10 @@
 //     starting here, asked before `podgate run` starts any), graceful shutdown
 //     (the drain of its pod workers, node/podworkers); it implements
 //     apiserver.LogSource (api.go).
-//
 //   - node.go: the interfaces to the API, and what the agent does with
 //     what it observes (node/podwatch tells what is news): a new pod
 //     gets a worker, a deletion (the API's deletionTimestamp) starts
 //     termination, a removal kills at once.
-//
 //   - pod (pod*.go): one goroutine per pod, the kubelet's pod worker. It
 //     alone changes the pod's state; process exits, probe results,
 //     timers and deletions reach it through a queue. It decides by the
@@ -27,16 +25,19 @@
 //     node/termination (the shared grace period; sidecars stop after
 //     the main containers, in reverse order), and publishes the status
 //     node/podstatus computes.
-//
 //   - probes: one prober.Manager per pod over one shared probe.Runner
 //     (node/podprobes wires them).
-//
 //   - network.go: PodNetwork (node/podnetwork's contract), each pod's
 //     address and the network its processes start in (containers, exec
 //     probes, exec hooks, through PodNet.Enter); the default is loopback
 //     addresses on the host (node/loopnet, which also checks a
 //     container's ports before it starts). Package node/netns/nodenet adapts
 //     pod network namespaces.
+//   - prepare.go: each container resolved (node/containerconfig) and its
+//     securityContext decided (node/seccontext): the user, groups,
+//     capabilities, no_new_privs and read-only view its process gets
+//     (proc.Security), the kubelet's runAsNonRoot refusal, and a warning
+//     event for each field the node does not enforce.
 //
 //   - prepare.go: each container resolved (node/containerconfig) and its
 //     securityContext decided (node/seccontext): the user, groups,
