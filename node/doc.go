@@ -39,12 +39,6 @@
 //     (proc.Security), the kubelet's runAsNonRoot refusal, and a warning
 //     event for each field the node does not enforce.
 //
-//   - prepare.go: each container resolved (node/containerconfig) and its
-//     securityContext decided (node/seccontext): the user, groups,
-//     capabilities, no_new_privs and read-only view its process gets
-//     (proc.Security), the kubelet's runAsNonRoot refusal, and a warning
-//     event for each field the node does not enforce.
-//
 // The other subpackages are the parts the pod worker uses: node/proc (a
 // process group per container, parent-death signal and a guardian process
 // so nothing outlives podgate; what a process gives up before it runs), node/kill (one container's stop
