@@ -3,7 +3,8 @@
 # one binary, every subcommand: the webhook, the activator, the node) and
 # the gate's image (podgate-gate, the gate alone, which runs in every
 # pod), each a static binary (CGO_ENABLED=0, -trimpath, stripped, its
-# version linked in) in an OCI image of that one file at /podgate, both
+# version linked in) in an OCI image of that one file at /podgate, run as
+# user 65532:65532 (nonroot: neither writes a file nor needs a capability), both
 # written into one OCI image layout directory. Prints the references with
 # their digests on stdout, one a line, podgate's first, e.g.
 #   ghcr.io/podgate/podgate:v0.3.0@sha256:…

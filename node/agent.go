@@ -25,6 +25,7 @@ import (
 	"github.com/podgate/podgate/node/podwatch"
 	"github.com/podgate/podgate/node/podworkers"
 	"github.com/podgate/podgate/node/proc"
+	"github.com/podgate/podgate/node/seccontext"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/probe/prober"
 )
@@ -113,6 +114,9 @@ type Agent struct {
 	resolver containerconfig.Resolver
 
 	hostIP string // every pod's status.hostIP
+	// self is who the node runs as: whom a container runs as unless its
+	// securityContext says otherwise, and whether it can switch users.
+	self seccontext.Node
 	// loopback: the default network, whose pods share the host's ports
 	// and have nothing to enter.
 	loopback bool
@@ -166,6 +170,7 @@ func New(opts Options) (*Agent, error) {
 		log:      opts.Logger,
 		net:      network,
 		hostIP:   opts.HostIP.String(),
+		self:     seccontext.Node{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())},
 		loopback: opts.Network == nil,
 		sup:      sup,
 		runner:   opts.Runner,

@@ -12,6 +12,7 @@ import (
 	"github.com/podgate/podgate/node/logbuf"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/node/restart"
+	"github.com/podgate/podgate/node/seccontext"
 	"github.com/podgate/podgate/probe"
 )
 
@@ -30,6 +31,11 @@ type container struct {
 	// cfg is what it runs with (Exec runs its exec probes and hooks;
 	// Errs: why it cannot be started, if anything).
 	cfg containerconfig.Config
+	// sec is how its securityContext applies: what the process gives
+	// up, the fields not enforced, or the kubelet's refusal to start it.
+	sec seccontext.Decision
+	// refusalSeen: the Failed event of a refusal was recorded.
+	refusalSeen bool
 
 	// The current instance.
 	id        string
@@ -58,6 +64,11 @@ func (c *container) probeTarget(podIP string) probe.Target {
 		Exec: c.cfg.Exec,
 	}
 }
+
+// blocked reports a container that cannot start at all (it waits as
+// CreateContainerConfigError): its configuration has a problem, or its
+// securityContext refuses its user.
+func (c *container) blocked() bool { return c.cfg.Blocked() || c.sec.Refused != "" }
 
 // kind is where c is in the spec, as the restart rule sees it.
 func (c *container) kind() restart.Kind {

@@ -33,10 +33,15 @@
 //     addresses on the host (node/loopnet, which also checks a
 //     container's ports before it starts). Package node/netns/nodenet adapts
 //     pod network namespaces.
+//   - prepare.go: each container resolved (node/containerconfig) and its
+//     securityContext decided (node/seccontext): the user, groups,
+//     capabilities, no_new_privs and read-only view its process gets
+//     (proc.Security), the kubelet's runAsNonRoot refusal, and a warning
+//     event for each field the node does not enforce.
 //
 // The other subpackages are the parts the pod worker uses: node/proc (a
 // process group per container, parent-death signal and a guardian process
-// so nothing outlives podgate), node/kill (one container's stop
+// so nothing outlives podgate; what a process gives up before it runs), node/kill (one container's stop
 // sequence), node/queue (the pod worker's mailbox), node/backoff
 // (CrashLoopBackOff), node/events (the event recorder, reasons),
 // node/logbuf and node/podlogs (the output kept, and read as `kubectl

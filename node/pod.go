@@ -220,7 +220,12 @@ func startView(cs []*container) []startorder.Container {
 // maybeStart starts c unless it is backing off; the timer set when it
 // died brings the worker back in time.
 func (p *pod) maybeStart(c *container, now time.Time) {
-	if c.cfg.Blocked() || now.Before(c.hist.NotBefore) {
+	if c.sec.Refused != "" && !c.refusalSeen {
+		// The kubelet's event of a container it cannot create.
+		c.refusalSeen = true
+		p.record(c, corev1.EventTypeWarning, events.ReasonFailed, "Error: "+c.sec.Refused)
+	}
+	if c.blocked() || now.Before(c.hist.NotBefore) {
 		return
 	}
 	p.startContainer(c)

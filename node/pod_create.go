@@ -50,7 +50,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 		NodeName: a.opts.NodeName, ServiceAccount: obj.Spec.ServiceAccountName,
 		PodIP: ip.String(), HostIP: a.hostIP,
 	}
-	p.inits, p.mains = a.newContainers(&p.obj.Spec, info, p.extras.Env, p.enter())
+	p.inits, p.mains = a.newContainers(p.obj, info, p.extras.Env, p.enter())
 	p.byName = map[string]*container{}
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {

@@ -42,11 +42,15 @@ func (p *pod) startContainer(c *container) {
 	c.stdout = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 	c.stderr = logbuf.NewLineWriter(prefix, a.out, logs, a.clock.Now)
 
+	for _, w := range c.sec.Warnings {
+		p.record(c, corev1.EventTypeWarning, events.ReasonSecurityContextNotEnforced, w)
+	}
 	p.record(c, corev1.EventTypeNormal, events.ReasonCreated, "Created container: "+c.name)
 	pr, err := a.sup.Start(proc.Spec{
 		Path: path, Args: c.cfg.Argv, Env: c.cfg.Env.Strings(), Dir: c.cfg.Dir,
 		Stdout: c.stdout, Stderr: c.stderr,
-		Enter: p.enter(),
+		Enter:    p.enter(),
+		Security: c.sec.Security,
 	})
 	if err != nil {
 		logs.End()

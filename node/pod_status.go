@@ -71,7 +71,10 @@ func (c *container) statusView() podstatus.Container {
 		RestartCount: c.hist.RestartCount, LastState: c.hist.LastState, Terminated: c.hist.Terminated, Waiting: c.hist.Waiting,
 		Succeeded: c.hist.Succeeded, Done: c.hist.Done,
 	}
-	if c.cfg.Blocked() {
+	switch {
+	case c.sec.Refused != "":
+		v.SetupError = c.sec.Refused
+	case c.cfg.Blocked():
 		v.SetupError = c.cfg.Message()
 	}
 	return v

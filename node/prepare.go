@@ -6,6 +6,7 @@ import (
 
 	"github.com/podgate/podgate/node/containerconfig"
 	"github.com/podgate/podgate/node/env"
+	"github.com/podgate/podgate/node/seccontext"
 )
 
 // EnvPodIP is the pod's address, set in every container before
@@ -20,15 +21,25 @@ const EnvPodIP = containerconfig.EnvPodIP
 // which then fails to start with CreateContainerConfigError. enter starts
 // the exec probes and hooks inside the pod's network (nil: as any
 // process).
-func (a *Agent) newContainers(spec *corev1.PodSpec, info env.PodInfo, extra []env.Var, enter func(func() error) error) (inits, mains []*container) {
+//
+// Each container's securityContext is decided here too (package
+// node/seccontext): what its process gives up, and the kubelet's refusal
+// of a runAsNonRoot container whose user is root.
+func (a *Agent) newContainers(pod *corev1.Pod, info env.PodInfo, extra []env.Var, enter func(func() error) error) (inits, mains []*container) {
+	spec := &pod.Spec
 	initCfgs, mainCfgs, _ := a.resolver.Pod(field.NewPath("spec"), spec, info, extra, enter)
+	decide := func(c *corev1.Container) seccontext.Decision {
+		user, known := a.resolver.Images.User(c.Image)
+		return seccontext.Decide(pod, c, seccontext.Image{Known: known, User: user}, a.self)
+	}
 	for i, cfg := range initCfgs {
 		s := &spec.InitContainers[i]
 		sidecar := s.RestartPolicy != nil && *s.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		inits = append(inits, &container{name: s.Name, spec: s, init: true, sidecar: sidecar, cfg: cfg})
+		inits = append(inits, &container{name: s.Name, spec: s, init: true, sidecar: sidecar, cfg: cfg, sec: decide(s)})
 	}
 	for i, cfg := range mainCfgs {
-		mains = append(mains, &container{name: spec.Containers[i].Name, spec: &spec.Containers[i], cfg: cfg})
+		s := &spec.Containers[i]
+		mains = append(mains, &container{name: s.Name, spec: s, cfg: cfg, sec: decide(s)})
 	}
 	return inits, mains
 }

@@ -35,6 +35,14 @@ const BinaryPath = "/podgate"
 // image's /podgate (ko puts its /ko-app on PATH the same way).
 const imagePath = "PATH=/"
 
+// User is the user every image of podgate runs as: 65532:65532, the
+// nonroot user of the distroless images. None of podgate's programs in
+// an image (the gate, the webhook, the activator) writes a file or needs
+// a capability, so they run under Kubernetes' restricted profile (Knative
+// gives its queue container runAsNonRoot, readOnlyRootFilesystem, no
+// capabilities), which refuses an image whose user is root or unset.
+const User = "65532:65532"
+
 // epoch is every timestamp in the image: the Unix epoch, as ko and
 // SOURCE_DATE_EPOCH builds use, so that the time of the build does not
 // change the digest.
@@ -42,7 +50,7 @@ var epoch = time.Unix(0, 0).UTC()
 
 // Build makes an OCI image of the static Linux binary at binaryPath: one
 // layer holding it at /podgate (mode 0755, owned by root), entrypoint
-// /podgate, the platform the binary was built for. Nothing else goes in —
+// /podgate, user User (not root), the platform the binary was built for. Nothing else goes in —
 // no timestamps, no file metadata, not ref — so the same binary always
 // gives the same digest, which Build returns with the image. ref (the
 // NAME:TAG the image is meant for) is checked here so that a bad one fails
@@ -81,6 +89,7 @@ func Build(binaryPath, ref string) (v1.Image, v1.Hash, error) {
 		Config: v1.Config{
 			Entrypoint: []string{BinaryPath},
 			Env:        []string{imagePath},
+			User:       User,
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	})

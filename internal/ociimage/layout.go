@@ -47,6 +47,9 @@ type Image struct {
 	// of Entrypoint, or of Cmd when there is no Entrypoint) replaced by
 	// Binary.
 	Entrypoint, Cmd []string
+	// User is the image's user as its config says it ("" when unset: a
+	// container runtime runs it as root): UID[:GID] or a name.
+	User string
 }
 
 // OpenLayout is the OCI image layout in dir, made absolute and checked to
@@ -122,6 +125,23 @@ func (l Layout) Entrypoint(image string) (entrypoint, cmd []string, program stri
 	return img.Entrypoint, img.Cmd, img.Program, true, nil
 }
 
+// User is the user image runs as, in the form the node agent asks
+// (images.UserStore): its config's User ("" when unset), found false,
+// with no error, for an image the layout does not hold.
+func (l Layout) User(image string) (user string, found bool, err error) {
+	if _, perr := parseReference(image); perr != nil {
+		return "", false, nil
+	}
+	img, err := l.Resolve(image)
+	if errors.Is(err, ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return img.User, true, nil
+}
+
 func (l Layout) resolve(raw string) (Image, error) {
 	ref, err := parseReference(raw)
 	if err != nil {
@@ -169,7 +189,7 @@ func (l Layout) resolve(raw string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	img := Image{Digest: mdesc.Digest, Binary: bin, Program: argv[0],
+	img := Image{Digest: mdesc.Digest, Binary: bin, Program: argv[0], User: cfg.Config.User,
 		Entrypoint: append([]string{}, cfg.Config.Entrypoint...), Cmd: append([]string{}, cfg.Config.Cmd...)}
 	if len(img.Entrypoint) > 0 {
 		img.Entrypoint[0] = bin

@@ -90,6 +90,14 @@ func TestResolveFindsTheImageByTagAndByDigest(t *testing.T) {
 			if err != nil || !found || !slices.Equal(ep, img.Entrypoint) || len(cmd) != 0 || prog != img.Program {
 				t.Errorf("Entrypoint(%s) = %q, %q, %q, %v, %v; want Resolve's", tc.ref, ep, cmd, prog, found, err)
 			}
+			// Every image podgate builds runs as the nonroot user, never
+			// as root (a kubelet refuses root under runAsNonRoot).
+			if img.User != "65532:65532" {
+				t.Errorf("user %q, want 65532:65532", img.User)
+			}
+			if u, found, err := l.User(tc.ref); err != nil || !found || u != img.User {
+				t.Errorf("User(%s) = %q, %v, %v; want Resolve's %q", tc.ref, u, found, err, img.User)
+			}
 		})
 	}
 	t.Run("the package-level Resolve extracts into the user cache", func(t *testing.T) {

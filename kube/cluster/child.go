@@ -160,7 +160,7 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 		Signals:    sigs,
 		Kubeconfig: kubeconfig, NodeName: cc.NodeName, NodeIP: gateway,
 		Network:          nodenet.New(network),
-		PodsDir:          filepath.Join(cc.Dir, podsDir),
+		PodsDir:          PodsDir(cc.Dir),
 		APIServerForPods: apiServer,
 		Images:           im, Version: cc.Version,
 		Output: stdout, Logger: log,

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +42,21 @@ func DefaultDir() string {
 		d = os.TempDir()
 	}
 	return filepath.Join(d, "podgate", "cluster")
+}
+
+// PodsDir is where the node of the cluster in dir keeps its pods'
+// service-account credentials: outside dir, in the system's temporary
+// directory (named after dir), because a container whose securityContext
+// runs it as another user than root (the webhook and the activator run
+// as 65532) reads its own pod's files by their path, and dir — by default
+// in root's home — is not searchable by other users.
+func PodsDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(os.TempDir(), "podgate-cluster-"+hex.EncodeToString(sum[:6]), "pods")
 }
 
 // Files in the cluster's directory.

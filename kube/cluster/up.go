@@ -161,6 +161,9 @@ func cleanState(dir string) error {
 			return fmt.Errorf("clean the cluster directory: %w", err)
 		}
 	}
+	if err := os.RemoveAll(filepath.Dir(PodsDir(dir))); err != nil {
+		return fmt.Errorf("clean the pods' directory: %w", err)
+	}
 	return nil
 }
 
@@ -397,11 +400,13 @@ func (h *hostSide) waitLeftovers() {
 	}
 }
 
-// cleanup removes the pid file and the kubeconfig of a stopped cluster.
+// cleanup removes the pid file and the kubeconfig of a stopped cluster,
+// and its pods' directory (outside the cluster's, see PodsDir).
 func (h *hostSide) cleanup() {
 	for _, name := range []string{PidFile, KubeconfigFile} {
 		_ = os.Remove(filepath.Join(h.cfg.Dir, name))
 	}
+	_ = os.RemoveAll(filepath.Dir(PodsDir(h.cfg.Dir)))
 }
 
 // ErrChildExited is wrapped by the errors of a cluster process that

@@ -19,4 +19,9 @@ const (
 	// for a volume it could not set up, which is what node/kube's Prepare
 	// makes (the pod's service-account token, CA and namespace).
 	ReasonFailedMount = "FailedMount"
+	// ReasonSecurityContextNotEnforced is podgate's own (a kubelet
+	// enforces every field): a warning, at each start of a container,
+	// naming a field of its securityContext the node does not enforce
+	// (package node/seccontext).
+	ReasonSecurityContextNotEnforced = "SecurityContextNotEnforced"
 )

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/internal/ociimage"
 	"github.com/podgate/podgate/probe"
 )
 
@@ -46,6 +47,31 @@ type Store interface {
 	// hold. An error means it holds the image but cannot run it (a blob
 	// that fails its digest, another platform).
 	Entrypoint(image string) (entrypoint, cmd []string, program string, found bool, err error)
+}
+
+// UserStore is a Store that also says which user an image runs as
+// (ociimage.Layout: its config's User).
+type UserStore interface {
+	User(image string) (user string, found bool, err error)
+}
+
+// User is the user image runs as, as its config says it (UID[:GID], a
+// name, or "" for root), and known false for an image whose config the
+// node has not got: its program is a program of this machine and runs as
+// the node does. The Store's images are known (when it says users), and
+// podgate's own (the gate's, podgate's, the test app's: ociimage.User),
+// which the node runs from this binary.
+func (m Map) User(image string) (user string, known bool) {
+	if s, ok := m.Store.(UserStore); ok {
+		if u, found, err := s.User(image); err == nil && found {
+			return u, true
+		}
+	}
+	switch Repository(image) {
+	case contract.GateImage, contract.PodgateImage, TestappImage:
+		return ociimage.User, true
+	}
+	return "", false
 }
 
 // Default maps the test app's image to this binary's `test/testapp`

@@ -205,3 +205,36 @@ func TestDefaultRunsTheGateOfEitherImageAsThisBinary(t *testing.T) {
 		}
 	}
 }
+
+// userStore holds images whose config names a user.
+type userStore map[string]string
+
+func (s userStore) Entrypoint(image string) ([]string, []string, string, bool, error) {
+	_, ok := s[image]
+	return []string{"/bin/true"}, nil, "/bin/true", ok, nil
+}
+
+func (s userStore) User(image string) (string, bool, error) {
+	u, ok := s[image]
+	return u, ok, nil
+}
+
+func TestUserIsWhatTheImageRunsAs(t *testing.T) {
+	m := Map{Store: userStore{"example.test/root:v1": "", "example.test/named:v1": "app"}}
+	for _, tc := range []struct {
+		image     string
+		wantUser  string
+		wantKnown bool
+	}{
+		{"ghcr.io/podgate/podgate-gate:v1", "65532:65532", true},
+		{"ghcr.io/podgate/podgate@sha256:" + strings.Repeat("a", 64), "65532:65532", true},
+		{TestappImage, "65532:65532", true},
+		{"example.test/root:v1", "", true},
+		{"example.test/named:v1", "app", true},
+		{"busybox", "", false},
+	} {
+		if u, known := m.User(tc.image); u != tc.wantUser || known != tc.wantKnown {
+			t.Errorf("User(%s) = %q, %v; want %q, %v", tc.image, u, known, tc.wantUser, tc.wantKnown)
+		}
+	}
+}

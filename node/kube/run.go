@@ -211,7 +211,15 @@ func (cfg Config) podCredentials(rc *rest.Config, core corev1client.CoreV1Interf
 			return nil, fmt.Errorf("the kubeconfig's CA: %w", err)
 		}
 	}
-	if err := os.MkdirAll(cfg.PodsDir, 0o700); err != nil {
+	// Searchable, not listable: a container that runs as another user
+	// (runAsUser) reads its own pod's credentials by their path.
+	if err := os.MkdirAll(cfg.PodsDir, 0o711); err != nil {
+		return nil, fmt.Errorf("pods directory: %w", err)
+	}
+	if err := os.Chmod(cfg.PodsDir, 0o711); err != nil {
+		return nil, fmt.Errorf("pods directory: %w", err)
+	}
+	if err := ownDirs(cfg.PodsDir, filepath.Dir(cfg.PodsDir)); err != nil {
 		return nil, fmt.Errorf("pods directory: %w", err)
 	}
 	return &credentials{core: core, dir: cfg.PodsDir, server: server, caData: ca, clock: clock.RealClock{}, log: cfg.Logger}, nil
@@ -374,4 +382,30 @@ func (cfg Config) warnLoopback() {
 		"a Service selecting them gets no endpoints. For pod IPs of their own run the node in a network namespace "+
 		"of its own with --pod-network netns, or run podgate cluster up (docs/kubernetes.md)",
 		"node", cfg.NodeName, "podCIDR", cfg.PodCIDR)
+}
+
+// ownDirs checks that dir is a directory of this process's user, not a
+// symbolic link, in a parent only its owner (this user or root) can
+// change or a sticky one (a shared temporary directory): the pods'
+// credentials are readable by path (mode 0644 in searchable directories,
+// for containers of other users), so a directory another user made first,
+// under a name the node chose, must not be used.
+func ownDirs(dir, parent string) error {
+	me := os.Geteuid()
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != me {
+		return fmt.Errorf("%s is not a directory of this user's (uid %d): another user may have made it; remove it or choose another", dir, me)
+	}
+	pi, err := os.Stat(parent)
+	if err != nil {
+		return err
+	}
+	st, ok := pi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != me && st.Uid != 0 || pi.Mode().Perm()&0o022 != 0 && pi.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("%s: its directory %s may be changed by other users; choose another", dir, parent)
+	}
+	return nil
 }

@@ -137,7 +137,10 @@ type podCredentials struct {
 // (ca.crt from the kube-root-ca.crt ConfigMap, the namespace) and the
 // kubeconfig — and starts the renewals.
 func (pc *podCredentials) prepare(ctx context.Context) error {
-	if err := os.MkdirAll(pc.dir, 0o700); err != nil {
+	// As a kubelet projects a service-account token (mode 0644, its
+	// default), readable by the container's user whoever that is; the
+	// directory is searchable, not listable, and named by the pod's UID.
+	if err := os.MkdirAll(pc.dir, 0o711); err != nil {
 		return fmt.Errorf("service-account credentials: %w", err)
 	}
 	next, err := pc.project(ctx)
@@ -385,7 +388,7 @@ func projectedPath(p, def string) string {
 // writeAtomic replaces path's content at once: a reader (client-go's
 // tokenFile) sees the old token or the new one, never half of one.
 func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
@@ -397,7 +400,7 @@ func writeAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o600)
+		err = os.Chmod(tmp.Name(), 0o644)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)

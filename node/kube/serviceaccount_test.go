@@ -159,8 +159,16 @@ func TestPodsReachTheAPIServerAsTheirServiceAccount(t *testing.T) {
 		if ca, err := os.ReadFile(filepath.Join(dir, "ca.crt")); err != nil || !bytes.Contains(ca, []byte("BEGIN CERTIFICATE")) {
 			t.Errorf("ca.crt: %v %q", err, ca)
 		}
-		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
-			t.Errorf("the pod's directory: %v %v, want mode 0700", fi, err)
+		// A container that runs as another user (runAsUser) reads them,
+		// as it reads a kubelet's projected token (mode 0644); nobody lists
+		// the directory.
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o711 {
+			t.Errorf("the pod's directory: %v %v, want mode 0711", fi, err)
+		}
+		for _, name := range []string{"token", "ca.crt", "namespace", "kubeconfig"} {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("%s: %v %v, want mode 0644", name, fi, err)
+			}
 		}
 
 		t.Run("the token is renewed at 80% of its life", func(t *testing.T) {

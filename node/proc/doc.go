@@ -14,6 +14,12 @@
 // signal; a thread that cannot come back stops the spawner
 // (ErrSpawnerStopped) instead of forking containers in the wrong place.
 //
+// A Spec may carry a Security: the user, groups, capabilities,
+// no_new_privs and read-only view of this machine's mounts the program
+// runs with, as a container runtime applies a securityContext. They are
+// applied by this binary re-executed between the fork and the program
+// (see Security), on the same pid.
+//
 // Nothing survives podgate. Two guards, because either alone leaves a gap:
 //
 //   - Every leader gets PR_SET_PDEATHSIG=SIGKILL. The signal fires when the

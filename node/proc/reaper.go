@@ -40,7 +40,11 @@ var ErrNoReaper = errors.New("process guardian: this binary does not call proc.R
 // guardian. Every main, and every TestMain, of a binary that starts a
 // Supervisor with the guardian calls it first thing, before it parses
 // flags or does anything else that a guardian must not.
+//
+// It also runs the exec step of a process started with a Security (see
+// there), which the supervising binary is re-executed for as well.
 func RunReaperIfAsked() {
+	runExecIfAsked()
 	if os.Getenv(reaperEnv) == reaperToken {
 		os.Exit(runReaper(os.Stdin))
 	}

@@ -1,9 +1,11 @@
 package proc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -49,6 +51,10 @@ type Spec struct {
 	// error: the spawner then finds its thread in another namespace and
 	// stops for good (ErrSpawnerStopped).
 	Enter func(start func() error) error
+	// Security, when it gives up anything, is applied between the fork
+	// and the program (see Security); the binary must call
+	// RunReaperIfAsked first thing in main.
+	Security *Security
 }
 
 // Supervisor starts processes and makes sure none outlives it (or
@@ -164,11 +170,23 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 		// Dies with the forking thread (see the package doc).
 		SysProcAttr: procgroup.Attr(true),
 	}
+	var statusR *os.File
+	if !spec.Security.empty() {
+		// The pipe's write end is cmd.ExtraFiles[0], closed once the
+		// child holds its copy.
+		if statusR, err = secureCmd(cmd, spec.Security); err != nil {
+			procgroup.CloseAll(outR, outW, errR, errW)
+			return nil, fmt.Errorf("start %s: %w", spec.Path, err)
+		}
+	}
 
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		procgroup.CloseAll(outR, outW, errR, errW)
+		if statusR != nil {
+			procgroup.CloseAll(statusR, cmd.ExtraFiles[0])
+		}
 		return nil, ErrClosed
 	}
 	// Registered under the lock so Close cannot miss a process that is
@@ -179,6 +197,17 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	reply := make(chan error, 1)
 	s.reqs <- spawnReq{cmd: cmd, enter: spec.Enter, reply: reply}
 	err = <-reply
+	if statusR != nil {
+		cmd.ExtraFiles[0].Close()
+		if err == nil {
+			// The exec step reports before the program runs.
+			if err = readStatus(statusR); err != nil {
+				err = fmt.Errorf("start %s: %w", spec.Path, err)
+			}
+		} else {
+			statusR.Close()
+		}
+	}
 	if err != nil && cmd.Process != nil {
 		// Forked, but Enter failed on the way back: the start failed,
 		// and nothing of it may run unsupervised.
@@ -200,6 +229,29 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	}
 	go p.supervise(outR, errR, spec.Stdout, spec.Stderr)
 	return p, nil
+}
+
+// secureCmd turns cmd into the exec step of sec (see Security): this
+// binary, told the program and sec, with a pipe at statusFD to report a
+// failure on.
+func secureCmd(cmd *exec.Cmd, sec *Security) (*os.File, error) {
+	if !reaperReady.Load() {
+		return nil, errors.New("a securityContext needs this binary to call proc.RunReaperIfAsked first thing in main (or TestMain)")
+	}
+	plan, err := json.Marshal(planOf(cmd.Path, sec))
+	if err != nil {
+		return nil, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	// This very binary, even if its file was replaced or removed since it
+	// started (the child resolves the link as its own, before its exec).
+	cmd.Path = "/proc/self/exe"
+	cmd.Env = append(append([]string{}, cmd.Env...), execEnv+"="+string(plan))
+	cmd.ExtraFiles = []*os.File{statusW}
+	return statusR, nil
 }
 
 // Close kills every process still running (SIGKILL to each group), waits

@@ -1,0 +1,215 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// applyAndExec is the exec step (see Security): every call below acts on
+// this one thread (namespaces, capabilities, no_new_privs and the
+// credentials switched with raw per-thread system calls), and the exec
+// is made from it, which ends every other thread of the process.
+func applyAndExec(p execPlan, argv, env []string) error {
+	runtime.LockOSThread() // for good: the thread execs or the process exits
+	ppid := os.Getppid()
+	syscall.CloseOnExec(statusFD)
+	if p.RO {
+		if err := readOnlyRoot(p.RW); err != nil {
+			return fmt.Errorf("readOnlyRootFilesystem: %w", err)
+		}
+	}
+	// Opened while still privileged: a program in a directory its user
+	// cannot search (a cache under /root) still runs, as a container's
+	// user runs an image's program whatever the host's paths.
+	prog, err := unix.Open(p.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", p.Path, err)
+	}
+	if p.Caps != nil {
+		if err := dropBounding(p.Caps); err != nil {
+			return fmt.Errorf("capabilities: %w", err)
+		}
+	}
+	if p.UID != nil || p.GID != nil {
+		if err := switchUser(p); err != nil {
+			return err
+		}
+	}
+	if p.Caps != nil {
+		if err := limitCaps(p.Caps); err != nil {
+			return fmt.Errorf("capabilities: %w", err)
+		}
+	}
+	if p.NNP {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no_new_privs: %w", err)
+		}
+	}
+	// A change of user cleared the parent-death signal; set it again, and
+	// leave if the parent died meanwhile (its signal is gone with it).
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
+	}
+	if os.Getppid() != ppid {
+		return errors.New("podgate exited while the container started")
+	}
+	err = syscall.Exec(p.Path, argv, env)
+	if errors.Is(err, syscall.EACCES) {
+		// The user cannot reach the program's path: run the file opened
+		// above.
+		err = execveat(prog, argv, env)
+	}
+	return fmt.Errorf("exec %s: %w", p.Path, err)
+}
+
+// readOnlyRoot puts this thread in a mount namespace of its own (private,
+// so nothing of it reaches this machine's) in which every mount is
+// read-only but /dev and /proc and what is under them, and the writable
+// paths, each bound onto itself first so that it is a mount of its own.
+func readOnlyRoot(writable []string) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	var bound []string
+	for _, w := range writable {
+		if _, err := os.Stat(w); err != nil {
+			continue
+		}
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("keep %s writable: %w", w, err)
+		}
+		bound = append(bound, w)
+	}
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro); err != nil {
+		return fmt.Errorf("make / read-only (mount_setattr, Linux 5.12 or later): %w", err)
+	}
+	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	for _, m := range append([]string{"/dev", "/proc"}, bound...) {
+		// EINVAL: not a mount of its own here, so it stays read-only.
+		if err := unix.MountSetattr(unix.AT_FDCWD, m, unix.AT_RECURSIVE, rw); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("keep %s writable: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// dropBounding removes every capability not in keep from the bounding
+// set, so that no exec, even as root, grants one.
+func dropBounding(keep []Capability) error {
+	last, err := lastCap()
+	if err != nil {
+		return err
+	}
+	for c := 0; c <= last; c++ {
+		if has(keep, Capability(c)) {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// limitCaps empties the inheritable and ambient sets and keeps at most
+// keep in the permitted and effective ones (a program that stays root;
+// a switch to another user has emptied them already).
+func limitCaps(keep []Capability) error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	var mask [2]uint32
+	for _, c := range keep {
+		mask[c/32] |= 1 << (c % 32)
+	}
+	for i := range data {
+		data[i].Inheritable = 0
+		data[i].Permitted &= mask[i]
+		data[i].Effective &= mask[i]
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// switchUser sets the supplementary groups, the group and the user, on
+// this thread only (the exec ends the others).
+func switchUser(p execPlan) error {
+	gid, uid := uintptr(0), uintptr(0)
+	if p.GID != nil {
+		gid = uintptr(*p.GID)
+	}
+	if p.UID != nil {
+		uid = uintptr(*p.UID)
+	}
+	var groups unsafe.Pointer
+	if len(p.Groups) > 0 {
+		groups = unsafe.Pointer(&p.Groups[0])
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(p.Groups)), uintptr(groups), 0); e != 0 {
+		return fmt.Errorf("setgroups %v: %w", p.Groups, e)
+	}
+	if p.GID != nil {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, gid, gid, gid); e != 0 {
+			return fmt.Errorf("setgid %d: %w", gid, e)
+		}
+	}
+	if p.UID != nil {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uid, uid, uid); e != 0 {
+			return fmt.Errorf("setuid %d: %w", uid, e)
+		}
+	}
+	return nil
+}
+
+// execveat runs the program open at fd.
+func execveat(fd int, argv, env []string) error {
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return err
+	}
+	empty, _ := syscall.BytePtrFromString("")
+	_, _, e := unix.Syscall6(unix.SYS_EXECVEAT, uintptr(fd), uintptr(unsafe.Pointer(empty)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])), unix.AT_EMPTY_PATH, 0)
+	return e
+}
+
+// lastCap is the highest capability this kernel knows.
+func lastCap() (int, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+func has(caps []Capability, c Capability) bool {
+	for _, k := range caps {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
