@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,12 +146,8 @@ func New(opts Options) (*Gate, error) {
 		cfg.UpstreamHost = contract.Defaults().UpstreamHost
 	}
 	cfg = withTLSDefaults(cfg)
-	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if opts.HealthCheckHold == 0 {
-		opts.HealthCheckHold = DefaultHealthCheckHold
-	}
+	opts.ShutdownTimeout = cmp.Or(max(opts.ShutdownTimeout, 0), DefaultShutdownTimeout)
+	opts.HealthCheckHold = cmp.Or(opts.HealthCheckHold, DefaultHealthCheckHold)
 	g := &Gate{
 		shutdownTimeout: opts.ShutdownTimeout,
 		readyChanged:    make(chan struct{}),
@@ -200,18 +197,22 @@ func New(opts Options) (*Gate, error) {
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
 	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Limits: proxy.Limits{Request: cfg.RevisionTimeout, ResponseStart: cfg.ResponseStartTimeout, Idle: cfg.IdleTimeout}, Limiter: lim,
 		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C})
-	if opts.RequestLog != nil {
-		var err error
-		g.reqlog, err = proxy.NewRequestLog(opts.RequestLog, proxy.RequestLogOptions{
-			Template: opts.RequestLogTemplate, DefaultTemplate: contract.DefaultRequestLogTemplate, Probes: opts.LogProbeRequests,
-			Revision: proxy.RequestLogRevision{Name: cfg.Revision, Namespace: cfg.Namespace, Service: cfg.Service,
-				Configuration: cfg.Configuration, PodName: cfg.Pod, PodIP: cfg.PodIP},
-		})
-		if err != nil {
-			return nil, err
-		}
+	if g.reqlog, err = newRequestLog(opts, cfg); err != nil {
+		return nil, err
 	}
 	return g, nil
+}
+
+// newRequestLog is the request log Options ask for; nil for none.
+func newRequestLog(opts Options, cfg contract.Config) (*proxy.RequestLog, error) {
+	if opts.RequestLog == nil {
+		return nil, nil
+	}
+	return proxy.NewRequestLog(opts.RequestLog, proxy.RequestLogOptions{
+		Template: opts.RequestLogTemplate, DefaultTemplate: contract.DefaultRequestLogTemplate, Probes: opts.LogProbeRequests,
+		Revision: proxy.RequestLogRevision{Name: cfg.Revision, Namespace: cfg.Namespace, Service: cfg.Service,
+			Configuration: cfg.Configuration, PodName: cfg.Pod, PodIP: cfg.PodIP},
+	})
 }
 
 // Ready is what the gate answers health checks with: not draining, no
