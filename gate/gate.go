@@ -162,7 +162,10 @@ func New(opts Options) (*Gate, error) {
 		quit:            make(chan struct{}),
 	}
 	g.stopping.changed = g.signalReadiness
-	g.stats = autoscalerstats.NewReporter(opts.Clock, cfg.Pod)
+	// The statistics run on the real clock: their rules are tested in
+	// their package on a fake one, and a reporter waiting on the gate's
+	// clock every second would be one more waiter on a test's fake clock.
+	g.stats = autoscalerstats.NewReporter(clock.RealClock{}, cfg.Pod)
 	for _, p := range cfg.ReadinessProbes {
 		g.holdChecks = g.holdChecks || (p.PeriodSeconds <= 0 && opts.HealthCheckHold > 0)
 	}
@@ -301,11 +304,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The autoscaler's statistics count what queue-proxy counts: every
 	// request past the health checks.
 	proxied := autoscalerstats.Proxied(r)
-	g.stats.In(g.clock.Now(), proxied)
+	g.stats.In(start, proxied)
 	g.drainer.Arrive()
 	defer func() {
 		g.drainer.Leave()
-		g.stats.Out(g.clock.Now(), proxied)
+		g.stats.Out(time.Now(), proxied)
 		// Knative's invocation histogram leaves out probe-marked requests.
 		g.metrics.Request(rec.Code(), time.Since(start), r.Header.Get(contract.NetworkProbeHeader) == "")
 		g.logRequest(r, rec, start, false)
