@@ -70,8 +70,14 @@ func (g *Gate) serveHealth(w *proxy.Recorder, r *http.Request) {
 		return
 	}
 	if g.Ready() {
-		_, _ = io.WriteString(w, queueName)
-		return
+		// An aggressive probe's container is probed once more now (shared
+		// with concurrent checks): the answer is its state at this moment,
+		// not at its worker's last tick.
+		g.agg.Recheck()
+		if g.Ready() {
+			_, _ = io.WriteString(w, queueName)
+			return
+		}
 	}
 	if !g.holdsHealthChecks() {
 		w.WriteHeader(http.StatusServiceUnavailable)
