@@ -200,7 +200,9 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 // same) or 500, with the original message as body. Every answer carries
 // the original message in the Podgate-Probe-Message header, which podgate's
 // node agent records instead of its own reading. Seeing every result lets
-// the gate take a container out of traffic before the kubelet kills it.
+// the gate take a container out of traffic before the kubelet kills it;
+// with an admin token only the results of callers that send it (the
+// kubelet, through the injected probe's header) or of the pod count.
 func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	name, kind, err := contract.ParseProbePath(r.URL.Path)
 	if err != nil {
@@ -214,6 +216,12 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	}
 	out := g.runRouted(r.Context(), p)
 	g.metrics.ProbeResult(name, string(kind), out.Result)
+	if g.cfg.AdminToken != "" && !g.trustedAdmin(r) {
+		// Answered, as everyone may ask, but a stranger calling in a loop
+		// must not hurry the liveness count that drops readiness.
+		writeRouted(w, out)
+		return
+	}
 	switch kind {
 	case contract.Liveness:
 		g.agg.LivenessResult(name, out, prober.FailureThresholdOf(p))
