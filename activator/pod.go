@@ -28,6 +28,9 @@ type Pod struct {
 	// says that it sends the pod nothing any more (see unrouted.go);
 	// empty: it says nothing.
 	AdminAddr string
+	// AdminToken is the gate's admin token (from the pod's spec), without
+	// which the gate refuses the message from outside the pod.
+	AdminToken string
 }
 
 // Backends is a source of a target's pods: package kube on a cluster,

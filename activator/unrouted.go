@@ -68,6 +68,9 @@ func tellGateUnrouted(ctx context.Context, rt http.RoundTripper, p Pod) (string,
 		return "", err
 	}
 	req.Close = true
+	if p.AdminToken != "" {
+		req.Header.Set(contract.AdminTokenHeader, p.AdminToken)
+	}
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return "", err

@@ -2,11 +2,15 @@ package gate
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +46,51 @@ func (g *Gate) AdminHandler() http.Handler {
 // included (their SIGTERM waits for the other containers to stop): this
 // is how the gate learns of the deletion on a cluster, in time to drain
 // before the other containers stop.
-func (g *Gate) startDrain(w http.ResponseWriter, _ *http.Request) {
-	g.terminate("the gate's preStop hook: the pod is being deleted")
-	_, _ = io.WriteString(w, "draining\n")
+//
+// The kubelet also runs it when it restarts the gate alone, and then the
+// SIGTERM follows the hook at once. So, as queue-proxy's /wait-for-drain
+// (which drains for one second and resets without a SIGTERM), the hook
+// alone is not taken for a deletion: the drain starts when, within
+// preStopRelease, the SIGTERM comes, the status source reports the
+// deletion, or another container's preStop hook arrives at
+// /wait-for-drain (the kubelet runs them together on a deletion). Until
+// then the gate answers not ready; without any of them the hook is
+// released and nothing lasting changed.
+func (g *Gate) startDrain(w http.ResponseWriter, r *http.Request) {
+	if !g.allowAdmin(w, r, "start the drain") {
+		return
+	}
+	select {
+	case <-g.terminating:
+		_, _ = io.WriteString(w, "draining\n")
+		return
+	default:
+	}
+	g.log.Info("the gate's preStop hook: draining if a SIGTERM, the status source or another container's preStop hook confirms the deletion within "+preStopRelease.String(),
+		"remote", r.RemoteAddr)
+	t := g.clock.NewTimer(preStopRelease)
+	defer t.Stop()
+	g.stopping.Add(1)
+	defer g.stopping.Add(-1)
+	g.admin.ownPreStop.Add(1)
+	defer g.admin.ownPreStop.Add(-1)
+	if g.admin.containerPreStops.Load() > 0 {
+		g.terminate("the gate's and another container's preStop hooks: the pod is being deleted")
+	}
+	select {
+	case <-g.terminating:
+		_, _ = io.WriteString(w, "draining\n")
+	case <-t.C():
+		select {
+		case <-g.terminating:
+			_, _ = io.WriteString(w, "draining\n")
+		default:
+			g.log.Info("the gate's preStop hook released: nothing confirmed a deletion, so the gate alone restarts; no drain",
+				"after", preStopRelease.String())
+			_, _ = io.WriteString(w, "released: nothing confirmed the pod's deletion; not draining\n")
+		}
+	case <-r.Context().Done():
+	}
 }
 
 // unrouted takes the confirmation of the pod's only router (POST
@@ -56,6 +102,9 @@ func (g *Gate) unrouted(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	if !g.allowAdmin(w, r, "end the drain early") {
 		return
 	}
 	switch pod := r.URL.Query().Get("pod"); {
@@ -76,14 +125,24 @@ func (g *Gate) unrouted(w http.ResponseWriter, r *http.Request) {
 }
 
 // waitForDrain is every container's preStop hook. On pod deletion the gate
-// gets its SIGTERM at the same time (it has no preStop): the hook then
-// holds until the drain is complete, so no container stops while traffic
-// still reaches the pod. Without a SIGTERM within a second, a single
-// container is being restarted (a liveness kill runs preStop too): the hook
-// is released, and meanwhile the pod counts as not ready, since that
-// container is about to go.
+// learns of it at the same time (SIGTERM, the status source, its own
+// preStop hook): the hook then holds until the drain is complete, so no
+// container stops while traffic still reaches the pod. Without that
+// within a second, a single container is being restarted (a liveness kill
+// runs preStop too): the hook is released, and meanwhile the pod counts as
+// not ready, since that container is about to go.
+//
+// Only a hook from the pod or with the admin token changes anything. A
+// gate without a token (a pod spec written for queue-proxy, whose hook
+// carries none) serves a stranger's call too, as queue-proxy does, but
+// that call neither turns the pod unready nor confirms a deletion.
 func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
-	g.log.Info("preStop hook waiting for the drain", "remote", r.RemoteAddr, "userAgent", r.UserAgent())
+	trusted := g.trustedAdmin(r)
+	if !trusted && g.cfg.AdminToken != "" {
+		g.refuseAdmin(w, r, "hold a preStop hook")
+		return
+	}
+	g.log.Info("preStop hook waiting for the drain", "remote", r.RemoteAddr, "userAgent", r.UserAgent(), "fromPodOrToken", trusted)
 	g.preStops.Add(1)
 	defer g.preStops.Add(-1)
 	select {
@@ -92,7 +151,13 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 		// The timer exists before the gate reports not ready, so whoever
 		// sees the gate unready knows the one-second rule is running.
 		t := g.clock.NewTimer(preStopRelease)
-		g.stopping.Add(1)
+		if trusted {
+			g.stopping.Add(1)
+			g.admin.containerPreStops.Add(1)
+			if g.admin.ownPreStop.Load() > 0 {
+				g.terminate("the gate's and another container's preStop hooks: the pod is being deleted")
+			}
+		}
 		var released bool
 		select {
 		case <-g.terminating:
@@ -105,7 +170,10 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 		t.Stop()
-		g.stopping.Add(-1)
+		if trusted {
+			g.admin.containerPreStops.Add(-1)
+			g.stopping.Add(-1)
+		}
 		if released {
 			g.log.Info("preStop hook released: no SIGTERM, so a container restarts, the pod stays", "after", preStopRelease.String())
 			_, _ = io.WriteString(w, "released: the gate is not terminating\n")
@@ -132,7 +200,9 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 // same) or 500, with the original message as body. Every answer carries
 // the original message in the Podgate-Probe-Message header, which podgate's
 // node agent records instead of its own reading. Seeing every result lets
-// the gate take a container out of traffic before the kubelet kills it.
+// the gate take a container out of traffic before the kubelet kills it;
+// with an admin token only the results of callers that send it (the
+// kubelet, through the injected probe's header) or of the pod count.
 func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	name, kind, err := contract.ParseProbePath(r.URL.Path)
 	if err != nil {
@@ -146,6 +216,12 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 	}
 	out := g.runRouted(r.Context(), p)
 	g.metrics.ProbeResult(name, string(kind), out.Result)
+	if g.cfg.AdminToken != "" && !g.trustedAdmin(r) {
+		// Answered, as everyone may ask, but a stranger calling in a loop
+		// must not hurry the liveness count that drops readiness.
+		writeRouted(w, out)
+		return
+	}
 	switch kind {
 	case contract.Liveness:
 		g.agg.LivenessResult(name, out, prober.FailureThresholdOf(p))
@@ -287,4 +363,80 @@ func (g *Gate) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, b.String())
+}
+
+// adminState is what the admin port's calls that change the gate's state
+// keep.
+type adminState struct {
+	// ownPreStop counts the gate's own preStop hooks waiting for a
+	// confirmation of the deletion; containerPreStops the other
+	// containers' hooks (from the pod or with the token) in their first
+	// second. Each confirms the other.
+	ownPreStop, containerPreStops atomic.Int32
+	// lastRefusalLog (UnixNano) rate-limits the log of refused calls.
+	lastRefusalLog atomic.Int64
+}
+
+// refusalLogEvery: a stranger calling in a loop must not flood the log.
+const refusalLogEvery = 10 * time.Second
+
+// fromPod reports a connection from the pod itself: its source address
+// is the address it reached. Inside a pod's network namespace that is its
+// loopback (127.0.0.1 to 127.0.0.1) or its pod IP (a connection to one's
+// own interface address leaves from it); the kubelet (the node's address)
+// and other pods never are. Locally, where every pod is a loopback
+// address 127.0.1.N of the one host, a connection to it comes from
+// 127.0.0.1 unless its client binds 127.0.1.N: only the pod's own
+// address counts, as it would in its own namespace. Another host cannot
+// forge the source: the kernel drops a packet from outside that claims a
+// local source, and the handshake's answer would never reach it.
+func fromPod(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return false
+	}
+	la, err := netip.ParseAddrPort(local.String())
+	if err != nil {
+		return false
+	}
+	ra, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	return la.Addr().Unmap() == ra.Addr().Unmap()
+}
+
+// trustedAdmin: the call comes from the pod itself or carries the pod's
+// admin token.
+func (g *Gate) trustedAdmin(r *http.Request) bool {
+	if fromPod(r) {
+		return true
+	}
+	tok := g.cfg.AdminToken
+	got := r.Header.Get(contract.AdminTokenHeader)
+	return tok != "" && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
+}
+
+// allowAdmin lets a call that changes the gate's state through when it
+// is trusted, and refuses it otherwise.
+func (g *Gate) allowAdmin(w http.ResponseWriter, r *http.Request, what string) bool {
+	if g.trustedAdmin(r) {
+		return true
+	}
+	g.refuseAdmin(w, r, what)
+	return false
+}
+
+// refuseAdmin answers 403 and logs it, at most once per refusalLogEvery.
+func (g *Gate) refuseAdmin(w http.ResponseWriter, r *http.Request, what string) {
+	now := g.clock.Now().UnixNano()
+	last := g.admin.lastRefusalLog.Load()
+	if (last == 0 || now-last >= int64(refusalLogEvery)) && g.admin.lastRefusalLog.CompareAndSwap(last, now) {
+		g.log.Warn("admin call refused: only the pod itself or a caller with the pod's admin token may "+what,
+			"path", r.URL.Path, "remote", r.RemoteAddr, "tokenSent", r.Header.Get(contract.AdminTokenHeader) != "",
+			"tokenConfigured", g.cfg.AdminToken != "")
+	}
+	msg := "forbidden: only the pod itself (a connection from the address it reaches) or a caller with " +
+		contract.AdminTokenHeader + " (the pod's " + contract.EnvAdminToken + ") may " + what
+	http.Error(w, msg, http.StatusForbidden)
 }

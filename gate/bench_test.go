@@ -308,3 +308,41 @@ func BenchmarkHeldHealthCheck(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "median-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkReadyHealthCheck measures a health check of a ready gate, one
+// at a time over a kept-alive connection: with a periodic readiness probe
+// (answered from the state) and with an aggressive one (periodSeconds 0,
+// Knative's default), where each check probes the serving container once
+// more (a TCP connect to its port).
+//
+//	go test -run '^$' -bench ReadyHealthCheck -count 3 ./gate/
+func BenchmarkReadyHealthCheck(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		period int32
+	}{{"periodic", 10}, {"aggressive", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv, addr, done := benchUpstream(b, "127.0.0.1:0")
+			b.Cleanup(func() { _ = srv.Close(); <-done })
+			host, port := splitHostPort(b, addr)
+			cfg := contract.Defaults()
+			cfg.UpstreamHost, cfg.UserPort, cfg.DrainQuietPeriod = host, port, 0
+			cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(port, tc.period)}
+			tg := startGate(b, cfg, Options{})
+			tg.waitReady(b, true)
+			req, _ := http.NewRequest(http.MethodGet, tg.url("/"), nil)
+			req.Header.Set("User-Agent", "kube-probe/1.37")
+			req.Header.Set(contract.NetworkProbeHeader, queueName)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resp, err := tg.client.Do(req)
+				if err != nil || resp.StatusCode != http.StatusOK {
+					b.Fatalf("health check: %v %v", resp, err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}

@@ -8,7 +8,8 @@
 //
 //   - gate.go: New wires the parts below and the subpackages together;
 //     Serve runs the ports and, on SIGTERM or the pod's deletion,
-//     the drain. A health answer is a load of one atomic value.
+//     the drain. A health answer is a load of one atomic value (and, with
+//     an aggressive probe, one shared probe attempt).
 //   - tls.go: the TLS traffic port (QUEUE_SERVING_TLS_PORT), opened when
 //     the serving certificate is mounted at start, as queue-proxy does;
 //     its certificate is package gate/servingtls's, reloaded on rotation.
@@ -16,7 +17,8 @@
 //     §4): which requests are health checks and what they are answered.
 //   - admin.go: the admin port — /wait-for-drain holds every container's
 //     preStop until the drain is done, the routed liveness and startup
-//     probes, /readyz.
+//     probes, /readyz; calls that change the gate's state only from the
+//     pod itself or with its admin token.
 //   - the pod condition (condition.go): the gate's verdict, naming each
 //     container that is not ready, written on its own pod through a
 //     ConditionWriter (package gate/podapi) for the pod's readiness gate.

@@ -263,9 +263,10 @@ func TestUnroutedIsBelievedOnlyFromTheOnlyRouter(t *testing.T) {
 }
 
 // TestStartDrainIsTheDeletionNotTheExit: the gate's own preStop hook (how
-// a native sidecar learns of the deletion on a cluster) starts the drain
-// and holds the other containers' hooks, but the gate keeps serving until
-// its SIGTERM, which then ends it at once.
+// a native sidecar learns of the deletion on a cluster), together with a
+// container's preStop hook (the kubelet runs them together), starts the
+// drain and holds the other containers' hooks, but the gate keeps serving
+// until its SIGTERM, which then ends it at once.
 func TestStartDrainIsTheDeletionNotTheExit(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	app := startApp(t, testapp.Config{})
@@ -273,6 +274,8 @@ func TestStartDrainIsTheDeletionNotTheExit(t *testing.T) {
 	cfg.DrainQuietPeriod = 30 * time.Second
 	tg := startGate(t, cfg, Options{Clock: clk})
 	tg.waitReady(t, true)
+	res := preStop(tg)
+	eventually(t, "the preStop hook waits", func() bool { return tg.PreStopsWaiting() == 1 })
 	code, body, _ := tg.do(t, http.MethodGet, "http://"+tg.admin+"/start-drain", nil, nil)
 	if code != http.StatusOK || body != "draining\n" {
 		t.Fatalf("/start-drain: %d %q", code, body)
@@ -280,8 +283,6 @@ func TestStartDrainIsTheDeletionNotTheExit(t *testing.T) {
 	if !tg.Drainer().Draining() || tg.Ready() {
 		t.Fatal("not draining, or still ready, after the gate's preStop hook")
 	}
-	res := preStop(tg)
-	eventually(t, "the preStop hook waits", func() bool { return tg.PreStopsWaiting() == 1 })
 	clk.Step(5 * time.Second) // the 1 s rule does not apply: the deletion is known
 	select {
 	case got := <-res:
@@ -304,6 +305,43 @@ func TestStartDrainIsTheDeletionNotTheExit(t *testing.T) {
 	tg.terminate()
 	if err := tg.served(t); err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestStartDrainAloneIsARestartNotADrain: the gate's preStop hook with
+// nothing confirming a deletion within a second (no SIGTERM, no status
+// source, no other container's hook) is the gate's own restart, as
+// queue-proxy reads a lone /wait-for-drain: not ready for that second,
+// then released, and nothing lasting changed.
+func TestStartDrainAloneIsARestartNotADrain(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	tg := startGate(t, cfg, Options{Clock: clk})
+	tg.waitReady(t, true)
+	res := make(chan string, 1)
+	go func() {
+		resp, err := tg.client.Get("http://" + tg.admin + "/start-drain")
+		if err != nil {
+			res <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		res <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	tg.waitReady(t, false)
+	if tg.Drainer().Draining() {
+		t.Fatal("draining on the gate's preStop hook alone")
+	}
+	eventually(t, "the hook waits on the clock", clk.HasWaiters)
+	clk.Step(preStopRelease)
+	if got := <-res; got != "200 released: nothing confirmed the pod's deletion; not draining\n" {
+		t.Errorf("/start-drain answer %q", got)
+	}
+	tg.waitReady(t, true)
+	if code := tg.health(t); code != http.StatusOK {
+		t.Errorf("health check after the release: %d, want 200", code)
 	}
 }
 

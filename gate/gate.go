@@ -96,6 +96,8 @@ type Gate struct {
 	stopping signalingCounter
 	// preStops counts preStop hooks inside /wait-for-drain, SIGTERM or not.
 	preStops atomic.Int32
+	// admin is what the admin port's state-changing calls keep (admin.go).
+	admin adminState
 
 	shutdownTimeout time.Duration
 

@@ -49,7 +49,11 @@ func classify(r *http.Request) requestKind {
 }
 
 // serveHealth answers a health check from state kept current in the
-// background: no probe runs on this path. The answer is immediate, except
+// background, plus, when the pod is ready and a readiness probe is
+// aggressive, one more attempt of those containers' probes
+// (Aggregator.Recheck, shared by concurrent checks), so the answer is
+// their state at this moment, as queue-proxy's probe per check. The
+// answer is immediate otherwise, except
 // while the pod has not been ready yet and a readiness probe is aggressive
 // (periodSeconds: 0): queue-proxy then probes until the container is ready
 // or 10 s pass, so a check is a long poll that turns 200 the moment the
@@ -70,8 +74,14 @@ func (g *Gate) serveHealth(w *proxy.Recorder, r *http.Request) {
 		return
 	}
 	if g.Ready() {
-		_, _ = io.WriteString(w, queueName)
-		return
+		// An aggressive probe's container is probed once more now (shared
+		// with concurrent checks): the answer is its state at this moment,
+		// not at its worker's last tick.
+		g.agg.Recheck()
+		if g.Ready() {
+			_, _ = io.WriteString(w, queueName)
+			return
+		}
 	}
 	if !g.holdsHealthChecks() {
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -361,3 +361,58 @@ func closedAddr(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// TestAStrangersRoutedProbeIsAnsweredButDoesNotCount: with an admin token,
+// a routed probe from another address without it (another pod calling in
+// a loop) gets the original verdict, but only the kubelet's calls (with
+// the token the injector puts in the probe's headers) count toward the
+// liveness drop.
+func TestAStrangersRoutedProbeIsAnsweredButDoesNotCount(t *testing.T) {
+	app := startApp(t, testapp.Config{})
+	addr := app.Addr()
+	cfg := gateConfig(t, addr)
+	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, addr), 0)}
+	cfg.ReadinessContainers = []string{"app"}
+	live := httpProbe(portOf(t, addr), "/healthz", 10)
+	live.FailureThreshold = 1
+	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
+	cfg.AdminToken = "0123456789abcdef0123456789abcdef"
+	tg := startGate(t, cfg, Options{})
+	tg.waitReady(t, true)
+	app.SetLive(false)
+	// The gate listens on 127.0.0.1: a client bound to 127.0.0.2 is
+	// another address.
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	stranger := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	url := "http://" + tg.admin + contract.ProbePath("app", contract.Liveness)
+	for _, header := range []http.Header{nil, {contract.AdminTokenHeader: {"wrong"}}} {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header = header
+		if req.Header == nil {
+			req.Header = http.Header{}
+		}
+		resp, err := stranger.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Errorf("a failing liveness probe answered %d to a stranger", resp.StatusCode)
+		}
+		if !tg.Ready() {
+			t.Fatal("a stranger's routed liveness call dropped readiness")
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set(contract.AdminTokenHeader, cfg.AdminToken)
+	resp, err := stranger.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if tg.Ready() {
+		t.Error("the kubelet's routed liveness failure (with the token) did not drop readiness")
+	}
+}

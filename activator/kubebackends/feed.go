@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Index names of the Feed's EndpointSlice informer.
@@ -274,8 +275,9 @@ func sliceTransform(o any) (any, error) {
 }
 
 // podTransform keeps of a pod what podsOf reads: its identity, its
-// deletion, its readiness gates, and each container's name, ports and
-// readiness and startup probes (activator.FastPathAllowed). A pod's
+// deletion, its readiness gates, each container's name, ports and
+// readiness and startup probes (activator.FastPathAllowed), and the
+// gate's admin token (contract.EnvAdminToken). A pod's
 // status, environment, volumes and managed fields are most of its size.
 func podTransform(o any) (any, error) {
 	p, ok := o.(*corev1.Pod)
@@ -288,6 +290,12 @@ func podTransform(o any) (any, error) {
 			out[i] = corev1.Container{
 				Name: c.Name, Ports: c.Ports, RestartPolicy: c.RestartPolicy,
 				ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe,
+			}
+			if c.Name == contract.GateContainerName {
+				// The gate's admin token, which its /unrouted asks for.
+				if tok := contract.AdminTokenOf(&c); tok != "" {
+					out[i].Env = []corev1.EnvVar{{Name: contract.EnvAdminToken, Value: tok}}
+				}
 			}
 		}
 		return out

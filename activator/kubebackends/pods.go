@@ -95,6 +95,7 @@ func podsOf(service string, port int32, slices []*discoveryv1.EndpointSlice, pod
 					p.FastPath = pod.DeletionTimestamp == nil && activator.FastPathAllowed(&pod.Spec)
 					if port := gateAdminPort(&pod.Spec); port > 0 && withAdmin {
 						p.AdminAddr = net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port)))
+						p.AdminToken = contract.AdminTokenOf(contract.GateContainer(&pod.Spec))
 					}
 				}
 			}

@@ -41,6 +41,10 @@ type Options struct {
 	// and startup probes then fail until it does), and the gate is stopped
 	// together with them instead of after them.
 	GateAsContainer bool
+	// AdminToken is the pod's admin token (contract.EnvAdminToken), which
+	// the preStop hooks written here send: "" is a fresh random one per
+	// injection (per pod through the webhook, which injects Pods).
+	AdminToken string
 }
 
 // Gate returns a copy of the workload whose pod carries the gate:
@@ -97,7 +101,11 @@ func Gate(w *workload.Workload, opts Options) (*workload.Workload, error) {
 	if opts.APIAddr == "" {
 		opts.APIAddr = contract.APIAddr
 	}
+	if opts.AdminToken == "" {
+		opts.AdminToken = contract.NewAdminToken()
+	}
 	cfg := baseConfig(out, opts)
+	cfg.AdminToken = opts.AdminToken
 	r := &rewriter{w: out, opts: opts, cfg: &cfg, fastest: -1}
 
 	var errs []error
@@ -120,7 +128,7 @@ func Gate(w *workload.Workload, opts Options) (*workload.Workload, error) {
 			errs = append(errs, err)
 		}
 		if !sidecar {
-			addDrainHook(c)
+			addDrainHook(c, opts.AdminToken)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -230,7 +238,7 @@ func drainQuietPeriod(grace *int64) time.Duration {
 // container has only one. (Knative replaces the whole lifecycle; its
 // webhook rejects user lifecycle hooks in the first place.) Such a
 // container is then not held by the drain; Warnings says so.
-func addDrainHook(c *corev1.Container) {
+func addDrainHook(c *corev1.Container, token string) {
 	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		return
 	}
@@ -238,10 +246,17 @@ func addDrainHook(c *corev1.Container) {
 		c.Lifecycle = &corev1.Lifecycle{}
 	}
 	c.Lifecycle.PreStop = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path:   contract.DrainPath,
-		Port:   intstr.FromInt32(contract.GateAdminPort),
-		Scheme: corev1.URISchemeHTTP,
+		Path:        contract.DrainPath,
+		Port:        intstr.FromInt32(contract.GateAdminPort),
+		Scheme:      corev1.URISchemeHTTP,
+		HTTPHeaders: adminTokenHeader(token),
 	}}
+}
+
+// adminTokenHeader is what a hook from the kubelet (the node's address,
+// not the pod's) sends so that the gate lets it change its state.
+func adminTokenHeader(token string) []corev1.HTTPHeader {
+	return []corev1.HTTPHeader{{Name: contract.AdminTokenHeader, Value: token}}
 }
 
 // setServingEnv gives the serving container $PORT and, in a Knative
@@ -335,9 +350,10 @@ func gateContainer(cfg contract.Config, opts Options, period int32) corev1.Conta
 	// learns of the deletion in time to drain while the others wait in
 	// theirs. (Locally the node agent's status source tells it first.)
 	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path:   contract.StartDrainPath,
-		Port:   intstr.FromInt32(contract.GateAdminPort),
-		Scheme: corev1.URISchemeHTTP,
+		Path:        contract.StartDrainPath,
+		Port:        intstr.FromInt32(contract.GateAdminPort),
+		Scheme:      corev1.URISchemeHTTP,
+		HTTPHeaders: adminTokenHeader(cfg.AdminToken),
 	}}}
 	return c
 }

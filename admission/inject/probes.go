@@ -149,6 +149,9 @@ func (r *rewriter) route(c *corev1.Container, kind contract.ProbeKind, pp **core
 			Path:   contract.ProbePath(c.Name, kind),
 			Port:   intstr.FromInt32(contract.GateAdminPort),
 			Scheme: corev1.URISchemeHTTP,
+			// The kubelet's results count for the gate's readiness;
+			// a stranger's call is answered but does not count.
+			HTTPHeaders: adminTokenHeader(r.cfg.AdminToken),
 		}},
 		InitialDelaySeconds:           p.InitialDelaySeconds,
 		TimeoutSeconds:                p.TimeoutSeconds,

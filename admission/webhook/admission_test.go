@@ -20,6 +20,7 @@ import (
 
 	"github.com/podgate/podgate/admission/inject"
 	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/node/proc"
 )
 
@@ -150,12 +151,18 @@ func TestTheInjectionIsPodgateInjectAndIdempotent(t *testing.T) {
 				t.Fatalf("not injected: %+v", resp.Result)
 			}
 			injected := applyPatch(t, raw, resp)
-			want, err := inject.Gate(w, inject.Options{GateImage: "ghcr.io/podgate/podgate:test"})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var got corev1.Pod
 			if err := json.Unmarshal(injected, &got); err != nil {
+				t.Fatal(err)
+			}
+			// The admin token is fresh per injection: the same one for
+			// the comparison.
+			token := contract.AdminTokenOf(contract.GateContainer(&got.Spec))
+			if len(token) != 32 {
+				t.Fatalf("the patched pod's admin token %q is not a fresh 128-bit one", token)
+			}
+			want, err := inject.Gate(w, inject.Options{GateImage: "ghcr.io/podgate/podgate:test", AdminToken: token})
+			if err != nil {
 				t.Fatal(err)
 			}
 			if wantPod := want.Object().(*corev1.Pod); !equality.Semantic.DeepEqual(&got, wantPod) {

@@ -371,7 +371,7 @@ func wantInjected(t *testing.T, got *corev1.Pod, sent *corev1.Pod) {
 	if err != nil || len(problems) > 0 {
 		t.Fatal(err, problems)
 	}
-	want, err := inject.Gate(w, inject.Options{})
+	want, err := inject.Gate(w, inject.Options{AdminToken: contract.AdminTokenOf(g)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,6 +103,10 @@ func TestInvalidManifestsReportTheirGoldenErrors(t *testing.T) {
 	}
 }
 
+// testAdminToken stands for the fresh random admin token of each
+// injection, so the goldens stay the same.
+const testAdminToken = "00000000000000000000000000000000"
+
 func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 	for _, f := range manifestFiles(t, filepath.Join(corpus, "valid")) {
 		t.Run(stem(f), func(t *testing.T) {
@@ -116,7 +120,7 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			for _, mode := range []struct {
 				suffix string
 				opts   inject.Options
-			}{{".yaml", inject.Options{}}, {".local.yaml", inject.Options{Local: true}}} {
+			}{{".yaml", inject.Options{AdminToken: testAdminToken}}, {".local.yaml", inject.Options{Local: true, AdminToken: testAdminToken}}} {
 				injected := injectAll(t, m.Workloads, mode.opts)
 				var b bytes.Buffer
 				if err := workload.WriteYAML(&b, injected); err != nil {
@@ -127,7 +131,7 @@ func TestValidManifestsInjectToTheirGoldens(t *testing.T) {
 			}
 			// The regular-container mode for older clusters: no goldens,
 			// but it must be as idempotent and round-trip as cleanly.
-			for _, opts := range []inject.Options{{GateAsContainer: true}, {GateAsContainer: true, Local: true}} {
+			for _, opts := range []inject.Options{{GateAsContainer: true, AdminToken: testAdminToken}, {GateAsContainer: true, Local: true, AdminToken: testAdminToken}} {
 				injected := injectAll(t, m.Workloads, opts)
 				var b bytes.Buffer
 				if err := workload.WriteYAML(&b, injected); err != nil {

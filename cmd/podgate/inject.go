@@ -82,6 +82,7 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 	cmd.Flags().BoolVar(&opts.Local, "local", false, "inject for 'podgate run' (own loopback address per pod, node agent status)")
 	cmd.Flags().StringVar(&opts.GateImage, "gate-image", contract.DefaultImage, "image of the gate container")
 	cmd.Flags().StringVar(&opts.APIAddr, "api", contract.APIAddr, "with --local: address of the node agent's control API")
+	cmd.Flags().StringVar(&opts.AdminToken, "admin-token", "", "the pods' admin token (PODGATE_ADMIN_TOKEN, sent by the preStop hooks); default: a fresh random one")
 	cmd.Flags().BoolVar(&opts.GateAsContainer, "gate-as-container", false, "make the gate a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
 	return cmd
 }

@@ -21,14 +21,18 @@ func injectRun(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// testAdminToken is the goldens' admin token (each injection's is fresh
+// and random unless --admin-token names one).
+const testAdminToken = "00000000000000000000000000000000"
+
 func TestInjectPrintsTheGoldenManifests(t *testing.T) {
 	for _, tc := range []struct {
 		args   []string
 		golden string
 	}{
-		{[]string{"-f", "../../admission/testdata/valid/05-two-containers-liveness.yaml"}, "05-two-containers-liveness.yaml"},
-		{[]string{"--local", "-f", "../../admission/testdata/valid/07-sidecar-exec-readiness.yaml"}, "07-sidecar-exec-readiness.local.yaml"},
-		{[]string{"-f", "../../admission/testdata/valid/15-multi-doc.yaml"}, "15-multi-doc.yaml"},
+		{[]string{"--admin-token", testAdminToken, "-f", "../../admission/testdata/valid/05-two-containers-liveness.yaml"}, "05-two-containers-liveness.yaml"},
+		{[]string{"--admin-token", testAdminToken, "--local", "-f", "../../admission/testdata/valid/07-sidecar-exec-readiness.yaml"}, "07-sidecar-exec-readiness.local.yaml"},
+		{[]string{"--admin-token", testAdminToken, "-f", "../../admission/testdata/valid/15-multi-doc.yaml"}, "15-multi-doc.yaml"},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			code, stdout, stderr := injectRun(tc.args...)

@@ -83,6 +83,10 @@ type Config struct {
 	// OnlyRouter is "" or OnlyRouterActivator (PODGATE_ONLY_ROUTER): the
 	// router whose confirmation may end the drain early.
 	OnlyRouter string
+	// AdminToken (PODGATE_ADMIN_TOKEN) lets a caller outside the pod (the
+	// kubelet's preStop hooks, the activator) change the gate's state;
+	// "" allows that only from the pod itself.
+	AdminToken string
 }
 
 // RoutedProbes are a container's original liveness and startup probes.

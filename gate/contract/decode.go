@@ -99,6 +99,13 @@ func decode(d decoder) (Config, error) {
 	default:
 		d.fail(EnvOnlyRouter, "%q is not %q (the only router podgate knows to trust)", v, OnlyRouterActivator)
 	}
+	if v := getenv(EnvAdminToken); v != "" {
+		if validAdminToken(v) {
+			c.AdminToken = v
+		} else {
+			d.fail(EnvAdminToken, "is not a header value: 1 to 256 visible ASCII characters without spaces")
+		}
+	}
 	if len(c.DelegatedReadiness) > 0 && c.StatusSource == StatusSourceNone {
 		d.fail(EnvStatusSource, "is %q, but %s lists containers whose readiness only a status source knows",
 			StatusSourceNone, EnvDelegatedReadiness)

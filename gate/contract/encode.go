@@ -74,6 +74,9 @@ func (c Config) Encode() []corev1.EnvVar {
 	if c.OnlyRouter != "" {
 		add(EnvOnlyRouter, c.OnlyRouter)
 	}
+	if c.AdminToken != "" {
+		add(EnvAdminToken, c.AdminToken)
+	}
 	if c.UpstreamHost != d.UpstreamHost && c.UpstreamHost != "" {
 		add(EnvUpstreamHost, c.UpstreamHost)
 	}

@@ -2,6 +2,7 @@ package podapi
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -290,6 +291,17 @@ func TestConditionWritesBackOffAndTheLastValueWins(t *testing.T) {
 	}
 
 	// The value changes while the writer waits: the drain starts.
+	// The gate's and a container's preStop hooks together: the deletion.
+	hook := make(chan error, 1)
+	go func() {
+		resp, err := http.Get("http://" + ls.Admin.Addr().String() + contract.DrainPath)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		hook <- err
+	}()
+	t.Cleanup(func() { <-hook })
 	resp, err := http.Post("http://"+ls.Admin.Addr().String()+contract.StartDrainPath, "", nil)
 	if err != nil {
 		t.Fatal(err)

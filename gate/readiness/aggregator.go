@@ -164,6 +164,11 @@ type Aggregator struct {
 	// probe after being marked down: held requests retry at once.
 	back chan struct{}
 
+	// anyAggressive: some readiness probe is aggressive, so Recheck has
+	// work; round is Recheck's round in flight (under mu), closed when done.
+	anyAggressive bool
+	round         chan struct{}
+
 	ready          atomic.Bool
 	readyState     map[string]bool // last reported per container, for OnContainerChange
 	aggregateKnown bool
@@ -207,6 +212,7 @@ func New(containers []Container, opts Options) *Aggregator {
 		}
 		if c.aggressive {
 			c.fastSince = a.clock.Now()
+			a.anyAggressive = true
 		}
 		if s.Serving {
 			a.serving = c
