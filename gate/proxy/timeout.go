@@ -143,11 +143,13 @@ func (st *reqState) armLocked(now int64) {
 
 // check is the timer's: a limit passed, or a write moved it.
 func (st *reqState) check(gen uint64) {
-	now := st.clock.Now().UnixNano()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	// The time is read under the lock: read before it, it could be older
+	// than the clock by the wait, and the timer set from it would fire
+	// that much later than the limit.
 	if gen == st.gen {
-		st.armLocked(now)
+		st.armLocked(st.clock.Now().UnixNano())
 	}
 }
 

@@ -28,10 +28,12 @@ func startLimits(t *testing.T, l Limits) *limitsRun {
 // step moves the clock and waits until the limits looked at it, when a
 // timer was due.
 func (r *limitsRun) step(d time.Duration) {
+	// Under the request's lock, so that a look at the limits still under
+	// way sees the clock before or after the step, never in between.
 	r.st.mu.Lock()
 	gen, due := r.st.gen, r.st.timer != nil && r.clk.Now().Add(d).UnixNano() >= r.nextLocked()
-	r.st.mu.Unlock()
 	r.clk.Step(d)
+	r.st.mu.Unlock()
 	if !due {
 		return
 	}
