@@ -32,7 +32,7 @@ type Options struct {
 	Config contract.Config
 	// Clock times the drain, the preStop release, the request timeout and
 	// the probe schedule; nil is the real clock.
-	Clock clock.WithDelayedExecution
+	Clock clock.WithTickerAndDelayedExecution
 	// Logger gets the gate's structured logs; nil discards them.
 	Logger *slog.Logger
 	// Status reports the pod's container statuses; nil means none
@@ -68,7 +68,7 @@ const DefaultHealthCheckHold = 10 * time.Second
 // Gate is the sidecar. Create it with New and run it with Serve.
 type Gate struct {
 	cfg     contract.Config
-	clock   clock.WithDelayedExecution
+	clock   clock.WithTickerAndDelayedExecution
 	log     *slog.Logger
 	runner  *probe.Runner
 	target  probe.Target
@@ -552,7 +552,9 @@ func (g *Gate) terminate(why string) {
 		close(g.terminating)
 		g.drainer.Drain()
 		g.reporting.Add(1)
-		go g.reportDrain()
+		// The reports' ticker starts here, with the drain: started in the
+		// goroutine, it would start late on a busy machine.
+		go g.reportDrain(g.clock.NewTicker(drainReportEvery))
 		g.signalReadiness()
 	})
 }
@@ -561,13 +563,12 @@ func (g *Gate) terminate(why string) {
 const drainReportEvery = 5 * time.Second
 
 // reportDrain logs the drain's progress every few seconds and its end.
-func (g *Gate) reportDrain() {
+func (g *Gate) reportDrain(t clock.Ticker) {
 	defer g.reporting.Done()
+	defer t.Stop()
 	for {
-		t := g.clock.NewTimer(drainReportEvery)
 		select {
 		case <-g.drainer.Done():
-			t.Stop()
 			g.logDrained()
 			return
 		case <-t.C():
@@ -575,7 +576,6 @@ func (g *Gate) reportDrain() {
 			g.log.Info("draining", "quietLeft", quiet.Round(time.Second).String(), "inFlight", inFlight,
 				"preStopHooksWaiting", g.preStops.Load())
 		case <-g.quit:
-			t.Stop()
 			// Serve is returning; say how the drain ended if it did.
 			select {
 			case <-g.drainer.Done():
