@@ -95,6 +95,7 @@ func queueContainer(userPort int) corev1.Container {
 		corev1.EnvVar{Name: "PODGATE_UPSTREAM_HOST", ValueFrom: fieldRef("status.podIP")},
 		corev1.EnvVar{Name: "PODGATE_ADMIN_PORT", Value: "0"},
 		corev1.EnvVar{Name: "PODGATE_METRICS_PORT", Value: "0"},
+		corev1.EnvVar{Name: "PODGATE_AUTOSCALER_PORT", Value: "0"},
 	)
 	return c
 }

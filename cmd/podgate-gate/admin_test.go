@@ -78,7 +78,7 @@ func startPodGate(t *testing.T, bin, podIP string, userPort int, extra ...string
 		stderr: &syncBuffer{}, done: make(chan error, 1)}
 	rev := queueenv.Revision{Namespace: "default", Service: "hello", Configuration: "hello", Revision: "hello-00001",
 		Pod: "hello-00001-deployment-abc", PodIP: podIP, HostIP: "127.0.0.1", ServingPort: g.servingPort, UserPort: userPort}
-	env := append(rev.Env(), "PODGATE_ADMIN_PORT="+strconv.Itoa(g.admin), "PODGATE_METRICS_PORT=0")
+	env := append(rev.Env(), "PODGATE_ADMIN_PORT="+strconv.Itoa(g.admin), "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0")
 	g.cmd = exec.Command(bin)
 	g.cmd.Env = append(env, extra...)
 	g.cmd.Stderr = g.stderr

@@ -43,7 +43,7 @@ func startKnativeGate(t *testing.T, bin string, rev queueenv.Revision, extra ...
 	rev.PodIP = "127.0.0.1"
 	g := &knativeGate{serving: "127.0.0.1:" + strconv.Itoa(rev.ServingPort), done: make(chan error, 1)}
 	cmd := exec.Command(bin)
-	cmd.Env = append(rev.Env(), append([]string{"PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_DRAIN_QUIET_PERIOD=0s"}, extra...)...)
+	cmd.Env = append(rev.Env(), append([]string{"PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0", "PODGATE_DRAIN_QUIET_PERIOD=0s"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = &g.stdout, &g.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestTheGateReadsKnativesObservabilityConfig(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin)
-			cmd.Env = append(r.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0")
+			cmd.Env = append(r.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0")
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), tc.want) {

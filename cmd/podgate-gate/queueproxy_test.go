@@ -197,7 +197,7 @@ func startGateProcess(t *testing.T, bin string, rev queueenv.Revision) *gateProc
 	rev.PodIP = "127.0.0.1"
 	rev.Namespace, rev.Service, rev.Configuration, rev.Revision, rev.Pod = "default", "hello", "hello", "hello-00001", "hello-00001-pod"
 	metricsPort := freePort(t)
-	env := append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT="+strconv.Itoa(metricsPort), "PODGATE_DRAIN_QUIET_PERIOD=0s")
+	env := append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_AUTOSCALER_PORT=0", "PODGATE_METRICS_PORT="+strconv.Itoa(metricsPort), "PODGATE_DRAIN_QUIET_PERIOD=0s")
 	cmd := exec.Command(bin)
 	cmd.Env = env
 	g := &gateProcess{

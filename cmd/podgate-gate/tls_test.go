@@ -111,7 +111,7 @@ func startQueueGate(t *testing.T, bin string, rev queueenv.Revision, extra ...st
 	rev.Pod, rev.PodIP, rev.HostIP = "hello-00001-deployment-abc", "127.0.0.1", "127.0.0.1"
 	rev.ServingPort, rev.TLSPort = freePort(t), freePort(t)
 	cmd := exec.Command(bin)
-	cmd.Env = append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_DRAIN_QUIET_PERIOD=0s")
+	cmd.Env = append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0", "PODGATE_DRAIN_QUIET_PERIOD=0s")
 	cmd.Env = append(cmd.Env, extra...)
 	g := &gateProc{cmd: cmd, stderr: &syncbuf.Buffer{}, done: make(chan error, 1),
 		servingURL: "http://127.0.0.1:" + strconv.Itoa(rev.ServingPort),
@@ -319,7 +319,7 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin)
-			cmd.Env = append(tc.rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_TLS_CERT_DIR="+dir)
+			cmd.Env = append(tc.rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0", "PODGATE_TLS_CERT_DIR="+dir)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), tc.want) {
