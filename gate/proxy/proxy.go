@@ -102,7 +102,7 @@ func New(cfg Config) *Proxy {
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	for i, t := range []*http.Transport{p.t1, p.t2} {
 		rp := &httputil.ReverseProxy{
-			Transport:      &rideThrough{next: t, clock: clk, refused: refused, back: back, m: m},
+			Transport:      &rideThrough{next: t, clock: clk, refused: refused, back: back, m: m, closeIdle: t.CloseIdleConnections},
 			Rewrite:        p.rewrite,
 			ModifyResponse: p.responseStarted,
 			ErrorHandler:   p.fail,

@@ -44,6 +44,8 @@ type rideThrough struct {
 	// back returns a channel closed when the container is seen back.
 	back func() <-chan struct{}
 	m    Observer
+	// closeIdle drops the idle connections to the container.
+	closeIdle func()
 }
 
 func (rt *rideThrough) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -58,7 +60,9 @@ func (rt *rideThrough) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		// The container died with the request and before a byte of its
 		// answer: send it again at once. A refused connection then means
-		// it is restarting, and the request is held.
+		// it is restarting, and the request is held. The idle connections
+		// lead to the process that died: the resend must not take one.
+		rt.closeIdle()
 		if resp, err = rt.again(req, err); err == nil || !(neverSent(err) || rt.mayResend(req, err, &resends)) {
 			return resp, err
 		}
