@@ -439,3 +439,79 @@ func TestARequestThatKillsTheContainerIsSentAgainOnlyOnce(t *testing.T) {
 		t.Errorf("the container read the request %d times, want 2 (sent again once)", n)
 	}
 }
+
+// resetUnread waits for the request's first byte, so that the gate has
+// sent it, and closes c with a reset (SO_LINGER 0), the rest unread: what
+// the gate sees of a connection in a closing listener's backlog.
+func resetUnread(t *testing.T, c net.Conn) {
+	if _, err := c.Read(make([]byte, 1)); err != nil {
+		t.Error(err)
+	}
+	if err := c.(*net.TCPConn).SetLinger(0); err != nil {
+		t.Error(err)
+	}
+	c.Close()
+}
+
+// TestAResendIntoADyingContainersBacklogIsNotASecondDeath: the container
+// dies with a GET unanswered, and the gate's resend is accepted by the
+// kernel while the dead process's listening socket is still open, then
+// reset unread when it closes. That is the same death: the request is
+// sent again and answered. A container that resets every connection
+// unread gets the request at most three times, never in a loop.
+func TestAResendIntoADyingContainersBacklogIsNotASecondDeath(t *testing.T) {
+	cases := []struct {
+		name      string
+		answerAt  int // the connection, counted from 1, that answers 200; 0: none
+		wantCode  int
+		wantConns int64
+	}{
+		{"died, reset by the dying listener, then answered", 3, http.StatusOK, 3},
+		{"every resend reset unread: three sends, then a 502", 0, http.StatusBadGateway, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var conns atomic.Int64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					n := conns.Add(1)
+					switch {
+					case n == 1:
+						// The first death: the request read, no answer.
+						_, _ = http.ReadRequest(bufio.NewReader(c))
+						c.Close()
+					case int(n) == tc.answerAt:
+						if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+							_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+						}
+						c.Close()
+					default:
+						resetUnread(t, c)
+					}
+				}
+			}()
+			defer func() {
+				ln.Close()
+				<-done
+			}()
+			tg := startGate(t, gateConfig(t, ln.Addr().String()), Options{})
+			code, body, _ := tg.do(t, http.MethodGet, tg.url("/"), nil, nil)
+			if code != tc.wantCode {
+				t.Errorf("got %d %q, want %d", code, body, tc.wantCode)
+			}
+			if n := conns.Load(); n != tc.wantConns {
+				t.Errorf("the container got %d connections, want %d", n, tc.wantConns)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -63,7 +64,17 @@ func (rt *rideThrough) RoundTrip(req *http.Request) (*http.Response, error) {
 		// it is restarting, and the request is held. The idle connections
 		// lead to the process that died: the resend must not take one.
 		rt.closeIdle()
-		if resp, err = rt.again(req, err); err == nil || !(neverSent(err) || rt.mayResend(req, err, &resends)) {
+		resp, err = rt.again(req, err)
+		if err != nil && dyingListener(req, err) {
+			// The resend was dialled while the killed container's
+			// listening socket was still open: the kernel accepted the
+			// connection into its backlog and reset it when the socket
+			// closed with the process. That is the same death, not a
+			// second one; the next attempt finds the port closed and
+			// the request is held.
+			resp, err = rt.again(req, err)
+		}
+		if err == nil || !(neverSent(err) || rt.mayResend(req, err, &resends)) {
 			return resp, err
 		}
 	}
@@ -190,6 +201,17 @@ func (c *upstreamConn) Write(p []byte) (int, error) {
 		err = &unansweredError{err}
 	}
 	return n, err
+}
+
+// dyingListener reports whether err, the failure of a resend right after
+// the container died, is a reset with not a byte of the answer read: what
+// a connection gets that was accepted by the kernel into the backlog of a
+// listening socket that then closed. A live container that reads a
+// request and closes its connection sends a FIN (EOF), not a reset, so a
+// request that kills the container each time is still sent only twice,
+// and one that makes it reset its connections at most three times.
+func dyingListener(req *http.Request, err error) bool {
+	return req.Context().Err() == nil && unanswered(err) && errors.Is(err, syscall.ECONNRESET)
 }
 
 // neverSent reports whether err proves the request never left the gate:
