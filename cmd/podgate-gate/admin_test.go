@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -43,56 +41,6 @@ func freePortOn(t *testing.T, ip string) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// podGate is the real gate binary started with Knative's queue
-// environment (package queueenv) for a pod at podIP, plus extra
-// variables; the serving container listens on 127.0.0.1:userPort, where
-// Knative's default readiness probe looks.
-type podGate struct {
-	podIP              string
-	servingPort, admin int
-	stderr             *syncBuffer
-	done               chan error
-	cmd                *exec.Cmd
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func startPodGate(t *testing.T, bin, podIP string, userPort int, extra ...string) *podGate {
-	t.Helper()
-	g := &podGate{podIP: podIP, servingPort: freePortOn(t, podIP), admin: freePortOn(t, podIP),
-		stderr: &syncBuffer{}, done: make(chan error, 1)}
-	rev := queueenv.Revision{Namespace: "default", Service: "hello", Configuration: "hello", Revision: "hello-00001",
-		Pod: "hello-00001-deployment-abc", PodIP: podIP, HostIP: "127.0.0.1", ServingPort: g.servingPort, UserPort: userPort}
-	env := append(rev.Env(), "PODGATE_ADMIN_PORT="+strconv.Itoa(g.admin), "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0")
-	g.cmd = exec.Command(bin)
-	g.cmd.Env = append(env, extra...)
-	g.cmd.Stderr = g.stderr
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { g.done <- g.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = g.cmd.Process.Kill()
-		<-g.done
-	})
-	return g
-}
-
 // client dials from src (the kernel's choice, 127.0.0.1, when empty).
 func client(src string) *http.Client {
 	d := &net.Dialer{Timeout: 5 * time.Second}
@@ -123,32 +71,23 @@ func call(t *testing.T, c *http.Client, method, url string, header http.Header) 
 
 // health is a Knative health check (the kubelet's, from the node's
 // address) of the gate.
-func (g *podGate) health(t *testing.T) string {
+func (g *queueGate) health(t *testing.T) string {
 	t.Helper()
-	return call(t, client(""), http.MethodGet, fmt.Sprintf("http://%s:%d/", g.podIP, g.servingPort), http.Header{
+	return call(t, client(""), http.MethodGet, g.url+"/", http.Header{
 		"User-Agent": {"kube-probe/1.37"}, contract.NetworkProbeHeader: {contract.NetworkProbeQueue},
 	})
 }
 
-func (g *podGate) adminURL(path string) string {
-	return fmt.Sprintf("http://%s:%d%s", g.podIP, g.admin, path)
+func (g *queueGate) adminURL(path string) string {
+	return "http://" + hostPort(g.rev.PodIP, g.adminPort) + path
 }
 
-// waitFor polls cond until it holds, at most 30 s.
-func (g *podGate) waitFor(t *testing.T, what string, cond func() bool) {
+// startPodGate starts the gate for a pod at podIP whose serving container
+// listens on 127.0.0.1:userPort, where Knative's default readiness probe
+// looks.
+func startPodGate(t *testing.T, bin, podIP string, userPort int, extra ...string) *queueGate {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		select {
-		case err := <-g.done:
-			t.Fatalf("the gate exited (%v) while waiting until %s\n%s", err, what, g.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s\n%s", what, g.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return startQueueGate(t, bin, queueenv.Revision{Pod: "hello-00001-deployment-abc", PodIP: podIP, UserPort: userPort}, extra...)
 }
 
 // serveApp serves 200 on 127.0.0.1:port (0: a free one) until stop.
@@ -246,10 +185,9 @@ func TestOnlyThePodChangesItsGatesState(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case err := <-g.done:
-			g.done <- err
-			if err != nil {
-				t.Errorf("exit after SIGTERM: %v\n%s", err, g.stderr.String())
+		case <-g.exited:
+			if g.exitErr != nil {
+				t.Errorf("exit after SIGTERM: %v\n%s", g.exitErr, g.stderr.String())
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("no exit after SIGTERM\n%s", g.stderr.String())

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,54 +51,11 @@ func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 	go func() { defer close(served); _ = srv.Serve(app) }()
 	defer func() { _ = srv.Close(); <-served }()
 
-	userPort := app.Addr().(*net.TCPAddr).Port
-	servingPort, statsPort, metricsPort := freePort(t), freePort(t), freePort(t)
-	rev := queueenv.Revision{
-		Namespace: "default", Service: "hello", Configuration: "hello", Revision: "hello-00001",
-		Pod: pod, PodIP: "127.0.0.1", HostIP: "127.0.0.1",
-		ServingPort: servingPort, UserPort: userPort,
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT="+strconv.Itoa(metricsPort),
-		"PODGATE_AUTOSCALER_PORT="+strconv.Itoa(statsPort), "PODGATE_DRAIN_QUIET_PERIOD=0s")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-
+	g := startQueueGate(t, bin, queueenv.Revision{Pod: pod, UserPort: app.Addr().(*net.TCPAddr).Port})
+	g.waitReady(t)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
-	trafficURL := fmt.Sprintf("http://127.0.0.1:%d/", servingPort)
-	statsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", statsPort)
-
-	// The gate is up once it answers the kubelet's health check.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := healthCheck(client, trafficURL); code == http.StatusOK {
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("the gate exited: %v\n%s", err, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gate is not ready after 30s\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	trafficURL, statsURL := g.url+"/", g.statsURL
 
 	// Before any traffic: the pod's name and nothing counted.
 	s, err := scrapeAsAutoscaler(client, statsURL, knativeBodyMax)
@@ -293,7 +246,7 @@ func TestTheAutoscalerScrapesTheGateAsQueueProxy(t *testing.T) {
 
 	// The same requests in queue-proxy's Prometheus names on the metrics
 	// port; no queue depth without CONTAINER_CONCURRENCY.
-	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	resp, err := client.Get(g.metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}

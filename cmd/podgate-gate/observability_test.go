@@ -10,26 +10,16 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/podgate/podgate/test/queueenv"
-	"github.com/podgate/podgate/test/syncbuf"
 )
-
-// knativeGate is the gate binary started as Knative's queue sidecar: the
-// exact environment Knative writes (test/queueenv), on free ports.
-type knativeGate struct {
-	serving        string // host:port
-	stdout, stderr syncbuf.Buffer
-	done           chan error
-}
 
 // startKnativeGate starts bin with rev's environment plus extra
 // (PODGATE_* moves of fixed ports) in front of an app that answers
-// "hello" and stops it when the test ends.
-func startKnativeGate(t *testing.T, bin string, rev queueenv.Revision, extra ...string) *knativeGate {
+// "hello", and waits until a request through the gate reaches it.
+func startKnativeGate(t *testing.T, bin string, rev queueenv.Revision, extra ...string) *queueGate {
 	t.Helper()
 	app, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,52 +29,17 @@ func startKnativeGate(t *testing.T, bin string, rev queueenv.Revision, extra ...
 	go func() { _ = srv.Serve(app) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	rev.UserPort = app.Addr().(*net.TCPAddr).Port
-	rev.ServingPort = freePort(t)
-	rev.PodIP = "127.0.0.1"
-	g := &knativeGate{serving: "127.0.0.1:" + strconv.Itoa(rev.ServingPort), done: make(chan error, 1)}
-	cmd := exec.Command(bin)
-	cmd.Env = append(rev.Env(), append([]string{"PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0", "PODGATE_DRAIN_QUIET_PERIOD=0s"}, extra...)...)
-	cmd.Stdout, cmd.Stderr = &g.stdout, &g.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { g.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-g.done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-g.done
-		}
+	g := startQueueGate(t, bin, rev, extra...)
+	g.poll(t, "a request through the gate reaches the app", func() (bool, string) {
+		code, body, err := g.send("/", nil)
+		return err == nil && code == http.StatusOK && body == "hello", fmt.Sprintf("%d %q %v", code, body, err)
 	})
-	g.waitServing(t)
 	return g
 }
 
-// waitServing waits until a request through the gate reaches the app.
-func (g *knativeGate) waitServing(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body, err := g.get("/", nil)
-		if err == nil && code == http.StatusOK && body == "hello" {
-			return
-		}
-		select {
-		case err := <-g.done:
-			t.Fatalf("the gate exited: %v\n%s", err, g.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no 200 through the gate: %d %q %v\n%s", code, body, err, g.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (g *knativeGate) get(path string, h http.Header) (int, string, error) {
-	req, err := http.NewRequest(http.MethodGet, "http://"+g.serving+path, nil)
+// send GETs path through the gate with the headers h.
+func (g *queueGate) send(path string, h http.Header) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, g.url+path, nil)
 	if err != nil {
 		return 0, "", err
 	}
@@ -112,18 +67,18 @@ func TestTheGateReadsKnativesObservabilityConfig(t *testing.T) {
 		r := rev()
 		r.ObservabilityConfig = `{"enableRequestLog":true,"requestLogTemplate":"{{.Request.Method}} {{.Request.RequestURI}} {{.Response.Code}} {{.Revision.Name}} {{.Revision.Namespace}} {{.Revision.PodName}} trace={{.TraceID}}"}`
 		g := startKnativeGate(t, bin, r)
-		if code, _, err := g.get("/hello?x=1", http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}); err != nil || code != 200 {
+		if code, _, err := g.send("/hello?x=1", http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}); err != nil || code != 200 {
 			t.Fatalf("GET: %d %v", code, err)
 		}
-		if code, _, err := g.get("/", http.Header{"K-Network-Probe": {"queue"}, "User-Agent": {"Knative-Activator-Probe"}}); err != nil || code != 200 {
+		if code, _, err := g.send("/", http.Header{"K-Network-Probe": {"queue"}, "User-Agent": {"Knative-Activator-Probe"}}); err != nil || code != 200 {
 			t.Fatalf("health check: %d %v", code, err)
 		}
-		if code, _, err := g.get("/b3", http.Header{"X-B3-Traceid": {"80f198ee56343ba864fe8b2a57d3eff7"}}); err != nil || code != 200 {
+		if code, _, err := g.send("/b3", http.Header{"X-B3-Traceid": {"80f198ee56343ba864fe8b2a57d3eff7"}}); err != nil || code != 200 {
 			t.Fatalf("GET: %d %v", code, err)
 		}
 		want := "GET /hello?x=1 200 hello-00001 default hello-00001-deployment-7d9c-x2x4q trace=4bf92f3577b34da6a3ce929d0e0e4736\n" +
 			"GET /b3 200 hello-00001 default hello-00001-deployment-7d9c-x2x4q trace=80f198ee56343ba864fe8b2a57d3eff7\n"
-		// waitServing's requests come first; the health check is absent.
+		// startKnativeGate's requests come first; the health check is absent.
 		deadline := time.Now().Add(10 * time.Second)
 		for !strings.HasSuffix(g.stdout.String(), want) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
@@ -137,7 +92,7 @@ func TestTheGateReadsKnativesObservabilityConfig(t *testing.T) {
 		r := rev()
 		r.ObservabilityConfig = `{"enableRequestLog":true,"enableProbeRequestLog":true,"requestLogTemplate":"{{.Request.UserAgent}} {{.Response.Code}}"}`
 		g := startKnativeGate(t, bin, r)
-		if code, _, err := g.get("/", http.Header{"K-Network-Probe": {"queue"}, "User-Agent": {"Knative-Activator-Probe"}}); err != nil || code != 200 {
+		if code, _, err := g.send("/", http.Header{"K-Network-Probe": {"queue"}, "User-Agent": {"Knative-Activator-Probe"}}); err != nil || code != 200 {
 			t.Fatalf("health check: %d %v", code, err)
 		}
 		deadline := time.Now().Add(10 * time.Second)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -165,91 +164,6 @@ func (c *child) stop(sig syscall.Signal) {
 	<-c.done
 }
 
-// gateProcess is the real gate binary in queue-proxy's environment.
-type gateProcess struct {
-	url, metrics string
-	stderr       *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startGateProcess runs bin with the queue container's environment of
-// rev (Knative v0.50.0's, package queueenv), on free loopback ports, and
-// waits until it answers health checks ready.
-func startGateProcess(t *testing.T, bin string, rev queueenv.Revision) *gateProcess {
-	t.Helper()
-	rev.ServingPort = freePort(t)
-	rev.PodIP = "127.0.0.1"
-	rev.Namespace, rev.Service, rev.Configuration, rev.Revision, rev.Pod = "default", "hello", "hello", "hello-00001", "hello-00001-pod"
-	metricsPort := freePort(t)
-	env := append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_AUTOSCALER_PORT=0", "PODGATE_METRICS_PORT="+strconv.Itoa(metricsPort), "PODGATE_DRAIN_QUIET_PERIOD=0s")
-	cmd := exec.Command(bin)
-	cmd.Env = env
-	g := &gateProcess{
-		url:     fmt.Sprintf("http://127.0.0.1:%d", rev.ServingPort),
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
-		stderr:  &lockedBuffer{},
-	}
-	cmd.Stderr = g.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("gate stderr:\n%s", g.stderr.String())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		req, _ := http.NewRequest(http.MethodGet, g.url+"/", nil)
-		req.Header.Set("User-Agent", "kube-probe/1.37")
-		req.Header.Set("K-Network-Probe", "queue")
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return g
-			}
-		}
-		select {
-		case <-done:
-			t.Fatalf("the gate exited:\n%s", g.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gate is not ready: %v\n%s", err, g.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // fetched is a GET's outcome.
 type fetched struct {
 	code int
@@ -285,7 +199,8 @@ func TestTheGateAppliesQueueProxysTimeLimits(t *testing.T) {
 	startChild(t, fmt.Sprintf("127.0.0.1:%d", userPort))
 
 	t.Run("a stream longer than the whole-request limit is cut", func(t *testing.T) {
-		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 2})
+		g := startQueueGate(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 2})
+		g.waitReady(t)
 		f := fetch(t, g.url+"/stream?n=8&every=500ms")
 		code, body, err, took := f.code, f.body, f.err, f.took
 		if code != http.StatusOK || !strings.HasPrefix(body, "part0\npart1\n") || !strings.HasSuffix(body, "\nrequest timeout") ||
@@ -301,7 +216,8 @@ func TestTheGateAppliesQueueProxysTimeLimits(t *testing.T) {
 		}
 	})
 	t.Run("a slow first byte beyond the response-start limit gets 504 request timeout", func(t *testing.T) {
-		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 10, ResponseStartTimeoutSeconds: 1})
+		g := startQueueGate(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 10, ResponseStartTimeoutSeconds: 1})
+		g.waitReady(t)
 		f := fetch(t, g.url+"/slow?d=3s")
 		code, body, took := f.code, f.body, f.took
 		if code != http.StatusGatewayTimeout || body != "request timeout" || took > 2500*time.Millisecond {
@@ -313,7 +229,8 @@ func TestTheGateAppliesQueueProxysTimeLimits(t *testing.T) {
 		}
 	})
 	t.Run("an idle stream is cut; one that keeps writing is not", func(t *testing.T) {
-		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 10, IdleTimeoutSeconds: 1})
+		g := startQueueGate(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 10, IdleTimeoutSeconds: 1})
+		g.waitReady(t)
 		f := fetch(t, g.url+"/idle?d=3s")
 		code, body, err, took := f.code, f.body, f.err, f.took
 		if code != http.StatusOK || body != "first\nrequest timeout" || !errors.Is(err, io.ErrUnexpectedEOF) || took > 2500*time.Millisecond {
@@ -327,7 +244,8 @@ func TestTheGateAppliesQueueProxysTimeLimits(t *testing.T) {
 		}
 	})
 	t.Run("a websocket outlives the whole-request and response-start limits", func(t *testing.T) {
-		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 1, ResponseStartTimeoutSeconds: 1})
+		g := startQueueGate(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 1, ResponseStartTimeoutSeconds: 1})
+		g.waitReady(t)
 		ws := dialTunnel(t, g.url)
 		defer ws.Close()
 		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
@@ -337,7 +255,8 @@ func TestTheGateAppliesQueueProxysTimeLimits(t *testing.T) {
 		}
 	})
 	t.Run("a websocket busy either way outlives the idle limit; a silent one is cut", func(t *testing.T) {
-		g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 1, IdleTimeoutSeconds: 1})
+		g := startQueueGate(t, bin, queueenv.Revision{UserPort: userPort, TimeoutSeconds: 1, IdleTimeoutSeconds: 1})
+		g.waitReady(t)
 		ws := dialTunnel(t, g.url)
 		defer ws.Close()
 		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
@@ -402,7 +321,8 @@ func TestInFlightRequestsRideThroughAKilledContainer(t *testing.T) {
 	userPort := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", userPort)
 	app := startChild(t, addr)
-	g := startGateProcess(t, bin, queueenv.Revision{UserPort: userPort})
+	g := startQueueGate(t, bin, queueenv.Revision{UserPort: userPort})
+	g.waitReady(t)
 
 	const conns = 16
 	tr := &http.Transport{MaxIdleConnsPerHost: conns}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +20,6 @@ import (
 	"github.com/podgate/podgate/internal/certs"
 	"github.com/podgate/podgate/test/queueenv"
 	"github.com/podgate/podgate/test/secretvolume"
-	"github.com/podgate/podgate/test/syncbuf"
 )
 
 // servingName is the name the serving certificates are issued for; the
@@ -95,73 +93,23 @@ func appServer(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// gateProc is the real gate binary, started in Knative's queue container
-// environment (package queueenv) on 127.0.0.1's free ports.
-type gateProc struct {
-	cmd                *exec.Cmd
-	stderr             *syncbuf.Buffer
-	done               chan error
-	servingURL, tlsURL string
-	tlsAddr            string
-}
-
-func startQueueGate(t *testing.T, bin string, rev queueenv.Revision, extra ...string) *gateProc {
-	t.Helper()
-	rev.Namespace, rev.Service, rev.Configuration, rev.Revision = "default", "hello", "hello", "hello-00001"
-	rev.Pod, rev.PodIP, rev.HostIP = "hello-00001-deployment-abc", "127.0.0.1", "127.0.0.1"
-	rev.ServingPort, rev.TLSPort = freePort(t), freePort(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(rev.Env(), "PODGATE_ADMIN_PORT=0", "PODGATE_METRICS_PORT=0", "PODGATE_AUTOSCALER_PORT=0", "PODGATE_DRAIN_QUIET_PERIOD=0s")
-	cmd.Env = append(cmd.Env, extra...)
-	g := &gateProc{cmd: cmd, stderr: &syncbuf.Buffer{}, done: make(chan error, 1),
-		servingURL: "http://127.0.0.1:" + strconv.Itoa(rev.ServingPort),
-		tlsAddr:    "127.0.0.1:" + strconv.Itoa(rev.TLSPort)}
-	g.tlsURL = "https://" + g.tlsAddr
-	cmd.Stderr = g.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { g.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-g.done:
-			if err != nil {
-				t.Errorf("the gate exited with %v after SIGTERM\n%s", err, g.stderr)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-g.done
-			t.Errorf("the gate did not exit after SIGTERM\n%s", g.stderr)
-		}
-	})
-	return g
-}
-
 // get polls url with client until the app answers through the gate.
-func (g *gateProc) get(t *testing.T, client *http.Client, url string) *http.Response {
+func (g *queueGate) get(t *testing.T, client *http.Client, url string) *http.Response {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := client.Get(url)
-		if err == nil {
-			if resp.StatusCode == http.StatusOK {
-				return resp
-			}
-			resp.Body.Close()
-			err = fmt.Errorf("status %s", resp.Status)
+	var resp *http.Response
+	g.poll(t, "a 200 through the gate at "+url, func() (bool, string) {
+		r, err := client.Get(url)
+		if err != nil {
+			return false, err.Error()
 		}
-		select {
-		case err := <-g.done:
-			g.done <- err // for the cleanup
-			t.Fatalf("the gate exited: %v\n%s", err, g.stderr)
-		default:
+		if r.StatusCode != http.StatusOK {
+			r.Body.Close()
+			return false, r.Status
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no 200 through the gate at %s: last %v\n%s", url, err, g.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp = r
+		return true, ""
+	})
+	return resp
 }
 
 func body(t *testing.T, resp *http.Response) string {
@@ -181,7 +129,7 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 		ca, dir := newServingCA(t), filepath.Join(t.TempDir(), "certs")
 		ca.mount(t, dir, "first")
 		g := startQueueGate(t, bin, queueenv.Revision{UserPort: appServer(t)}, "PODGATE_TLS_CERT_DIR="+dir)
-		resp := g.get(t, ca.client(0, 0), g.tlsURL+"/hello")
+		resp := g.get(t, ca.client(0, 0), "https://"+g.tlsAddr+"/hello")
 		if got := body(t, resp); got != "app saw GET /hello proto=https" {
 			t.Errorf("the app answered %q", got)
 		}
@@ -197,7 +145,7 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 			t.Errorf("ALPN chose %q, want h2", p)
 		}
 		conn.Close()
-		req, _ := http.NewRequest(http.MethodGet, g.tlsURL+"/anything", nil)
+		req, _ := http.NewRequest(http.MethodGet, "https://"+g.tlsAddr+"/anything", nil)
 		req.Header.Set("User-Agent", "kube-probe/1.34")
 		req.Header.Set("K-Network-Probe", "queue")
 		hc, err := ca.client(0, 0).Do(req)
@@ -208,7 +156,7 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 			t.Errorf("a health check on the TLS port: %s %q, want 200 queue", hc.Status, got)
 		}
 		// The plain traffic port serves as before.
-		if got := body(t, g.get(t, http.DefaultClient, g.servingURL+"/plain")); got != "app saw GET /plain proto=http" {
+		if got := body(t, g.get(t, http.DefaultClient, g.url+"/plain")); got != "app saw GET /plain proto=http" {
 			t.Errorf("through the plain port the app answered %q", got)
 		}
 	})
@@ -218,16 +166,16 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 		ca.mount(t, dir, "first")
 		g := startQueueGate(t, bin, queueenv.Revision{UserPort: appServer(t)}, "PODGATE_TLS_CERT_DIR="+dir)
 		client := ca.client(0, 0)
-		resp := g.get(t, client, g.tlsURL+"/")
+		resp := g.get(t, client, "https://"+g.tlsAddr+"/")
 		body(t, resp)
 		if got := resp.TLS.PeerCertificates[0].Subject.OrganizationalUnit; len(got) != 1 || got[0] != "first" {
 			t.Fatalf("served %v before the rotation", got)
 		}
 		for _, gen := range []string{"second", "third"} {
 			ca.mount(t, dir, gen)
-			resp, err := client.Get(g.tlsURL + "/")
+			resp, err := client.Get("https://" + g.tlsAddr + "/")
 			if err != nil {
-				t.Fatalf("after rotating to %s: %v\n%s", gen, err, g.stderr)
+				t.Fatalf("after rotating to %s: %v\n%s", gen, err, g.stderr.String())
 			}
 			body(t, resp)
 			if got := resp.TLS.PeerCertificates[0].Subject.OrganizationalUnit; len(got) != 1 || got[0] != gen {
@@ -235,13 +183,12 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 			}
 		}
 		select {
-		case err := <-g.done:
-			g.done <- err // for the cleanup
-			t.Fatalf("the gate exited (%v): a rotation must not need a restart\n%s", err, g.stderr)
+		case <-g.exited:
+			t.Fatalf("the gate exited (%v): a rotation must not need a restart\n%s", g.exitErr, g.stderr.String())
 		default:
 		}
 		if n := strings.Count(g.stderr.String(), "serving certificate reloaded"); n != 2 {
-			t.Errorf("%d reloads logged for two rotations\n%s", n, g.stderr)
+			t.Errorf("%d reloads logged for two rotations\n%s", n, g.stderr.String())
 		}
 	})
 
@@ -249,8 +196,8 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 		ca, dir := newServingCA(t), filepath.Join(t.TempDir(), "certs")
 		ca.mount(t, dir, "first")
 		g := startQueueGate(t, bin, queueenv.Revision{UserPort: appServer(t)}, "PODGATE_TLS_CERT_DIR="+dir)
-		body(t, g.get(t, ca.client(0, 0), g.tlsURL+"/"))
-		_, err := ca.client(tls.VersionTLS12, tls.VersionTLS12).Get(g.tlsURL + "/")
+		body(t, g.get(t, ca.client(0, 0), "https://"+g.tlsAddr+"/"))
+		_, err := ca.client(tls.VersionTLS12, tls.VersionTLS12).Get("https://" + g.tlsAddr + "/")
 		if err == nil || !strings.Contains(err.Error(), "protocol version") {
 			t.Errorf("a TLS 1.2 client: %v, want a protocol version alert", err)
 		}
@@ -261,7 +208,7 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 		ca.mount(t, dir, "first")
 		g := startQueueGate(t, bin, queueenv.Revision{UserPort: appServer(t), TLSMinVersion: "1.2", TLSMaxVersion: "1.2",
 			TLSCipherSuites: "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"}, "PODGATE_TLS_CERT_DIR="+dir)
-		resp := g.get(t, ca.client(tls.VersionTLS12, tls.VersionTLS12), g.tlsURL+"/")
+		resp := g.get(t, ca.client(tls.VersionTLS12, tls.VersionTLS12), "https://"+g.tlsAddr+"/")
 		body(t, resp)
 		if cs := resp.TLS.CipherSuite; resp.TLS.Version != tls.VersionTLS12 ||
 			cs != tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 && cs != tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 {
@@ -270,10 +217,10 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 		// A client whose only suite is not in the list finds none in common.
 		chacha := ca.client(tls.VersionTLS12, tls.VersionTLS12)
 		chacha.Transport.(*http.Transport).TLSClientConfig.CipherSuites = []uint16{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256}
-		if _, err := chacha.Get(g.tlsURL + "/"); err == nil || !strings.Contains(err.Error(), "handshake failure") {
+		if _, err := chacha.Get("https://" + g.tlsAddr + "/"); err == nil || !strings.Contains(err.Error(), "handshake failure") {
 			t.Errorf("a client with a suite outside QUEUE_PROXY_TLS_CIPHER_SUITES: %v, want a handshake failure", err)
 		}
-		if _, err := ca.client(tls.VersionTLS13, 0).Get(g.tlsURL + "/"); err == nil || !strings.Contains(err.Error(), "protocol version") {
+		if _, err := ca.client(tls.VersionTLS13, 0).Get("https://" + g.tlsAddr + "/"); err == nil || !strings.Contains(err.Error(), "protocol version") {
 			t.Errorf("a TLS 1.3-only client: %v, want a protocol version alert", err)
 		}
 	})
@@ -281,9 +228,9 @@ func TestTheGateServesKnativesTLSPort(t *testing.T) {
 	t.Run("without the certificate at start the TLS port stays closed, even once it is mounted, while the traffic port serves", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "certs")
 		g := startQueueGate(t, bin, queueenv.Revision{UserPort: appServer(t)}, "PODGATE_TLS_CERT_DIR="+dir)
-		body(t, g.get(t, http.DefaultClient, g.servingURL+"/"))
+		body(t, g.get(t, http.DefaultClient, g.url+"/"))
 		newServingCA(t).mount(t, dir, "late") // as queue-proxy, only the start decides
-		body(t, g.get(t, http.DefaultClient, g.servingURL+"/"))
+		body(t, g.get(t, http.DefaultClient, g.url+"/"))
 		conn, err := net.DialTimeout("tcp", g.tlsAddr, 5*time.Second)
 		if err == nil {
 			conn.Close()
