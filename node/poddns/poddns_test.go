@@ -219,12 +219,14 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Bytes of %q does not parse: %v", s, err)
 		}
-		// A search domain "." or ".." loses a dot per round; a nameserver
-		// or option starting with '#' becomes a comment: the file written
-		// is what the kubelet writes of them, not a fixed point.
+		// A search domain "." becomes "" (the kubelet drops a trailing
+		// dot), which the written line loses; ".." loses a dot per round;
+		// a nameserver or option starting with '#' becomes a comment: the
+		// file written is what the kubelet writes of them, not a fixed
+		// point.
 		clean := func(xs []string) bool {
 			for _, x := range xs {
-				if strings.HasPrefix(x, "#") || strings.HasSuffix(x, ".") {
+				if x == "" || strings.HasPrefix(x, "#") || strings.HasSuffix(x, ".") {
 					return false
 				}
 			}
