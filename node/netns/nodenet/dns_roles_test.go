@@ -44,7 +44,8 @@ var serviceIP = netip.MustParseAddr("10.96.7.7")
 
 // dnsRole: with a cluster DNS (the test's server, on the node's address)
 // every container of a ClusterFirst pod — an init container running as
-// another user with a read-only root, and the main container — reads the
+// another user with a read-only root, and the main container, both with
+// the pod's supplementalGroups — reads the
 // kubelet's resolv.conf and hosts file at /etc/resolv.conf and
 // /etc/hosts, and Go's resolver, reading them, resolves a Service's short
 // name through the cluster DNS and a hostAlias through the hosts file.
@@ -62,7 +63,8 @@ func dnsRole(cidr, dir string) error {
 	app := yamlList([]string{self(), "dnscheck", "-resolve", "web,foo.alias,nothere", "--", "testapp", "--port", "8080"})
 	var dns *dnsServer
 	n, err := startNodeWith(cidr, func() string {
-		return podYAML("dnspod", fmt.Sprintf(`  hostname: db-0
+		return podYAML("dnspod", fmt.Sprintf(`  securityContext: {supplementalGroups: [3000, 4000]}
+  hostname: db-0
   subdomain: db
   hostAliases: [{ip: "192.0.2.1", hostnames: [foo.alias, bar.alias]}]
   dnsConfig:
@@ -76,6 +78,7 @@ func dnsRole(cidr, dir string) error {
   - name: app
     image: ghcr.io/podgate/testapp
     command: %s
+    securityContext: {runAsUser: 0}
     readinessProbe:
       httpGet: {path: /readyz, port: 8080}
       periodSeconds: 1
@@ -131,13 +134,16 @@ func (n *testNode) checkDNS(dns *dnsServer) error {
 	gw := n.cluster.Gateway().String()
 	wantResolv := "search default.svc.cluster.local svc.cluster.local cluster.local corp.example\nnameserver " + gw + "\noptions ndots:5 edns0\n"
 	wantHosts := managedHosts + ip + "\tdb-0.db.default.svc.cluster.local\tdb-0\n\n# Entries added by HostAliases.\n192.0.2.1\tfoo.alias\tbar.alias\n"
-	for _, c := range []struct{ name, uid string }{{"init", "65532"}, {"app", "0"}} {
+	// The init container runs as its runAsUser:runAsGroup, the app as
+	// its runAsUser 0 with group 0 (another user than the image's: not
+	// the image's group); both with the pod's supplementalGroups.
+	for _, c := range []struct{ name, uid, gid string }{{"init", "65532", "65532"}, {"app", "0", "0"}} {
 		r, err := n.dnsReport("dnspod", c.name)
 		if err != nil {
 			return err
 		}
-		if r.Uid != c.uid {
-			return fmt.Errorf("%s ran as uid %s, want %s", c.name, r.Uid, c.uid)
+		if r.Uid != c.uid || r.Gid != c.gid || r.Groups != "3000 4000" {
+			return fmt.Errorf("%s ran as %s:%s groups %q, want %s:%s groups 3000 4000", c.name, r.Uid, r.Gid, r.Groups, c.uid, c.gid)
 		}
 		if r.ResolvConf != wantResolv {
 			return fmt.Errorf("%s's /etc/resolv.conf:\n%s\nwant\n%s", c.name, r.ResolvConf, wantResolv)

@@ -102,6 +102,8 @@ type dnsReport struct {
 	Pid        int                 `json:"pid"`
 	Netns      string              `json:"netns"`
 	Uid        string              `json:"uid"`
+	Gid        string              `json:"gid"`
+	Groups     string              `json:"groups"`
 	CapEff     string              `json:"capEff"`
 	ResolvConf string              `json:"resolvConf"`
 	Hosts      string              `json:"hosts"`
@@ -150,6 +152,10 @@ func dnsCheck(resolve string) error {
 			switch k {
 			case "Uid":
 				r.Uid = strings.Fields(v)[0]
+			case "Gid":
+				r.Gid = strings.Fields(v)[0]
+			case "Groups":
+				r.Groups = strings.Join(strings.Fields(v), " ")
 			case "CapEff":
 				r.CapEff = strings.TrimSpace(v)
 			}
