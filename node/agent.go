@@ -193,6 +193,14 @@ func New(opts Options) (*Agent, error) {
 	if opts.ResolvConf == "" {
 		opts.ResolvConf = DefaultResolvConf
 	}
+	podFiles := opts.Network != nil && os.Geteuid() == 0
+	if podFiles {
+		// The kubelet fails every pod's start when it cannot read it;
+		// said here once, before any pod.
+		if _, err := os.Stat(opts.ResolvConf); err != nil {
+			return nil, fmt.Errorf("runtime: the node's resolv.conf (Options.ResolvConf): %w", err)
+		}
+	}
 	sup, err := proc.NewSupervisor(proc.Options{NoGuardian: opts.NoGuardian})
 	if err != nil {
 		return nil, err
@@ -205,7 +213,7 @@ func New(opts Options) (*Agent, error) {
 		hostIP:   opts.HostIP.String(),
 		self:     seccontext.Node{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())},
 		loopback: opts.Network == nil,
-		podFiles: opts.Network != nil && os.Geteuid() == 0,
+		podFiles: podFiles,
 		sup:      sup,
 		runner:   opts.Runner,
 		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
