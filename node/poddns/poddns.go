@@ -142,8 +142,11 @@ type Event struct{ Reason, Message string }
 type Policy int
 
 const (
+	// Cluster: the cluster DNS, with the cluster's search domains.
 	Cluster Policy = iota
+	// Host: the node's resolv.conf.
 	Host
+	// None: the pod's dnsConfig alone.
 	None
 )
 
