@@ -21,6 +21,7 @@ import (
 	"github.com/podgate/podgate/node/images"
 	"github.com/podgate/podgate/node/logbuf"
 	"github.com/podgate/podgate/node/loopnet"
+	"github.com/podgate/podgate/node/poddns"
 	"github.com/podgate/podgate/node/podnetwork"
 	"github.com/podgate/podgate/node/podwatch"
 	"github.com/podgate/podgate/node/podworkers"
@@ -33,6 +34,10 @@ import (
 // HostIP is status.hostIP on the loopback network: the host, as its pods
 // reach it.
 const HostIP = "127.0.0.1"
+
+// DefaultResolvConf is the node's resolv.conf unless Options.ResolvConf
+// says otherwise (the kubelet's --resolv-conf default).
+const DefaultResolvConf = "/etc/resolv.conf"
 
 // Options configure an Agent.
 type Options struct {
@@ -95,6 +100,25 @@ type Options struct {
 	// the pod's endpoint is withdrawn (see EndpointWithdrawal); nil kills
 	// once the not-ready status is written.
 	Withdrawal EndpointWithdrawal
+
+	// ClusterDNS is the kubelet's --cluster-dns: the cluster DNS servers,
+	// the nameservers of ClusterFirst pods. Empty: those pods get the
+	// node's resolv.conf, with the kubelet's MissingClusterDNS warning.
+	ClusterDNS []netip.Addr
+	// ClusterDomain is the kubelet's --cluster-domain (default
+	// poddns.DefaultClusterDomain): the search domains of ClusterFirst
+	// pods and the domain of a pod's subdomain in its /etc/hosts.
+	ClusterDomain string
+	// ResolvConf is the kubelet's --resolv-conf, the node's resolv.conf
+	// that Default pods get and ClusterFirst pods take search domains
+	// from (default DefaultResolvConf).
+	//
+	// These three shape each pod's /etc/resolv.conf, and its /etc/hosts
+	// is the kubelet's (package node/poddns): on a pod network (Network
+	// set) with the node root, every container's process sees them at
+	// those paths, bound in a mount namespace of its own. On the loopback
+	// network the processes see this machine's files.
+	ResolvConf string
 }
 
 // Agent is the node agent. Create it with New: it runs every pod its
@@ -120,6 +144,9 @@ type Agent struct {
 	// loopback: the default network, whose pods share the host's ports
 	// and have nothing to enter.
 	loopback bool
+	// podFiles: each pod gets its own /etc/resolv.conf and /etc/hosts
+	// (see Options.ResolvConf).
+	podFiles bool
 
 	stopWatch context.CancelFunc
 	seen      *podwatch.Seen // owned by observe
@@ -160,6 +187,20 @@ func New(opts Options) (*Agent, error) {
 	if opts.Runner == nil {
 		opts.Runner = probe.NewRunner()
 	}
+	if opts.ClusterDomain == "" {
+		opts.ClusterDomain = poddns.DefaultClusterDomain
+	}
+	if opts.ResolvConf == "" {
+		opts.ResolvConf = DefaultResolvConf
+	}
+	podFiles := opts.Network != nil && os.Geteuid() == 0
+	if podFiles {
+		// The kubelet fails every pod's start when it cannot read it;
+		// said here once, before any pod.
+		if _, err := os.Stat(opts.ResolvConf); err != nil {
+			return nil, fmt.Errorf("runtime: the node's resolv.conf (Options.ResolvConf): %w", err)
+		}
+	}
 	sup, err := proc.NewSupervisor(proc.Options{NoGuardian: opts.NoGuardian})
 	if err != nil {
 		return nil, err
@@ -172,6 +213,7 @@ func New(opts Options) (*Agent, error) {
 		hostIP:   opts.HostIP.String(),
 		self:     seccontext.Node{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())},
 		loopback: opts.Network == nil,
+		podFiles: podFiles,
 		sup:      sup,
 		runner:   opts.Runner,
 		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),

@@ -33,6 +33,11 @@
 //     addresses on the host (node/loopnet, which also checks a
 //     container's ports before it starts). Package node/netns/nodenet adapts
 //     pod network namespaces.
+//   - pod_dns.go: a hostNetwork pod's network, the node's own (its IP the
+//     node's); each pod's /etc/resolv.conf and /etc/hosts as the kubelet
+//     composes them (node/poddns, from the kubelet's --cluster-dns,
+//     --cluster-domain and --resolv-conf), written for the pod and bound
+//     over those paths for each of its containers (proc.Security.Binds).
 //   - prepare.go: each container resolved (node/containerconfig) and its
 //     securityContext decided (node/seccontext): the user, groups,
 //     capabilities, no_new_privs and read-only view its process gets

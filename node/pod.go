@@ -61,13 +61,18 @@ type pod struct {
 	uid             types.UID
 	ip              netip.Addr
 	net             PodNet
-	obj             *corev1.Pod // metadata and spec as created; status is built
-	inits, mains    []*container
-	byName          map[string]*container
-	mgr             *prober.Manager
-	q               *queue.Queue[podEvent]
-	tasks           sync.WaitGroup // process waiters and killers
-	timers          []interface{ Stop() bool }
+	// hostNetwork: spec.hostNetwork, the node's network (net is hostNet).
+	hostNetwork bool
+	// files are the pod's resolv.conf and hosts file, if the node gives
+	// pods their own (Options.ResolvConf).
+	files        podFiles
+	obj          *corev1.Pod // metadata and spec as created; status is built
+	inits, mains []*container
+	byName       map[string]*container
+	mgr          *prober.Manager
+	q            *queue.Queue[podEvent]
+	tasks        sync.WaitGroup // process waiters and killers
+	timers       []interface{ Stop() bool }
 
 	prepared      bool               // extras.Prepare succeeded: containers may start
 	cancelPrepare context.CancelFunc // ends a Prepare under way

@@ -8,6 +8,7 @@ import (
 	"github.com/podgate/podgate/node/env"
 	"github.com/podgate/podgate/node/podprobes"
 	"github.com/podgate/podgate/node/podstatus"
+	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/node/queue"
 	"github.com/podgate/podgate/probe/prober"
 )
@@ -21,23 +22,37 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	if key == "" {
 		key = id
 	}
-	pn, err := a.net.Add(key)
-	if err != nil {
-		return nil, fmt.Errorf("pod %s: %w", id, err)
+	var pn PodNet = hostNet{a.opts.HostIP}
+	if !obj.Spec.HostNetwork {
+		var err error
+		if pn, err = a.net.Add(key); err != nil {
+			return nil, fmt.Errorf("pod %s: %w", id, err)
+		}
 	}
 	ip := pn.IP()
 	p := &pod{
 		a:         a,
 		namespace: obj.Namespace, name: obj.Name, uid: obj.UID,
 		ip: ip, net: pn, obj: obj.DeepCopy(), q: queue.New[podEvent](),
-		conditions: map[corev1.PodConditionType]corev1.PodCondition{},
-		qos:        obj.Status.QOSClass,
-		injected:   podprobes.HasGate(&obj.Spec),
+		hostNetwork: obj.Spec.HostNetwork,
+		conditions:  map[corev1.PodConditionType]corev1.PodCondition{},
+		qos:         obj.Status.QOSClass,
+		injected:    podprobes.HasGate(&obj.Spec),
+	}
+	if a.podFiles {
+		var err error
+		if p.files, err = a.writePodFiles(obj, ip); err != nil {
+			p.closeNet()
+			return nil, fmt.Errorf("pod %s: %w", id, err)
+		}
 	}
 	for _, c := range obj.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
 			p.conditions[corev1.PodScheduled] = c
 		}
+	}
+	for _, e := range p.files.events {
+		p.record(nil, corev1.EventTypeWarning, e.Reason, e.Message)
 	}
 	p.gateConds = podstatus.GateConditions(obj)
 	p.obj.Status = corev1.PodStatus{}
@@ -51,6 +66,16 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 		PodIP: ip.String(), HostIP: a.hostIP,
 	}
 	p.inits, p.mains = a.newContainers(p.obj, info, p.extras.Env, p.enter())
+	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
+		if len(p.files.binds) > 0 && c.sec.Refused == "" {
+			sec := proc.Security{}
+			if c.sec.Security != nil {
+				sec = *c.sec.Security
+			}
+			sec.Binds = p.files.binds
+			c.sec.Security = &sec
+		}
+	}
 	p.byName = map[string]*container{}
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
@@ -72,18 +97,22 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 }
 
 // enter is how the pod's processes start inside its network (proc.Spec
-// and probe.HostExecutor's Enter); nil on the loopback network, where
-// they start as any process does.
+// and probe.HostExecutor's Enter); nil on the loopback network and on
+// the host network, where they start as any process does.
 func (p *pod) enter() func(func() error) error {
-	if p.a.loopback {
+	if p.a.loopback || p.hostNetwork {
 		return nil
 	}
 	return p.net.Enter
 }
 
-// closeNet releases the pod's network: none of its processes runs.
+// closeNet releases the pod's network and its DNS files: none of its
+// processes runs.
 func (p *pod) closeNet() {
 	if err := p.net.Close(); err != nil {
 		p.a.log.Warn("release pod network", "pod", p.namespace+"/"+p.name, "err", err)
+	}
+	if err := p.files.remove(); err != nil {
+		p.a.log.Warn("remove the pod's DNS files", "pod", p.namespace+"/"+p.name, "err", err)
 	}
 }

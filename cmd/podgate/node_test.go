@@ -39,6 +39,9 @@ func TestNodeFlags(t *testing.T) {
 		{"a kubeconfig that does not exist", []string{"node", "--kubeconfig", missing, "--name", "n1"}, exitInvalid, missing},
 		{"a pod network that is none", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "bridge"}, exitUsage, `--pod-network "bridge": want loopback or netns`},
 		{"a loopback pod range for pod network namespaces", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "netns", "--pod-cidr", "127.0.50.0/24"}, exitUsage, "--pod-cidr: pod CIDR \"127.0.50.0/24\" overlaps 127.0.0.0/8"},
+		{"a cluster DNS address that is none", []string{"node", "--kubeconfig", missing, "--name", "n1", "--cluster-dns", "10.96.0.10,dns"}, exitUsage, `--cluster-dns "dns": not an IP address`},
+		{"a cluster domain that is no DNS subdomain", []string{"node", "--kubeconfig", missing, "--name", "n1", "--cluster-domain", "Cluster_Local"}, exitUsage, `--cluster-domain "Cluster_Local"`},
+		{"no resolv.conf", []string{"node", "--kubeconfig", missing, "--name", "n1", "--resolv-conf", ""}, exitUsage, "--resolv-conf: required"},
 		{"a Lease too short to renew", []string{"node", "--kubeconfig", missing, "--name", "n1", "--node-lease-duration-seconds", "2"}, exitUsage, "--node-lease-duration-seconds 2"},
 		{"pod network namespaces from the host's network namespace", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "netns"}, exitInvalid, "refusing to configure the host's network namespace"},
 	} {

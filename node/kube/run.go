@@ -100,6 +100,13 @@ type Config struct {
 	// read EndpointSlices (ClusterRole withdrawal.Role); without it the
 	// node kills once the not-ready status is written.
 	WithdrawTimeout time.Duration
+	// ClusterDNS, ClusterDomain and ResolvConf are the kubelet's
+	// --cluster-dns, --cluster-domain and --resolv-conf: what each pod's
+	// /etc/resolv.conf is made of (node.Options' fields of those names;
+	// a pod gets its own files on a pod network only).
+	ClusterDNS    []netip.Addr
+	ClusterDomain string
+	ResolvConf    string
 	// Signals, when set, is where Run takes its stop signals from (the
 	// first drains the node, the second kills its pods) instead of
 	// catching SIGINT and SIGTERM itself: for a caller that catches them
@@ -335,6 +342,7 @@ func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1clie
 		Events: NewEvents(core), Pods: pods, Source: pods,
 		Images: cfg.Images, NodeName: cfg.NodeName,
 		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
+		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
 	})
 	if withdrawals != nil {
 		opts.Withdrawal = withdrawals

@@ -50,6 +50,23 @@ type Security struct {
 	// writable over a read-only root): each is bound onto itself there,
 	// and a path that does not exist is left out.
 	Writable []string
+	// Binds are files of this machine the program sees in place of
+	// others, in a mount namespace of its own (a pod's /etc/resolv.conf
+	// and /etc/hosts, which a container runtime mounts into the
+	// container): each Source is bound over its Target, which must exist.
+	// Made before ReadOnlyRoot's view: a bind stays writable in it unless
+	// ReadOnly.
+	Binds []Bind
+}
+
+// Bind is a file bound over another (Security.Binds).
+type Bind struct {
+	Source string `json:"src"`
+	Target string `json:"dst"`
+	// ReadOnly: read-only under ReadOnlyRoot (as a container runtime
+	// mounts a pod's resolv.conf into a container whose root file system
+	// is read-only); else it stays writable there.
+	ReadOnly bool `json:"ro,omitempty"`
 }
 
 // Capability is a Linux capability by number (CAP_NET_BIND_SERVICE is 10).
@@ -57,7 +74,7 @@ type Capability uint8
 
 // empty reports a Security that gives up nothing.
 func (s *Security) empty() bool {
-	return s == nil || s.UID == nil && s.GID == nil && s.Caps == nil && !s.NoNewPrivs && !s.ReadOnlyRoot
+	return s == nil || s.UID == nil && s.GID == nil && s.Caps == nil && !s.NoNewPrivs && !s.ReadOnlyRoot && len(s.Binds) == 0
 }
 
 // execEnv switches a binary into exec mode (RunReaperIfAsked): its value
@@ -78,10 +95,11 @@ type execPlan struct {
 	NNP    bool         `json:"nnp,omitempty"`
 	RO     bool         `json:"ro,omitempty"`
 	RW     []string     `json:"rw,omitempty"`
+	Binds  []Bind       `json:"binds,omitempty"`
 }
 
 func planOf(path string, s *Security) execPlan {
-	return execPlan{Path: path, UID: s.UID, GID: s.GID, Groups: s.Groups, Caps: s.Caps, NNP: s.NoNewPrivs, RO: s.ReadOnlyRoot, RW: s.Writable}
+	return execPlan{Path: path, UID: s.UID, GID: s.GID, Groups: s.Groups, Caps: s.Caps, NNP: s.NoNewPrivs, RO: s.ReadOnlyRoot, RW: s.Writable, Binds: s.Binds}
 }
 
 // runExecIfAsked is the exec step when this process was started as one:

@@ -21,9 +21,9 @@ func applyAndExec(p execPlan, argv, env []string) error {
 	runtime.LockOSThread() // for good: the thread execs or the process exits
 	ppid := os.Getppid()
 	syscall.CloseOnExec(statusFD)
-	if p.RO {
-		if err := readOnlyRoot(p.RW); err != nil {
-			return fmt.Errorf("readOnlyRootFilesystem: %w", err)
+	if p.RO || len(p.Binds) > 0 {
+		if err := mounts(p); err != nil {
+			return err
 		}
 	}
 	// Opened while still privileged: a program in a directory its user
@@ -70,18 +70,39 @@ func applyAndExec(p execPlan, argv, env []string) error {
 	return fmt.Errorf("exec %s: %w", p.Path, err)
 }
 
-// readOnlyRoot puts this thread in a mount namespace of its own (private,
-// so nothing of it reaches this machine's) in which every mount is
-// read-only but /dev and /proc and what is under them, and the writable
-// paths, each bound onto itself first so that it is a mount of its own.
-func readOnlyRoot(writable []string) error {
+// mounts puts this thread in a mount namespace of its own (private, so
+// nothing of it reaches this machine's), binds the plan's files there,
+// and makes the view read-only if asked.
+func mounts(p execPlan) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	var bound []string
+	var writable []string
+	for _, b := range p.Binds {
+		if err := unix.Mount(b.Source, b.Target, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s over %s: %w", b.Source, b.Target, err)
+		}
+		if !b.ReadOnly {
+			writable = append(writable, b.Target)
+		}
+	}
+	if !p.RO {
+		return nil
+	}
+	if err := readOnlyRoot(p.RW, writable); err != nil {
+		return fmt.Errorf("readOnlyRootFilesystem: %w", err)
+	}
+	return nil
+}
+
+// readOnlyRoot makes every mount of this thread's (private) mount
+// namespace read-only but /dev and /proc and what is under them, the
+// writable paths, each bound onto itself first so that it is a mount of
+// its own, and bound, mounts of their own already.
+func readOnlyRoot(writable, bound []string) error {
 	for _, w := range writable {
 		if _, err := os.Stat(w); err != nil {
 			continue

@@ -163,3 +163,68 @@ func TestASecureStartThatFailsSaysWhy(t *testing.T) {
 		t.Errorf("Live() = %d after a failed start, want 0", n)
 	}
 }
+
+func TestBoundFilesReplaceTheirTargetsForTheProgramAlone(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	target, ro := write("target", "machine's\n"), write("ro-target", "machine's ro\n")
+	src, roSrc := write("pod-file", "pod's\n"), write("pod-ro-file", "pod's ro\n")
+	for _, tc := range []struct {
+		name   string
+		sec    Security
+		script string
+		want   string
+	}{
+		{"the program reads the bound file at the target's path, and writes to it go to the source",
+			Security{Binds: []Bind{{Source: src, Target: target}}},
+			`cat "$T"; echo more >> "$T" && echo appended`, "pod's\nappended\n"},
+		{"under a read-only root a bind stays writable, unless ReadOnly",
+			Security{ReadOnlyRoot: true, Binds: []Bind{{Source: src, Target: target}, {Source: roSrc, Target: ro, ReadOnly: true}}},
+			`cat "$R"; echo again >> "$T" && echo appended; echo x >> "$R" && echo wrote-ro`, "pod's ro\nappended\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSupervisor(t)
+			var out, errOut syncbuf.Buffer
+			sp := sh(tc.script, &out, &errOut)
+			sp.Env = append(sp.Env, "T="+target, "R="+ro)
+			sec := tc.sec
+			sp.Security = &sec
+			p, err := s.Start(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, p)
+			if got := out.String(); got != tc.want {
+				t.Errorf("stdout %q, want %q (stderr %q)", got, tc.want, errOut.String())
+			}
+		})
+	}
+	for path, want := range map[string]string{target: "machine's\n", ro: "machine's ro\n", src: "pod's\nmore\nagain\n", roSrc: "pod's ro\n"} {
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v, want %q", filepath.Base(path), b, err, want)
+		}
+	}
+}
+
+func TestABindOverAMissingTargetFailsTheStartAndSaysWhich(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	s := newSupervisor(t)
+	src := filepath.Join(t.TempDir(), "src")
+	if err := os.WriteFile(src, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Start(Spec{Path: "/bin/true", Args: []string{"true"}, Dir: "/",
+		Security: &Security{Binds: []Bind{{Source: src, Target: "/nonexistent/podgate-target"}}}})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/podgate-target") {
+		t.Fatalf("err = %v, want the target named", err)
+	}
+}

@@ -67,7 +67,16 @@ func Decide(pod *corev1.Pod, c *corev1.Container, img Image, node Node) Decision
 		// (none this machine can have): it must not run as root.
 		return Decision{Refused: fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)}
 	}
-	d.Warnings = append(d.Warnings, capabilities(sec, sc, root)...)
+	if sc.Privileged != nil && *sc.Privileged {
+		// A container runtime gives a privileged container every
+		// capability and ignores capabilities' add and drop: the process
+		// keeps the node's (all of them on a root node).
+		if !root {
+			d.Warnings = append(d.Warnings, "privileged is not enforced: the node is not root and has no capability to give")
+		}
+	} else {
+		d.Warnings = append(d.Warnings, capabilities(sec, sc, root)...)
+	}
 	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		sec.NoNewPrivs = true
 	}
@@ -329,9 +338,6 @@ func unenforced(pod *corev1.Pod, sc corev1.SecurityContext) []string {
 	}
 	if sc.SELinuxOptions != nil {
 		w = append(w, "seLinuxOptions are not enforced: the node sets no SELinux label")
-	}
-	if sc.Privileged != nil && *sc.Privileged {
-		w = append(w, "privileged is not enforced: the process has the node's privileges, as any process of this machine, unless other fields take them away")
 	}
 	if sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount {
 		w = append(w, fmt.Sprintf("procMount %s is not enforced: the process sees this machine's /proc", *sc.ProcMount))

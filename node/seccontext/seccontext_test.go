@@ -118,11 +118,18 @@ func TestWhatTheProcessGivesUp(t *testing.T) {
 				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}, hostProg, userNode,
 			&proc.Security{NoNewPrivs: true},
 			[]string{"runs as the node's user 1000:1000, not 65532:0", "capabilities.add [NET_ADMIN] is not granted", "readOnlyRootFilesystem is not enforced"}},
-		{"privileged, procMount, sysctls and AppArmor are warned",
+		{"procMount, sysctls and AppArmor are warned",
 			&corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}},
-			&corev1.SecurityContext{Privileged: ptr.To(true), ProcMount: ptr.To(corev1.UnmaskedProcMount),
+			&corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount),
 				AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}, hostProg, rootNode, nil,
-			[]string{"appArmorProfile RuntimeDefault", "privileged is not enforced", "procMount Unmasked", "sysctls are not set"}},
+			[]string{"appArmorProfile RuntimeDefault", "procMount Unmasked", "sysctls are not set"}},
+		{"privileged on a root node keeps every capability: add and drop are ignored, as a container runtime ignores them",
+			nil, &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0),
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_ADMIN"}}}, hostProg, rootNode,
+			&proc.Security{UID: u32(0), GID: u32(0)}, nil},
+		{"privileged on a node that is not root is warned", nil,
+			&corev1.SecurityContext{Privileged: ptr.To(true)}, hostProg, userNode, nil,
+			[]string{"privileged is not enforced: the node is not root"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, c := pod(tc.psc, tc.csc)

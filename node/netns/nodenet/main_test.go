@@ -50,6 +50,8 @@ func TestMain(m *testing.M) {
 			os.Exit(testapp.Main(os.Args[2:]))
 		case "netcheck":
 			os.Exit(runNetcheck(os.Args[2:]))
+		case "dnscheck":
+			os.Exit(runDNSCheck(os.Args[2:]))
 		}
 	}
 	if role := os.Getenv(childEnv); role != "" {

@@ -51,6 +51,12 @@ type testNode struct {
 // the manifest's workloads on it. wrap, if set, stands between the
 // adapter and the agent.
 func startNode(cidr, manifest string, wrap func(node.PodNetwork) node.PodNetwork) (*testNode, error) {
+	return startNodeWith(cidr, func() string { return manifest }, wrap, nil)
+}
+
+// startNodeWith is startNode with more options: configure, if set, sets
+// them once the cluster network is up; the manifest is made after it.
+func startNodeWith(cidr string, manifest func() string, wrap func(node.PodNetwork) node.PodNetwork, configure func(*netns.Cluster, *node.Options) error) (*testNode, error) {
 	c, err := netns.SetupCluster(cidr)
 	if err != nil {
 		return nil, err
@@ -62,16 +68,22 @@ func startNode(cidr, manifest string, wrap func(node.PodNetwork) node.PodNetwork
 		n.net = wrap(adapter)
 	}
 	n.pods = controllers.NewPods(n.store, nil)
-	n.agent, err = node.New(node.Options{
+	opts := node.Options{
 		Events: controllers.NewEvents(n.store), Pods: n.pods, Source: n.pods,
 		Network: n.net, HostIP: adapter.HostIP(),
 		Output: n.out, Logger: slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NodeName: "node-a",
-	})
+	}
+	if configure != nil {
+		if err := configure(c, &opts); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+	}
+	n.agent, err = node.New(opts)
 	if err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
-	if err := n.run(manifest); err != nil {
+	if err := n.run(manifest()); err != nil {
 		return nil, errors.Join(err, n.stop())
 	}
 	return n, nil

@@ -29,6 +29,8 @@ var roles = map[string]func(cidr, dir string) error{
 	"prestop":   preStopRole,
 	"stranded":  strandedRole,
 	"hold":      holdRole,
+	"dns":       dnsRole,
+	"hostnet":   hostNetRole,
 }
 
 // self is this binary, the containers' program.

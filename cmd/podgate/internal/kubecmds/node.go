@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/podgate/podgate/node/kube"
 	"github.com/podgate/podgate/node/netns"
 	"github.com/podgate/podgate/node/netns/nodenet"
+	"github.com/podgate/podgate/node/poddns"
 )
 
 // The pod networks of --pod-network.
@@ -38,6 +40,8 @@ type nodeOptions struct {
 	imageLayout                       string
 	podNetwork                        string
 	leaseSeconds                      int32
+	clusterDNS                        []string
+	clusterDomain, resolvConf         string
 }
 
 // newNodeCmd is `podgate node`; it is long because of its help text, the
@@ -100,6 +104,10 @@ registered with another pod range), 2 usage error.`,
 				PodsDir: o.podsDir, APIServerForPods: o.apiServerForPods, Images: im, Version: strings.Fields(Version)[0],
 				LeaseDurationSeconds: o.leaseSeconds, LeaseRenewInterval: time.Duration(o.leaseSeconds) * time.Second / 4,
 				Output: cmd.OutOrStdout(), Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+				ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf,
+			}
+			for _, a := range o.clusterDNS {
+				cfg.ClusterDNS = append(cfg.ClusterDNS, netip.MustParseAddr(a)) // checked
 			}
 			closeNetwork, err := o.network(&cfg)
 			if err != nil {
@@ -124,6 +132,9 @@ registered with another pod range), 2 usage error.`,
 	f.Int32Var(&o.leaseSeconds, "node-lease-duration-seconds", kube.DefaultLeaseDurationSeconds, "the node's Lease duration, renewed every quarter of it (the kubelet's flag)")
 	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's service-account credentials go, a directory per pod (default $TMPDIR/podgate-node-NAME/pods)")
 	f.StringVar(&o.apiServerForPods, "api-server-for-pods", "", "HOST:PORT at which pods reach the API server: their $KUBERNETES_SERVICE_HOST/_PORT and kubeconfig (default: the kubeconfig's server)")
+	f.StringSliceVar(&o.clusterDNS, "cluster-dns", nil, "IP addresses of the cluster DNS servers, comma-separated: the nameservers of pods with dnsPolicy ClusterFirst (the kubelet's flag; without it they get the node's resolv.conf)")
+	f.StringVar(&o.clusterDomain, "cluster-domain", poddns.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search NAMESPACE.svc.DOMAIN, svc.DOMAIN and DOMAIN first (the kubelet's flag)")
+	f.StringVar(&o.resolvConf, "resolv-conf", node.DefaultResolvConf, "the node's resolv.conf: what dnsPolicy Default pods get, and the search domains ClusterFirst pods add (the kubelet's flag)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
 	f.StringVar(&o.imageLayout, "image-layout", "", cmdflags.ImageLayoutUsage)
 	return cmd
@@ -144,6 +155,17 @@ func (o *nodeOptions) check(cmd *cobra.Command) error {
 	}
 	if errs := validation.IsDNS1123Subdomain(o.name); len(errs) > 0 {
 		return command.Usagef("--name %q: %s", o.name, strings.Join(errs, "; "))
+	}
+	for _, a := range o.clusterDNS {
+		if _, err := netip.ParseAddr(a); err != nil {
+			return command.Usagef("--cluster-dns %q: not an IP address", a)
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
+		return command.Usagef("--cluster-domain %q: %s", o.clusterDomain, strings.Join(errs, "; "))
+	}
+	if o.resolvConf == "" {
+		return command.Usagef("--resolv-conf: required (the node's resolv.conf; the kubelet's \"\" for none is not supported)")
 	}
 	if o.leaseSeconds < 4 {
 		return command.Usagef("--node-lease-duration-seconds %d: want 4 or more (the Lease is renewed every quarter of it)", o.leaseSeconds)
