@@ -39,8 +39,14 @@ func Install(ctx context.Context, k Kubectl, steps []Step) error {
 // Apply is `kubectl apply -k` of s.
 func (k Kubectl) Apply(ctx context.Context, s Step) error {
 	k.say("applying %s (%s)", s.Name, s.Dir)
-	if _, err := k.run(ctx, "apply", "-k", s.Dir); err != nil {
+	out, err := k.run(ctx, "apply", "-k", s.Dir)
+	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	// What kubectl said (each object created, configured or unchanged,
+	// and the API server's warnings).
+	if k.Progress != nil {
+		io.WriteString(k.Progress, out)
 	}
 	return nil
 }

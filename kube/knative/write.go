@@ -490,47 +490,9 @@ const koPrefix = "ko://knative.dev/serving/cmd/"
 func writeServing(opts Options) (crds, serving Step, err error) {
 	crdDir := filepath.Join(opts.Dir, StepCRDs)
 	servingDir := filepath.Join(opts.Dir, StepServing)
-	var crdFiles, servingFiles []string
-	var crdNames []string
-	for _, src := range []struct{ module, dir, as string }{
-		{opts.Sources.Serving, "config/core", "serving"},
-		{opts.Sources.Networking, "config", "networking"},
-		{opts.Sources.Caching, "config", "caching"},
-	} {
-		root := filepath.Join(src.module, filepath.FromSlash(src.dir))
-		files, err := yamlFiles(root)
-		if err != nil {
-			return Step{}, Step{}, fmt.Errorf("knative manifests: %w", err)
-		}
-		for _, f := range files {
-			b, err := os.ReadFile(filepath.Join(root, f))
-			if err != nil {
-				return Step{}, Step{}, fmt.Errorf("knative manifests: %w", err)
-			}
-			names, others, err := crdsOf(b)
-			if err != nil {
-				return Step{}, Step{}, fmt.Errorf("knative manifests: %s: %w", filepath.Join(root, f), err)
-			}
-			rel := filepath.ToSlash(filepath.Join(src.as, f))
-			to := servingDir
-			switch {
-			case len(names) > 0 && others > 0:
-				return Step{}, Step{}, fmt.Errorf("knative manifests: %s holds CRDs and other objects: cannot apply the CRDs first", filepath.Join(root, f))
-			case len(names) > 0:
-				crdFiles, crdNames, to = append(crdFiles, rel), append(crdNames, names...), crdDir
-			case others > 0:
-				servingFiles = append(servingFiles, rel)
-			default:
-				continue // nothing to apply
-			}
-			dst := filepath.Join(to, filepath.FromSlash(rel))
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return Step{}, Step{}, fmt.Errorf("knative manifests: %w", err)
-			}
-			if err := os.WriteFile(dst, b, 0o644); err != nil {
-				return Step{}, Step{}, fmt.Errorf("knative manifests: %w", err)
-			}
-		}
+	crdFiles, crdNames, servingFiles, err := copyKnative(opts.Sources, crdDir, servingDir)
+	if err != nil {
+		return Step{}, Step{}, fmt.Errorf("knative manifests: %w", err)
 	}
 	if len(crdFiles) == 0 || len(servingFiles) == 0 {
 		return Step{}, Step{}, fmt.Errorf("knative manifests: %d CRD files and %d others in %s, %s and %s", len(crdFiles), len(servingFiles), opts.Sources.Serving, opts.Sources.Networking, opts.Sources.Caching)
@@ -583,6 +545,60 @@ func writeServing(opts Options) (crds, serving Step, err error) {
 		},
 	}
 	return crds, serving, nil
+}
+
+// copyKnative copies the YAML files of Knative's modules (serving's
+// config/core, networking's and caching's config) into crdDir, those
+// that hold CustomResourceDefinitions, or servingDir, the others, under
+// serving/, networking/ and caching/, and returns the files in each
+// (relative to it) and the CRDs' names. A file that holds both is an
+// error: its CRDs could not be established before its objects.
+func copyKnative(src Sources, crdDir, servingDir string) (crdFiles, crdNames, servingFiles []string, err error) {
+	for _, m := range []struct{ module, dir, as string }{
+		{src.Serving, "config/core", "serving"},
+		{src.Networking, "config", "networking"},
+		{src.Caching, "config", "caching"},
+	} {
+		root := filepath.Join(m.module, filepath.FromSlash(m.dir))
+		files, err := yamlFiles(root)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(root, f))
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			names, others, err := crdsOf(b)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(root, f), err)
+			}
+			rel := filepath.ToSlash(filepath.Join(m.as, f))
+			to := servingDir
+			switch {
+			case len(names) > 0 && others > 0:
+				return nil, nil, nil, fmt.Errorf("%s holds CRDs and other objects: cannot apply the CRDs first", filepath.Join(root, f))
+			case len(names) > 0:
+				crdFiles, crdNames, to = append(crdFiles, rel), append(crdNames, names...), crdDir
+			case others > 0:
+				servingFiles = append(servingFiles, rel)
+			default:
+				continue // nothing to apply
+			}
+			if err := copyFile(b, filepath.Join(to, filepath.FromSlash(rel))); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+	}
+	return crdFiles, crdNames, servingFiles, nil
+}
+
+// copyFile writes b to dst, making its directory.
+func copyFile(b []byte, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }
 
 // yamlFiles are the .yaml files under root, slash-separated relative
