@@ -152,11 +152,13 @@ const (
 //     custom resources (a Certificate, the queue's Image) that an apply
 //     of the same batch would refuse before then;
 //  3. Knative Serving: its manifests from the module cache, unchanged, with
-//     the overlay's images by digest and ConfigMap values. They go in the
-//     same apply as the webhook's configurations, and kustomize orders
-//     ConfigMaps before Deployments and webhook configurations, so they
-//     are in place before Knative's webhook validates config-* edits (it
-//     refuses, failurePolicy Fail, while it is not serving);
+//     the overlay's images by digest and ConfigMap values, in one apply
+//     with Knative's webhook configurations (failurePolicy Fail, for the
+//     config-* ConfigMaps and Knative's resources, this Step's
+//     Certificate among them): kustomize orders ConfigMaps and custom
+//     resources before webhook configurations, so the first apply is
+//     through before anything calls the webhook, and a repeated one sends
+//     nothing for unchanged objects; a changed one needs the webhook up;
 //  4. Traefik as the Knative ingress.
 func Write(opts Options) ([]Step, error) {
 	if err := opts.defaults(); err != nil {
