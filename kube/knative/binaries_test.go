@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func TestCoreDNSAnswersClusterNamesAndRefusesTheRest(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(local), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
+	var log syncBuffer
 	cmd := exec.Command(bin, "-conf", conf)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -124,6 +125,16 @@ func TestCoreDNSAnswersClusterNamesAndRefusesTheRest(t *testing.T) {
 	waitHTTP200(t, fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), &log)
 
 	server := fmt.Sprintf("127.0.0.1:%d", dnsPort)
+	// Ready (its plugins are) can come before the DNS listeners are
+	// up: wait until one answers.
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, _, err := query(t.Context(), server, "kubernetes.default.svc.cluster.local.", dnsmessage.TypeA); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("CoreDNS does not answer on %s within a minute: %v\n%s", server, err, log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for _, tc := range []struct {
 		name  string
 		qtype dnsmessage.Type
@@ -140,7 +151,7 @@ func TestCoreDNSAnswersClusterNamesAndRefusesTheRest(t *testing.T) {
 	} {
 		rcode, answers, err := query(t.Context(), server, tc.name, tc.qtype)
 		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
+			t.Errorf("%s: %v\nCoreDNS said:\n%s\nCorefile:\n%s", tc.name, err, log.String(), local)
 			continue
 		}
 		if rcode != tc.rcode || (tc.want != "" && !(len(answers) == 1 && answers[0] == tc.want)) {
@@ -195,7 +206,7 @@ func freeUDPAndTCPPort(t *testing.T) int {
 }
 
 // waitHTTP200 polls url until it answers 200, for a minute.
-func waitHTTP200(t *testing.T, url string, log *bytes.Buffer) {
+func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -258,4 +269,23 @@ func query(ctx context.Context, server, name string, qtype dnsmessage.Type) (dns
 		}
 	}
 	return m.RCode, answers, nil
+}
+
+// syncBuffer is a buffer a process's output goroutine writes while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

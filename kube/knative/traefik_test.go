@@ -1,7 +1,6 @@
 package knative
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,7 +102,7 @@ func TestTraefikReconcilesAKnativeIngressAndWritesTheStatusKnativeWaitsFor(t *te
 		args = append(args, a)
 	}
 	args = append(args, "--api=true", "--api.insecure=true", "--log.level=DEBUG")
-	var log bytes.Buffer
+	var log syncBuffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	// Outside a pod: the provider takes KUBECONFIG when there is no

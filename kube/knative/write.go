@@ -3,6 +3,7 @@ package knative
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -679,4 +680,27 @@ func writeIngress(opts Options) (Step, error) {
 		Dir:  dir,
 		Wait: []Wait{{"Deployment", IngressNamespace, IngressService}},
 	}, nil
+}
+
+// Prepare is the whole preparation `cluster up --knative` needs before
+// Install: the images of binDir (hack/knative-build.sh's) into the node's
+// layout, Knative's sources from the module cache (the go command run in
+// opts.Dir's parent, which must hold no go.mod of a module), and the
+// Steps written under opts.Dir. opts.Images and opts.Sources are filled
+// in here.
+func Prepare(ctx context.Context, binDir, layout string, opts Options) ([]Step, error) {
+	images, err := BuildImages(binDir, layout)
+	if err != nil {
+		return nil, err
+	}
+	work := filepath.Dir(opts.Dir)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fmt.Errorf("knative manifests: %w", err)
+	}
+	src, err := FindSources(ctx, work)
+	if err != nil {
+		return nil, err
+	}
+	opts.Images, opts.Sources = images, src
+	return Write(opts)
 }
