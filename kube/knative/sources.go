@@ -50,10 +50,15 @@ type module struct {
 
 // FindSources downloads (or finds in the module cache) knative.dev/serving
 // at ServingVersion and the networking and caching modules its go.mod
-// requires, with the go command (GOPROXY, GOFLAGS and the module cache as
-// the environment sets them). work is the directory the go command runs
-// in: one without a go.mod (a module there would have its go.mod consulted).
-func FindSources(ctx context.Context, work string) (Sources, error) {
+// requires, with the go command (GOPROXY and the module cache as the
+// environment sets them), run in an empty temporary directory: no
+// module's go.mod or go.work is consulted or changed.
+func FindSources(ctx context.Context) (Sources, error) {
+	work, err := os.MkdirTemp("", "podgate-knative-sources")
+	if err != nil {
+		return Sources{}, fmt.Errorf("knative sources: %w", err)
+	}
+	defer os.RemoveAll(work)
 	serving, err := download(ctx, work, ServingModule+"@"+ServingVersion)
 	if err != nil {
 		return Sources{}, err
@@ -74,7 +79,8 @@ func FindSources(ctx context.Context, work string) (Sources, error) {
 }
 
 // requires is MODULE@VERSION of each of mods as the go.mod file (named
-// name) requires it, in order.
+// name) requires it, in order. Its replace directives are ignored, as the
+// go command ignores a dependency's (ParseLax drops them).
 func requires(name string, gomod []byte, mods ...string) ([]string, error) {
 	f, err := modfile.ParseLax(name, gomod, nil)
 	if err != nil {
@@ -86,11 +92,6 @@ func requires(name string, gomod []byte, mods ...string) ([]string, error) {
 		for _, r := range f.Require {
 			if r.Mod.Path == m {
 				v = r.Mod.Version
-			}
-		}
-		for _, r := range f.Replace {
-			if r.Old.Path == m {
-				return nil, fmt.Errorf("knative sources: %s replaces %s (=> %s): not a module version to download", name, m, r.New)
 			}
 		}
 		if v == "" {
@@ -106,6 +107,9 @@ func requires(name string, gomod []byte, mods ...string) ([]string, error) {
 func download(ctx context.Context, dir string, mods ...string) ([]module, error) {
 	cmd := exec.CommandContext(ctx, "go", append([]string{"mod", "download", "-json"}, mods...)...)
 	cmd.Dir = dir
+	// Outside any module or workspace, whatever GOFLAGS says (-mod=vendor
+	// would refuse the download).
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

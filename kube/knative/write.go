@@ -693,11 +693,7 @@ func Prepare(ctx context.Context, binDir, layout string, opts Options) ([]Step, 
 	if err != nil {
 		return nil, err
 	}
-	work := filepath.Dir(opts.Dir)
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, fmt.Errorf("knative manifests: %w", err)
-	}
-	src, err := FindSources(ctx, work)
+	src, err := FindSources(ctx)
 	if err != nil {
 		return nil, err
 	}

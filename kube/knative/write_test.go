@@ -25,12 +25,7 @@ import (
 
 // sources are Knative's modules, found once per test binary.
 var sources = sync.OnceValues(func() (Sources, error) {
-	dir, err := os.MkdirTemp("", "knative-sources")
-	if err != nil {
-		return Sources{}, err
-	}
-	defer os.RemoveAll(dir)
-	return FindSources(context.Background(), dir)
+	return FindSources(context.Background())
 })
 
 func testSources(t testing.TB) Sources {
