@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/podgate/podgate/internal/k8sbin"
 	"github.com/podgate/podgate/kube/controlplane"
@@ -64,6 +65,28 @@ func TestTheAPIServerAcceptsEveryStepInOrderAndAgain(t *testing.T) {
 	} {
 		if _, err := k.run(t.Context(), append([]string{"get"}, strings.Fields(obj)...)...); err != nil {
 			t.Error(err)
+		}
+	}
+	// Pods are admitted too (a second admission after the apply's: the
+	// priority classes, the service accounts): every Deployment's
+	// ReplicaSet makes its pod, Pending with no node to run it.
+	for _, d := range []struct{ ns, selector string }{
+		{"kube-system", "k8s-app=kube-dns"},
+		{Namespace, "app=webhook"}, {Namespace, "app=controller"},
+		{Namespace, "app=autoscaler"}, {Namespace, "app=activator"},
+		{IngressNamespace, "app=traefik"},
+	} {
+		for deadline := time.Now().Add(time.Minute); ; {
+			out, err := k.run(t.Context(), "get", "pods", "-n", d.ns, "-l", d.selector, "-o", "name")
+			if err == nil && strings.TrimSpace(out) != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				events, _ := k.run(t.Context(), "get", "events", "-n", d.ns)
+				t.Errorf("no pod of %s in %s within a minute (%v); events:\n%s", d.selector, d.ns, err, events)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	out, err := k.run(t.Context(), "get", "-n", "kube-system", "service", "kube-dns", "-o", "jsonpath={.spec.clusterIP}")
