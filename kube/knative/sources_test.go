@@ -53,3 +53,25 @@ func TestRequiresReadsTheVersionsAGoModRequires(t *testing.T) {
 		})
 	}
 }
+
+func TestTheClusterDNSAddressIsTheTenthOfTheServiceRange(t *testing.T) {
+	for _, tc := range []struct{ cidr, want, err string }{
+		{"10.96.0.0/16", "10.96.0.10", ""},
+		{"10.96.0.0/12", "10.96.0.10", ""},
+		{"10.100.5.0/24", "10.100.5.10", ""},
+		{"10.96.1.7/16", "10.96.0.10", ""}, // host bits dropped
+		{"10.96.0.0/29", "", "no tenth address"},
+		{"10.96.0.0", "", "service CIDR"},
+	} {
+		got, err := DNSServiceIP(tc.cidr)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, %v; want an error saying %q", tc.cidr, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got.String() != tc.want {
+			t.Errorf("%s: %v, %v; want %s", tc.cidr, got, err, tc.want)
+		}
+	}
+}
