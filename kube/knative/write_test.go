@@ -405,6 +405,15 @@ func TestClusterNetworkingIsKubeProxyAndCoreDNSWithoutForwarding(t *testing.T) {
 				ps.Containers[0].SecurityContext == nil || !*ps.Containers[0].SecurityContext.Privileged {
 				t.Errorf("kube-proxy: hostNetwork %v, image %s, securityContext %+v", ps.HostNetwork, ps.Containers[0].Image, ps.Containers[0].SecurityContext)
 			}
+			// It runs the node's nft or iptables-restore, found on PATH
+			// (the image's PATH is / alone).
+			pathOK := false
+			for _, e := range ps.Containers[0].Env {
+				pathOK = pathOK || (e.Name == "PATH" && slices.Contains(strings.Split(e.Value, ":"), "/usr/sbin"))
+			}
+			if !pathOK {
+				t.Errorf("kube-proxy's env %+v: no PATH with /usr/sbin, where nft and iptables-restore are", ps.Containers[0].Env)
+			}
 			var kpCM corev1.ConfigMap
 			b.get(t, "ConfigMap", "kube-system", "kube-proxy", &kpCM)
 			var conf struct {
