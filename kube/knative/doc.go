@@ -19,4 +19,21 @@
 //   - Install applies the Steps with the cluster's kubectl, each after
 //     what the one before waits for (CRDs established, Deployments and
 //     DaemonSets rolled out).
+//
+// Prepare does the first three in one call; `cluster up --knative` then
+// runs, roughly:
+//
+//	steps, err := knative.Prepare(ctx, binDir, layoutDir, knative.Options{
+//		Dir:         filepath.Join(clusterDir, "knative"),
+//		Queue:       knative.QueueGate, // or QueueKnative
+//		GateImage:   img.GateRef,       // install.BuildImage's
+//		PodCIDR:     podCIDR,
+//		ServiceCIDR: controlplane.DefaultServiceCIDR,
+//		APIServer:   "https://" + gatewayHostPort, // as the node's network reaches it
+//	})
+//	err = knative.Install(ctx, knative.Kubectl{Path: kubectl, Kubeconfig: admin}, steps)
+//
+// with the node's cluster DNS at DNSServiceIP(ServiceCIDR), and a host
+// loopback port forwarded to Service IngressService of IngressNamespace
+// (port IngressPort).
 package knative
