@@ -1,0 +1,266 @@
+package knativebin
+
+import (
+	"bytes"
+	"debug/buildinfo"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// build is one binary as the script must build it.
+type build struct {
+	bin string
+	// pkg is the main package it is built from and mod@version the
+	// module that pins it (from the binary's build info).
+	pkg, mod, version string
+	// args make it print want (its version, or its usage for Knative's
+	// binaries, which have no version flag) and exit 0.
+	args []string
+	want string
+	// env is added to the environment for that.
+	env []string
+}
+
+var builds = []build{
+	{KubeProxy, "k8s.io/kubernetes/cmd/kube-proxy", "k8s.io/kubernetes", "v1.37.2", []string{"--version"}, "Kubernetes v1.37.2", nil},
+	{CoreDNS, "github.com/coredns/coredns", "github.com/coredns/coredns", "v1.15.0", []string{"-version"}, "CoreDNS-1.15.0", nil},
+	{Controller, "knative.dev/serving/cmd/controller", "knative.dev/serving", "v0.50.0", []string{"-h"}, "Usage of", nil},
+	// Knative's webhook panics without $WEBHOOK_NAME, before it parses flags.
+	{Webhook, "knative.dev/serving/cmd/webhook", "knative.dev/serving", "v0.50.0", []string{"-h"}, "Usage of", []string{"WEBHOOK_NAME=webhook"}},
+	{Activator, "knative.dev/serving/cmd/activator", "knative.dev/serving", "v0.50.0", []string{"-h"}, "Usage of", nil},
+	{Autoscaler, "knative.dev/serving/cmd/autoscaler", "knative.dev/serving", "v0.50.0", []string{"-h"}, "Usage of", nil},
+	{Queue, "knative.dev/serving/cmd/queue", "knative.dev/serving", "v0.50.0", nil, "", nil},
+	{Traefik, "github.com/traefik/traefik/v3/cmd/traefik", "github.com/traefik/traefik/v3", "v3.6.12", []string{"version"}, "v3.6.12", nil},
+}
+
+func TestBuildsCoverNames(t *testing.T) {
+	if len(builds) != len(Names) {
+		t.Fatalf("%d builds checked, %d Names", len(builds), len(Names))
+	}
+	for i, b := range builds {
+		if b.bin != Names[i] {
+			t.Errorf("builds[%d] is %s, Names[%d] is %s", i, b.bin, i, Names[i])
+		}
+	}
+}
+
+func TestDirHoldsEveryBinaryStaticAtThePinnedVersion(t *testing.T) {
+	d, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range builds {
+		t.Run(b.bin, func(t *testing.T) {
+			path, err := Path(b.bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Dir(path) != d {
+				t.Errorf("Path(%s) = %s, not in %s", b.bin, path, d)
+			}
+			checkStatic(t, path)
+			checkBuildInfo(t, path, b)
+			if b.args == nil {
+				return
+			}
+			cmd := exec.Command(path, b.args...)
+			cmd.Env = append(os.Environ(), b.env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s %v: %v\n%s", path, b.args, err, out)
+			}
+			if !strings.Contains(string(out), b.want) {
+				t.Errorf("%s %v says %q, want %q in it", b.bin, b.args, out, b.want)
+			}
+		})
+	}
+}
+
+// The queue binary has no flags: without its environment it says which
+// variable is missing and exits 1. That it says so shows it runs here.
+func TestQueueRunsAndNamesItsMissingEnvironment(t *testing.T) {
+	path, err := Path(Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	cmd.Env = []string{} // none of its variables
+	out, err := cmd.CombinedOutput()
+	if _, ok := err.(*exec.ExitError); !ok {
+		t.Fatalf("%s with no environment: %v (want a non-zero exit)\n%s", path, err, out)
+	}
+	if !strings.Contains(string(out), "SERVING_") && !strings.Contains(string(out), "required key") {
+		t.Errorf("%s with no environment says %q; want it to name a missing variable", path, out)
+	}
+}
+
+// checkStatic fails unless path is a non-empty, stripped ELF executable
+// with no program interpreter and no shared libraries: what runs in an
+// image without a libc.
+func checkStatic(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() == 0 {
+		t.Fatalf("%s is empty", path)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("%s: not an ELF file: %v", path, err)
+	}
+	defer f.Close()
+	if f.Type != elf.ET_EXEC {
+		t.Errorf("%s: ELF type %s, want %s (a static executable)", path, f.Type, elf.ET_EXEC)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("%s has a program interpreter: dynamically linked", path)
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err == nil && len(libs) > 0 {
+		t.Errorf("%s needs shared libraries %v", path, libs)
+	}
+	checkStripped(t, f, path)
+}
+
+// checkBuildInfo checks what the Go toolchain recorded in the binary: its
+// main package, the module version it was built from, and the flags the
+// script promises.
+func checkBuildInfo(t *testing.T, path string, b build) {
+	t.Helper()
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: no Go build info: %v", path, err)
+	}
+	if bi.Path != b.pkg {
+		t.Errorf("%s is built from %s, want %s", path, bi.Path, b.pkg)
+	}
+	version := ""
+	for _, m := range bi.Deps {
+		if m.Path == b.mod {
+			version = m.Version
+		}
+	}
+	if version != b.version {
+		t.Errorf("%s is built with %s %q, want %s", path, b.mod, version, b.version)
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	for k, want := range map[string]string{"CGO_ENABLED": "0", "-trimpath": "true"} {
+		if settings[k] != want {
+			t.Errorf("%s is built with %s=%q, want %q", path, k, settings[k], want)
+		}
+	}
+}
+
+// checkStripped fails unless path has neither a symbol table (-s) nor
+// DWARF (-w). (With -trimpath, Go does not record -ldflags in the build
+// info, so the sections tell.)
+func checkStripped(t *testing.T, f *elf.File, path string) {
+	t.Helper()
+	for _, s := range f.Sections {
+		if s.Name == ".symtab" || strings.HasPrefix(s.Name, ".debug_") || strings.HasPrefix(s.Name, ".zdebug_") {
+			t.Errorf("%s has section %s: not stripped (-s -w)", path, s.Name)
+		}
+	}
+}
+
+// runScript runs the build script from the source tree with args and
+// returns its stdout and stderr.
+func runScript(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	cmd := exec.Command("bash", append([]string{filepath.Join(root, Script)}, args...)...)
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+func TestASecondRunIsACacheHitInWellUnderASecond(t *testing.T) {
+	d, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	stdout, stderr, err := runScript(t)
+	took := time.Since(begin)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, stderr)
+	}
+	if stdout != d+"\n" {
+		t.Errorf("second run printed %q, want the one line %q", stdout, d)
+	}
+	if !strings.Contains(stderr, "cache hit") {
+		t.Errorf("second run's stderr %q does not say it is a cache hit", stderr)
+	}
+	if took > 900*time.Millisecond {
+		t.Errorf("a cache hit took %s", took)
+	}
+}
+
+func TestOnePieceIsTheSameBuildAsInTheWhole(t *testing.T) {
+	whole, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runScript(t, "coredns")
+	if err != nil {
+		t.Fatalf("hack/knative-build.sh coredns: %v\n%s", err, stderr)
+	}
+	one := strings.TrimSpace(stdout)
+	if one == whole {
+		t.Fatalf("one piece printed the directory of all of them, %s", one)
+	}
+	entries, err := os.ReadDir(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != CoreDNS {
+		t.Errorf("%s holds %v, want only %s", one, entries, CoreDNS)
+	}
+	a, errA := os.Stat(filepath.Join(one, CoreDNS))
+	b, errB := os.Stat(filepath.Join(whole, CoreDNS))
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if !os.SameFile(a, b) {
+		t.Errorf("coredns alone and coredns in the whole are different files: built twice")
+	}
+}
+
+func TestAnUnknownPieceIsAnError(t *testing.T) {
+	stdout, stderr, err := runScript(t, "istio")
+	if err == nil {
+		t.Fatalf("hack/knative-build.sh istio succeeded, printing %q", stdout)
+	}
+	if !strings.Contains(stderr, "unknown piece istio") || !strings.Contains(stderr, "kube-proxy coredns knative traefik") {
+		t.Errorf("stderr %q does not name the piece and the known ones", stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+}
+
+func TestEnvDirIsUsedAsIs(t *testing.T) {
+	t.Setenv(EnvDir, t.TempDir())
+	if _, err := Ensure(nil); err == nil || !strings.Contains(err.Error(), "$"+EnvDir) || !strings.Contains(err.Error(), "knative-queue") {
+		t.Errorf("an empty $%s: got %v, want an error naming it and the missing binaries", EnvDir, err)
+	}
+}
