@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"github.com/podgate/podgate/internal/ociimage"
 	"github.com/podgate/podgate/kube/controlplane"
 	"github.com/podgate/podgate/kube/install"
+	"github.com/podgate/podgate/kube/knative"
 	"github.com/podgate/podgate/node/images"
 	"github.com/podgate/podgate/node/kube"
 	"github.com/podgate/podgate/node/netns"
@@ -84,6 +86,10 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 		forwards++
 		// The admin's credential: the cluster process holds it anyway.
 		go func() { forwarded <- install.ServeFrontDoor(fwdCtx, doorLn, cp.AdminConfig(), log) }()
+	}
+	if ingressLn, ok := lns["ingress"]; ok {
+		forwards++
+		go func() { forwarded <- knative.ServeIngress(fwdCtx, ingressLn, cp.AdminConfig(), log) }()
 	}
 	defer func() {
 		stopForward()
@@ -162,6 +168,7 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 		Network:          nodenet.New(network),
 		PodsDir:          PodsDir(cc.Dir),
 		APIServerForPods: apiServer,
+		ClusterDNS:       clusterDNS(cc),
 		Images:           im, Version: cc.Version,
 		Output: stdout, Logger: log,
 		Ready: func() {
@@ -170,4 +177,15 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 			}
 		},
 	})
+}
+
+// clusterDNS is the node's --cluster-dns: CoreDNS's Service address on a
+// cluster with Knative, none otherwise (pods get the node's resolv.conf,
+// as a kubelet without --cluster-dns gives them).
+func clusterDNS(cc childConfig) []netip.Addr {
+	ip, err := netip.ParseAddr(cc.ClusterDNS)
+	if err != nil {
+		return nil
+	}
+	return []netip.Addr{ip}
 }

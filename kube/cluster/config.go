@@ -31,6 +31,15 @@ const (
 	// DefaultFrontDoor is a free port: `podgate run`'s front door may
 	// hold 8080 beside a cluster.
 	DefaultFrontDoor = "127.0.0.1:0"
+	// DefaultIngress is the host's loopback address forwarded to
+	// Knative's ingress with --knative: a free port.
+	DefaultIngress = "127.0.0.1:0"
+)
+
+// Queue sidecars of a cluster with Knative (Config.QueueProxy).
+const (
+	QueueProxyGate    = "gate"    // podgate's gate (the default)
+	QueueProxyKnative = "knative" // Knative's own queue-proxy
 )
 
 // DefaultDir is where a cluster keeps its files when no Dir is given on
@@ -78,6 +87,8 @@ const (
 	imageDir      = "image"
 	imageCacheDir = "image-cache"
 	installDir    = "install"
+	// knativeDir holds the Knative stack's kustomizations (--knative).
+	knativeDir = "knative"
 )
 
 // ChildCommand is the hidden subcommand of podgate that runs the cluster
@@ -106,6 +117,16 @@ type Config struct {
 	// FrontDoor is the host's loopback address forwarded to the
 	// activator's Service (default DefaultFrontDoor: a free port).
 	FrontDoor string
+	// Knative installs the Knative stack after podgate: kube-proxy and
+	// CoreDNS (cluster networking), Knative Serving, and Traefik as its
+	// ingress, forwarded from Ingress on the host.
+	Knative bool
+	// QueueProxy is the queue sidecar Knative puts in every revision's
+	// pods: QueueProxyGate (default) or QueueProxyKnative.
+	QueueProxy string
+	// Ingress is the host's loopback address forwarded to Knative's
+	// ingress (default DefaultIngress: a free port).
+	Ingress string
 	// InstallTimeout bounds the install, from the apply until the webhook
 	// and the activator are ready (default install.DefaultTimeout).
 	InstallTimeout time.Duration
@@ -137,6 +158,9 @@ type Info struct {
 	// podgate's image, by digest, that the install runs, and GateImage
 	// the gate's, which the webhook injects.
 	FrontDoor, Image, GateImage string
+	// Ingress is Knative's ingress, http://127.0.0.1:PORT ("" without
+	// --knative).
+	Ingress string
 }
 
 // Check reports a configuration Up would refuse (a flag's value), before
@@ -172,6 +196,22 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if err := checkListen("--front-door", cfg.FrontDoor); err != nil {
 		return cfg, err
+	}
+	if cfg.Ingress == "" {
+		cfg.Ingress = DefaultIngress
+	}
+	if err := checkListen("--ingress", cfg.Ingress); err != nil {
+		return cfg, err
+	}
+	switch cfg.QueueProxy {
+	case "":
+		cfg.QueueProxy = QueueProxyGate
+	case QueueProxyGate, QueueProxyKnative:
+	default:
+		return cfg, fmt.Errorf("--queue-proxy %q: want %s or %s", cfg.QueueProxy, QueueProxyGate, QueueProxyKnative)
+	}
+	if cfg.Knative && cfg.NoInstall {
+		return cfg, errors.New("--knative needs podgate installed: it cannot go with --no-install")
 	}
 	if cfg.InstallTimeout < 0 {
 		return cfg, fmt.Errorf("--install-timeout %s: must not be negative", cfg.InstallTimeout)
@@ -242,6 +282,9 @@ type childConfig struct {
 	// Install: the node runs images of the layout in DIR/image, and the
 	// host passed the front door's listener.
 	Install bool `json:"install,omitempty"`
+	// ClusterDNS is the node's --cluster-dns (CoreDNS's Service address
+	// with Knative); the host passed the ingress's listener too.
+	ClusterDNS string `json:"clusterDNS,omitempty"`
 	// ReadyFd is the descriptor of the pipe the child reports on.
 	ReadyFd int `json:"readyFd"`
 }

@@ -28,6 +28,8 @@ type pidRecord struct {
 	// door's ("" without the install).
 	Server    string `json:"server,omitempty"`
 	FrontDoor string `json:"frontDoor,omitempty"`
+	// Ingress is Knative's ingress on the host ("" without --knative).
+	Ingress string `json:"ingress,omitempty"`
 }
 
 func writePidFile(dir string, rec pidRecord) error {

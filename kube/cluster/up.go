@@ -22,6 +22,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/podgate/podgate/internal/k8sbin"
+	"github.com/podgate/podgate/internal/knativebin"
+	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/kube/knative"
 	"github.com/podgate/podgate/node/netns"
 )
 
@@ -56,6 +59,12 @@ func Up(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	knBins := ""
+	if cfg.Knative {
+		if knBins, err = knativeBinaries(cfg.Stderr); err != nil {
+			return err
+		}
+	}
 	if err := cleanState(cfg.Dir); err != nil {
 		return err
 	}
@@ -84,6 +93,11 @@ func Up(ctx context.Context, cfg Config) error {
 		}
 		if image != nil {
 			if stopped, err := h.install(ctx, sigs, &info, image, begin); stopped {
+				return err
+			}
+		}
+		if cfg.Knative {
+			if stopped, err := h.installKnative(ctx, sigs, &info, knBins, msg.APIServer, begin); stopped {
 				return err
 			}
 		}
@@ -118,17 +132,28 @@ func Up(ctx context.Context, cfg Config) error {
 // binaries gets the control plane's binaries, showing the build's steps
 // when it is not a cache hit.
 func binaries(stderr io.Writer) (string, error) {
-	d, err := k8sbin.Ensure(&buildProgress{w: stderr})
+	d, err := k8sbin.Ensure(&buildProgress{w: stderr, what: "podgate: building the Kubernetes binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) from source, once; a cold build takes 5 to 15 minutes on 2 cores"})
 	if err != nil {
 		return "", fmt.Errorf("the Kubernetes binaries: %w", err)
 	}
 	return d, nil
 }
 
+// knativeBinaries gets the Knative stack's binaries (kube-proxy, CoreDNS,
+// Knative Serving's, Traefik), as binaries does the control plane's.
+func knativeBinaries(stderr io.Writer) (string, error) {
+	d, err := knativebin.Ensure(&buildProgress{w: stderr, what: "podgate: building the Knative stack (kube-proxy, CoreDNS, Knative Serving, Traefik) from source, once; a cold build takes 15 to 40 minutes on 2 cores"})
+	if err != nil {
+		return "", fmt.Errorf("the Knative stack's binaries: %w", err)
+	}
+	return d, nil
+}
+
 // buildProgress shows the build script's step lines, after a line that
-// says what is happening; a cache hit shows nothing.
+// says what is happening (what); a cache hit shows nothing.
 type buildProgress struct {
 	w       io.Writer
+	what    string
 	started bool
 	part    []byte
 }
@@ -147,7 +172,7 @@ func (b *buildProgress) Write(p []byte) (int, error) {
 		}
 		if !b.started {
 			b.started = true
-			fmt.Fprintln(b.w, "podgate: building the Kubernetes binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) from source, once; a cold build takes 5 to 15 minutes on 2 cores")
+			fmt.Fprintln(b.w, b.what)
 		}
 		fmt.Fprintln(b.w, line)
 	}
@@ -156,7 +181,7 @@ func (b *buildProgress) Write(p []byte) (int, error) {
 // cleanState removes what a previous cluster in dir left: a new cluster
 // gets a new PKI and an empty etcd.
 func cleanState(dir string) error {
-	for _, name := range []string{KubeconfigFile, PidFile, controlPlaneDir, podsDir, imageDir, imageCacheDir, installDir} {
+	for _, name := range []string{KubeconfigFile, PidFile, controlPlaneDir, podsDir, imageDir, imageCacheDir, installDir, knativeDir} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean the cluster directory: %w", err)
 		}
@@ -217,9 +242,31 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 		defer doorFile.Close()
 		door = "http://" + doorLn.Addr().String()
 	}
+	ingress, clusterDNS := "", ""
+	if cfg.Knative {
+		ingressLn, err := net.Listen("tcp", cfg.Ingress)
+		if err != nil {
+			readyR.Close()
+			return nil, fmt.Errorf("--ingress %s: %w", cfg.Ingress, err)
+		}
+		defer ingressLn.Close()
+		ingressFile, err := netns.PassListener(cmd, "ingress", ingressLn)
+		if err != nil {
+			readyR.Close()
+			return nil, err
+		}
+		defer ingressFile.Close()
+		ingress = "http://" + ingressLn.Addr().String()
+		dns, err := knative.DNSServiceIP(controlplane.DefaultServiceCIDR)
+		if err != nil {
+			readyR.Close()
+			return nil, err
+		}
+		clusterDNS = dns.String()
+	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, readyW)
 	cc := childConfig{Dir: cfg.Dir, PodCIDR: cfg.PodCIDR, NodeName: cfg.NodeName, BinDir: bins,
-		Images: cfg.Images, Version: cfg.Version, Install: !cfg.NoInstall, ReadyFd: 2 + len(cmd.ExtraFiles)}
+		Images: cfg.Images, Version: cfg.Version, Install: !cfg.NoInstall, ClusterDNS: clusterDNS, ReadyFd: 2 + len(cmd.ExtraFiles)}
 	args, err := cc.args()
 	if err != nil {
 		readyR.Close()
@@ -237,7 +284,7 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 		return nil, err
 	}
 	go h.readReady(readyR)
-	if err := h.record(ln.Addr().String(), door); err != nil {
+	if err := h.record(ln.Addr().String(), door, ingress); err != nil {
 		h.stop(nil)
 		return nil, err
 	}
@@ -268,7 +315,7 @@ func (h *hostSide) start() error {
 }
 
 // record writes the pid file.
-func (h *hostSide) record(listen, door string) error {
+func (h *hostSide) record(listen, door, ingress string) error {
 	pid := h.cmd.Process.Pid
 	st, err := readStat(pid)
 	if err != nil {
@@ -279,7 +326,7 @@ func (h *hostSide) record(listen, door string) error {
 		return fmt.Errorf("the cluster process: %w", err)
 	}
 	defer ns.Close()
-	h.rec = pidRecord{Pid: pid, StartTime: st.startTime, HostPid: os.Getpid(), Netns: ns.Inode(), Server: "https://" + listen, FrontDoor: door}
+	h.rec = pidRecord{Pid: pid, StartTime: st.startTime, HostPid: os.Getpid(), Netns: ns.Inode(), Server: "https://" + listen, FrontDoor: door, Ingress: ingress}
 	return writePidFile(h.cfg.Dir, h.rec)
 }
 

@@ -31,7 +31,7 @@ Needs root. See docs/kubernetes.md.`,
 func newClusterUpCmd() *cobra.Command {
 	var cfg cluster.Config
 	cmd := &cobra.Command{
-		Use:   "up [--dir DIR] [--pod-cidr CIDR] [--listen 127.0.0.1:PORT] [--front-door 127.0.0.1:PORT] [--no-install]",
+		Use:   "up [--dir DIR] [--pod-cidr CIDR] [--listen 127.0.0.1:PORT] [--front-door 127.0.0.1:PORT] [--no-install] [--knative [--queue-proxy gate|knative] [--ingress 127.0.0.1:PORT]]",
 		Short: "Start a cluster with podgate installed and run it in the foreground until Ctrl-C",
 		Long: `Start a cluster: the control plane's binaries (a cold build takes 5 to 15
 minutes, then a cache hit), a network namespace with the bridge podgate0
@@ -49,13 +49,21 @@ activator started from it, and prints the front door once both are
 ready: --front-door on the host, forwarded to the activator's pods.
 --no-install starts a bare cluster.
 
+With --knative it then installs Knative Serving as a real cluster runs it:
+kube-proxy (every Service's ClusterIP routes) and CoreDNS (cluster DNS
+for every pod), Knative Serving v0.50.0 from Knative's own manifests,
+and Traefik as the Knative ingress, forwarded to --ingress on the host.
+Their binaries are built from the Go module proxy once (cold: tens of
+minutes, then a cache hit). Every revision's queue sidecar is podgate's
+gate, or Knative's own queue-proxy with --queue-proxy knative.
+
 Ctrl-C stops everything: the node first (its pods terminate gracefully; a
 second Ctrl-C kills them at once, a third kills everything), the control
 plane, the network. After a crash: podgate cluster down --dir DIR.
 
-Limits: no kube-proxy (ClusterIPs do not route; pods reach the API server
-at the node's address), no kubelet API (no kubectl logs or exec), volumes
-are ignored.
+Limits: without --knative no kube-proxy (ClusterIPs do not route; pods
+reach the API server at the node's address) and no cluster DNS; no
+kubelet API (no kubectl logs or exec).
 
 Exit status: 0 after a clean stop, 1 a failed start or install or a
 cluster that ended on its own, 2 usage error.`,
@@ -81,6 +89,9 @@ cluster that ended on its own, 2 usage error.`,
 	f.StringArrayVar(&cfg.Images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
 	f.BoolVar(&cfg.NoInstall, "no-install", false, "a bare cluster: no podgate image, webhook, activator or front door")
 	f.StringVar(&cfg.FrontDoor, "front-door", cluster.DefaultFrontDoor, "host loopback address of the front door, forwarded to the activator (port 0: a free one)")
+	f.BoolVar(&cfg.Knative, "knative", false, "also install Knative Serving, cluster networking (kube-proxy, CoreDNS) and Traefik as its ingress, built from source once")
+	f.StringVar(&cfg.QueueProxy, "queue-proxy", cluster.QueueProxyGate, "with --knative, every revision's queue sidecar: gate (podgate's) or knative (Knative's queue-proxy)")
+	f.StringVar(&cfg.Ingress, "ingress", cluster.DefaultIngress, "with --knative, host loopback address forwarded to Knative's ingress (port 0: a free one)")
 	f.DurationVar(&cfg.InstallTimeout, "install-timeout", install.DefaultTimeout, "how long the webhook and the activator may take to be ready once applied")
 	return cmd
 }
