@@ -29,6 +29,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/toggleExec", s.toggleExec)
 	mux.HandleFunc("/redirect", s.redirect)
 	mux.HandleFunc("/slow", s.slow)
+	mux.HandleFunc("/resolve", s.resolve)
+	mux.HandleFunc("/fetch", s.fetch)
 	// Any other path is traffic: answer who served it, so load tests can
 	// see which replica answered.
 	mux.HandleFunc("/", s.root)
