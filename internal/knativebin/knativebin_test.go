@@ -146,14 +146,10 @@ func checkBuildInfo(t *testing.T, path string, b build) {
 	if bi.Path != b.pkg {
 		t.Errorf("%s is built from %s, want %s", path, bi.Path, b.pkg)
 	}
-	version := ""
-	for _, m := range bi.Deps {
-		if m.Path == b.mod {
-			version = m.Version
-		}
-	}
-	if version != b.version {
-		t.Errorf("%s is built with %s %q, want %s", path, b.mod, version, b.version)
+	// The module of the main package is recorded as the main module,
+	// not the tools module the build ran in.
+	if bi.Main.Path != b.mod || bi.Main.Version != b.version {
+		t.Errorf("%s is built from module %s %s, want %s %s", path, bi.Main.Path, bi.Main.Version, b.mod, b.version)
 	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
