@@ -260,3 +260,42 @@ func TestEnvDirIsUsedAsIs(t *testing.T) {
 		t.Errorf("an empty $%s: got %v, want an error naming it and the missing binaries", EnvDir, err)
 	}
 }
+
+// A kube-dns Corefile (the one kubeadm writes) uses these plugins.
+func TestCoreDNSHasTheKubeDNSPlugins(t *testing.T) {
+	path, err := Path(CoreDNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(path, "-plugins").Output()
+	if err != nil {
+		t.Fatalf("%s -plugins: %v", path, err)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, p := range []string{"errors", "health", "ready", "kubernetes", "forward", "cache", "loop", "reload", "loadbalance", "prometheus"} {
+		if !have[p] {
+			t.Errorf("coredns has no plugin %s; it has:\n%s", p, out)
+		}
+	}
+}
+
+// Traefik's Knative provider (experimental in v3.6) is what makes it
+// Knative's ingress.
+func TestTraefikHasItsKnativeProvider(t *testing.T) {
+	path, err := Path(Traefik)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(path, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --help: %v\n%s", path, err, out)
+	}
+	for _, flag := range []string{"--experimental.knative", "--providers.knative"} {
+		if !strings.Contains(string(out), flag) {
+			t.Errorf("%s --help has no %s", path, flag)
+		}
+	}
+}
