@@ -146,14 +146,10 @@ func checkBuildInfo(t *testing.T, path string, b build) {
 	if bi.Path != b.pkg {
 		t.Errorf("%s is built from %s, want %s", path, bi.Path, b.pkg)
 	}
-	version := ""
-	for _, m := range bi.Deps {
-		if m.Path == b.mod {
-			version = m.Version
-		}
-	}
-	if version != b.version {
-		t.Errorf("%s is built with %s %q, want %s", path, b.mod, version, b.version)
+	// The module of the main package is recorded as the main module,
+	// not the tools module the build ran in.
+	if bi.Main.Path != b.mod || bi.Main.Version != b.version {
+		t.Errorf("%s is built from module %s %s, want %s %s", path, bi.Main.Path, bi.Main.Version, b.mod, b.version)
 	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
@@ -262,5 +258,44 @@ func TestEnvDirIsUsedAsIs(t *testing.T) {
 	t.Setenv(EnvDir, t.TempDir())
 	if _, err := Ensure(nil); err == nil || !strings.Contains(err.Error(), "$"+EnvDir) || !strings.Contains(err.Error(), "knative-queue") {
 		t.Errorf("an empty $%s: got %v, want an error naming it and the missing binaries", EnvDir, err)
+	}
+}
+
+// A kube-dns Corefile (the one kubeadm writes) uses these plugins.
+func TestCoreDNSHasTheKubeDNSPlugins(t *testing.T) {
+	path, err := Path(CoreDNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(path, "-plugins").Output()
+	if err != nil {
+		t.Fatalf("%s -plugins: %v", path, err)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, p := range []string{"errors", "health", "ready", "kubernetes", "forward", "cache", "loop", "reload", "loadbalance", "prometheus"} {
+		if !have[p] {
+			t.Errorf("coredns has no plugin %s; it has:\n%s", p, out)
+		}
+	}
+}
+
+// Traefik's Knative provider (experimental in v3.6) is what makes it
+// Knative's ingress.
+func TestTraefikHasItsKnativeProvider(t *testing.T) {
+	path, err := Path(Traefik)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(path, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --help: %v\n%s", path, err, out)
+	}
+	for _, flag := range []string{"--experimental.knative", "--providers.knative"} {
+		if !strings.Contains(string(out), flag) {
+			t.Errorf("%s --help has no %s", path, flag)
+		}
 	}
 }
