@@ -299,3 +299,74 @@ func TestTraefikHasItsKnativeProvider(t *testing.T) {
 		}
 	}
 }
+
+// A copy of the script and the tools modules with one go.mod changed
+// builds that piece again and takes the others from the cache. (With the
+// Go build cache warm, as after the first build, the one piece is a relink
+// of seconds.)
+func TestAChangedPinRebuildsOnlyItsPiece(t *testing.T) {
+	whole, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Dir(filepath.Dir(whole)) // CACHE/bin/KEY
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := t.TempDir()
+	files := []string{Script}
+	for _, m := range []string{"hack/k8s/kube-proxy", "hack/coredns", "hack/knative", "hack/traefik"} {
+		files = append(files, m+"/go.mod", m+"/go.sum")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "hack/coredns/go.mod" {
+			data = append(data, "// a changed pin\n"...)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(tree, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, f), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A cache of its own that sees the other pieces' builds.
+	own := t.TempDir()
+	for _, p := range []string{"kube-proxy", "knative", "traefik"} {
+		if err := os.Symlink(filepath.Join(cache, p), filepath.Join(own, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("bash", filepath.Join(tree, Script))
+	cmd.Env = append(os.Environ(), "PODGATE_KNATIVE_CACHE="+own)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the copy with a changed pin: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "building coredns") {
+		t.Errorf("coredns's go.mod changed, and it was not built again:\n%s", stderr.String())
+	}
+	for _, p := range []string{"kube-proxy", "knative", "traefik"} {
+		if strings.Contains(stderr.String(), "building "+p) {
+			t.Errorf("only coredns's go.mod changed, and %s was built again:\n%s", p, stderr.String())
+		}
+	}
+	d := strings.TrimSpace(stdout.String())
+	if !strings.HasPrefix(d, own+string(filepath.Separator)) {
+		t.Fatalf("the copy printed %q, not a directory in its cache %s", d, own)
+	}
+	for _, n := range Names {
+		if fi, err := os.Stat(filepath.Join(d, n)); err != nil || fi.Mode()&0o111 == 0 {
+			t.Errorf("%s has no executable %s (%v)", d, n, err)
+		}
+	}
+	out, err := exec.Command(filepath.Join(d, CoreDNS), "-version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "CoreDNS-1.15.0") {
+		t.Errorf("the rebuilt coredns -version: %v, %q", err, out)
+	}
+}
