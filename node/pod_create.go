@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/podgate/podgate/node/podstatus"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/node/queue"
+	"github.com/podgate/podgate/node/volumes"
 	"github.com/podgate/podgate/probe/prober"
 )
 
@@ -59,6 +61,19 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	if a.opts.PodSetup != nil {
 		p.extras = a.opts.PodSetup(obj.DeepCopy())
 	}
+	if a.podFiles && len(obj.Spec.Volumes) > 0 {
+		dir, err := os.MkdirTemp("", "podgate-volumes-"+obj.Namespace+"-"+obj.Name+"-")
+		if err == nil {
+			p.vols, err = volumes.New(p.obj, dir, a.opts.Volumes, p.extras.Volumes)
+			if err != nil {
+				_ = os.RemoveAll(dir)
+			}
+		}
+		if err != nil {
+			p.closeNet()
+			return nil, fmt.Errorf("pod %s: %w", id, err)
+		}
+	}
 	info := env.PodInfo{
 		Name: p.name, Namespace: p.namespace, UID: string(p.uid),
 		Labels: obj.Labels, Annotations: obj.Annotations,
@@ -106,7 +121,7 @@ func (p *pod) enter() func(func() error) error {
 	return p.net.Enter
 }
 
-// closeNet releases the pod's network and its DNS files: none of its
+// closeNet releases the pod's network, its DNS files and its volumes: none of its
 // processes runs.
 func (p *pod) closeNet() {
 	if err := p.net.Close(); err != nil {
@@ -114,5 +129,10 @@ func (p *pod) closeNet() {
 	}
 	if err := p.files.remove(); err != nil {
 		p.a.log.Warn("remove the pod's DNS files", "pod", p.namespace+"/"+p.name, "err", err)
+	}
+	if p.vols != nil {
+		if err := p.vols.Remove(); err != nil {
+			p.a.log.Warn("remove the pod's volumes", "pod", p.namespace+"/"+p.name, "err", err)
+		}
 	}
 }
