@@ -4,10 +4,17 @@ package nodenet_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -296,7 +303,11 @@ func saSetup(dir string) node.PodSetupFunc {
 				if err := os.MkdirAll(d, 0o755); err != nil {
 					return err
 				}
-				for name, content := range map[string]string{"token": "test-token", "ca.crt": "not a PEM", "namespace": pod.Namespace} {
+				ca, err := selfSignedPEM()
+				if err != nil {
+					return err
+				}
+				for name, content := range map[string]string{"token": "test-token", "ca.crt": ca, "namespace": pod.Namespace} {
 					if err := os.WriteFile(filepath.Join(d, name), []byte(content), 0o644); err != nil {
 						return err
 					}
@@ -374,7 +385,9 @@ func (n *testNode) checkVolumes(objs *objects) error {
 	file(volLibDir+"/scratch/hello", "from-writer", "0644", 2000)
 	file(saDir+"/token", "test-token", "0644", 0)
 	file(saDir+"/namespace", "default", "0644", 0)
-	file(saDir+"/ca.crt", "not a PEM", "0644", 0)
+	if f := r.Files[saDir+"/ca.crt"]; f.Err != "" || !strings.HasPrefix(f.Content, "-----BEGIN CERTIFICATE-----") {
+		errs = append(errs, fmt.Errorf("ca.crt: %q (%s)", f.Content, f.Err))
+	}
 	file(volLibDir+"/greeting-copy", "hello", "0644", 2000)
 	if f := r.Files[volLibDir+"/info/labels"]; f.Err != "" || f.Content != "" {
 		// The pod has no labels: an empty file.
@@ -388,7 +401,7 @@ func (n *testNode) checkVolumes(objs *objects) error {
 			errs = append(errs, fmt.Errorf("write to %s: %q, want EROFS", p, e))
 		}
 	}
-	if c := r.Client; c == nil || c.Err != "" || c.Host != "https://10.96.0.1:443" || c.Token != "test-token" || c.TokenFile != saDir+"/token" {
+	if c := r.Client; c == nil || c.Err != "" || c.Host != "https://10.96.0.1:443" || c.Token != "test-token" || c.TokenFile != saDir+"/token" || c.CAFile != saDir+"/ca.crt" {
 		errs = append(errs, fmt.Errorf("in-cluster config from the pod: %+v", c))
 	}
 	if err := n.waitOutput("volpod/app | " + volWatchPrefix + "hello"); err != nil {
@@ -430,4 +443,23 @@ func (n *testNode) waitOutput(line string) error {
 	return poll("output "+line, func() (bool, string) {
 		return strings.Contains("\n"+n.out.String()+"\n", "\n"+line+"\n"), "not yet"
 	})
+}
+
+// selfSignedPEM is a CA certificate, as the kube-root-ca.crt ConfigMap
+// holds one (client-go's in-cluster configuration parses it).
+func selfSignedPEM() (string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), nil
 }
