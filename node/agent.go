@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,6 +28,7 @@ import (
 	"github.com/podgate/podgate/node/podworkers"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/node/seccontext"
+	"github.com/podgate/podgate/node/volumes"
 	"github.com/podgate/podgate/probe"
 	"github.com/podgate/podgate/probe/prober"
 )
@@ -119,7 +121,28 @@ type Options struct {
 	// those paths, bound in a mount namespace of its own. On the loopback
 	// network the processes see this machine's files.
 	ResolvConf string
+
+	// Volumes reads the configMaps and secrets pods' volumes project (on
+	// a cluster, the API server). On a pod network (Network set) with the
+	// node root, each pod's volumes are set up as the kubelet sets them
+	// up (package node/volumes) and bound at each container's mount paths
+	// in its process's own mount namespace; nil there: a configMap or
+	// secret volume fails its mount. On the loopback network, or when the
+	// node is not root, volumes are not set up: a container's mount paths
+	// are this machine's paths.
+	Volumes VolumeGetter
+	// VolumeResync is how often each pod's configMap, secret, downwardAPI
+	// and projected volumes are written again from their objects (the
+	// kubelet's sync; default DefaultVolumeResync).
+	VolumeResync time.Duration
 }
+
+// VolumeGetter reads the objects volumes project (Options.Volumes).
+type VolumeGetter = volumes.Getter
+
+// DefaultVolumeResync is Options.VolumeResync's default: the kubelet's
+// sync frequency, a minute.
+const DefaultVolumeResync = time.Minute
 
 // Agent is the node agent. Create it with New: it runs every pod its
 // PodSource reports bound to its node, until Shutdown.
@@ -189,6 +212,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = poddns.DefaultClusterDomain
+	}
+	if opts.VolumeResync <= 0 {
+		opts.VolumeResync = DefaultVolumeResync
 	}
 	if opts.ResolvConf == "" {
 		opts.ResolvConf = DefaultResolvConf

@@ -17,6 +17,7 @@ import (
 	"github.com/podgate/podgate/node/queue"
 	"github.com/podgate/podgate/node/startorder"
 	"github.com/podgate/podgate/node/termination"
+	"github.com/podgate/podgate/node/volumes"
 	"github.com/podgate/podgate/probe/prober"
 )
 
@@ -65,7 +66,10 @@ type pod struct {
 	hostNetwork bool
 	// files are the pod's resolv.conf and hosts file, if the node gives
 	// pods their own (Options.ResolvConf).
-	files        podFiles
+	files podFiles
+	// vols are the pod's volumes, when the node mounts them (as it gives
+	// pods their own DNS files).
+	vols         *volumes.Pod
 	obj          *corev1.Pod // metadata and spec as created; status is built
 	inits, mains []*container
 	byName       map[string]*container

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/podgate/podgate/node/podstatus"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/node/queue"
+	"github.com/podgate/podgate/node/volumes"
 	"github.com/podgate/podgate/probe/prober"
 )
 
@@ -59,6 +61,13 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	if a.opts.PodSetup != nil {
 		p.extras = a.opts.PodSetup(obj.DeepCopy())
 	}
+	if a.podFiles && len(obj.Spec.Volumes) > 0 {
+		var err error
+		if p.vols, err = a.newVolumes(p.obj, p.extras.Volumes); err != nil {
+			p.closeNet()
+			return nil, fmt.Errorf("pod %s: %w", id, err)
+		}
+	}
 	info := env.PodInfo{
 		Name: p.name, Namespace: p.namespace, UID: string(p.uid),
 		Labels: obj.Labels, Annotations: obj.Annotations,
@@ -66,16 +75,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 		PodIP: ip.String(), HostIP: a.hostIP,
 	}
 	p.inits, p.mains = a.newContainers(p.obj, info, p.extras.Env, p.enter())
-	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
-		if len(p.files.binds) > 0 && c.sec.Refused == "" {
-			sec := proc.Security{}
-			if c.sec.Security != nil {
-				sec = *c.sec.Security
-			}
-			sec.Binds = p.files.binds
-			c.sec.Security = &sec
-		}
-	}
+	p.bindFiles()
 	p.byName = map[string]*container{}
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
@@ -106,7 +106,7 @@ func (p *pod) enter() func(func() error) error {
 	return p.net.Enter
 }
 
-// closeNet releases the pod's network and its DNS files: none of its
+// closeNet releases the pod's network, its DNS files and its volumes: none of its
 // processes runs.
 func (p *pod) closeNet() {
 	if err := p.net.Close(); err != nil {
@@ -114,5 +114,39 @@ func (p *pod) closeNet() {
 	}
 	if err := p.files.remove(); err != nil {
 		p.a.log.Warn("remove the pod's DNS files", "pod", p.namespace+"/"+p.name, "err", err)
+	}
+	if p.vols != nil {
+		if err := p.vols.Remove(); err != nil {
+			p.a.log.Warn("remove the pod's volumes", "pod", p.namespace+"/"+p.name, "err", err)
+		}
+	}
+}
+
+// newVolumes prepares obj's volumes in a directory of the pod's own;
+// provided are those its PodSetup fills.
+func (a *Agent) newVolumes(obj *corev1.Pod, provided map[string]string) (*volumes.Pod, error) {
+	dir, err := os.MkdirTemp("", "podgate-volumes-"+obj.Namespace+"-"+obj.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("volumes: %w", err)
+	}
+	v, err := volumes.New(obj, dir, a.opts.Volumes, provided)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return v, nil
+}
+
+// bindFiles has every container's process see the pod's DNS files.
+func (p *pod) bindFiles() {
+	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
+		if len(p.files.binds) > 0 && c.sec.Refused == "" {
+			sec := proc.Security{}
+			if c.sec.Security != nil {
+				sec = *c.sec.Security
+			}
+			sec.Binds = p.files.binds
+			c.sec.Security = &sec
+		}
 	}
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,12 +46,18 @@ func (p *pod) startContainer(c *container) {
 	for _, w := range c.sec.Warnings {
 		p.record(c, corev1.EventTypeWarning, events.ReasonSecurityContextNotEnforced, w)
 	}
+	sec, err := p.security(c)
+	if err != nil {
+		logs.End()
+		p.startFailed(c, err)
+		return
+	}
 	p.record(c, corev1.EventTypeNormal, events.ReasonCreated, "Created container: "+c.name)
 	pr, err := a.sup.Start(proc.Spec{
 		Path: path, Args: c.cfg.Argv, Env: c.cfg.Env.Strings(), Dir: c.cfg.Dir,
 		Stdout: c.stdout, Stderr: c.stderr,
 		Enter:    p.enter(),
-		Security: c.sec.Security,
+		Security: sec,
 	})
 	if err != nil {
 		logs.End()
@@ -85,4 +92,25 @@ func (p *pod) startFailed(c *container, err error) {
 		ExitCode: 128, Reason: "StartError", Message: err.Error(),
 		StartedAt: now, FinishedAt: now, ContainerID: c.containerID(),
 	}, false)
+}
+
+// security is what c's process gives up, with its volume mounts when the
+// node mounts volumes: binds after the DNS files', writable unless
+// readOnly (so no Writable paths: a mount path is the volume, not this
+// machine's path).
+func (p *pod) security(c *container) (*proc.Security, error) {
+	if p.vols == nil {
+		return c.sec.Security, nil
+	}
+	binds, err := p.vols.Mounts(c.spec)
+	if err != nil {
+		return nil, err
+	}
+	sec := proc.Security{}
+	if c.sec.Security != nil {
+		sec = *c.sec.Security
+	}
+	sec.Binds = append(slices.Clone(sec.Binds), binds...)
+	sec.Writable = nil
+	return &sec, nil
 }

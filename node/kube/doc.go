@@ -39,8 +39,14 @@
 // pod's, with a kubeconfig reading them: $KUBECONFIG in every container,
 // with KUBERNETES_SERVICE_HOST and _PORT naming the API server as pods
 // reach it (Config.APIServerForPods; no kube-proxy, so not the
-// ClusterIP). The files are not at /var/run/secrets/kubernetes.io/...:
-// containers share the node's mount namespace.
+// ClusterIP). On a pod network with the node root, where the node mounts
+// pods' volumes (package node/volumes), that directory is the volume:
+// each container sees the files at its mount path
+// (/var/run/secrets/kubernetes.io/serviceaccount), where client-go's
+// in-cluster configuration reads them, and the node reads the configMaps
+// and secrets of pods' other volumes with its own credential (the Node
+// authorizer allows those its pods name). Elsewhere containers share the
+// node's mount namespace and have $KUBECONFIG only.
 //
 // Pod addresses come from the node's pod network, whose range is also the
 // Node's spec.podCIDR (the controller manager allocates none): with

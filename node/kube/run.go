@@ -341,7 +341,7 @@ func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1clie
 	opts := cfg.agentOptions(node.Options{
 		Events: NewEvents(core), Pods: pods, Source: pods,
 		Images: cfg.Images, NodeName: cfg.NodeName,
-		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup,
+		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup, Volumes: objects{core},
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
 	})
 	if withdrawals != nil {

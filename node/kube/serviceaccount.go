@@ -89,7 +89,7 @@ func (c *credentials) setup(pod *corev1.Pod) node.PodExtras {
 		{Name: EnvServicePort, Value: port},
 		{Name: EnvServicePort + "_HTTPS", Value: port},
 	}}
-	vol := tokenVolume(pod)
+	name, vol := tokenVolume(pod)
 	if vol == nil {
 		// automountServiceAccountToken: false, on the pod or its service
 		// account: the admission plugin added no volume, so no token.
@@ -99,6 +99,11 @@ func (c *credentials) setup(pod *corev1.Pod) node.PodExtras {
 	extras.Env = append(extras.Env, env.Var{Name: EnvKubeconfig, Value: filepath.Join(pc.dir, fileKubeconfig)})
 	extras.Prepare = pc.prepare
 	extras.Release = pc.release
+	// Where the node mounts volumes (a pod network, the node root), the
+	// directory is the volume: the files at the container's mount path
+	// (/var/run/secrets/kubernetes.io/serviceaccount), where client-go's
+	// in-cluster configuration reads them.
+	extras.Volumes = map[string]string{name: pc.dir}
 	return extras
 }
 
@@ -106,7 +111,7 @@ func (c *credentials) setup(pod *corev1.Pod) node.PodExtras {
 // for the API server (no audience of its own): the one the ServiceAccount
 // admission plugin adds (kube-api-access-XXXXX), or one the pod declares
 // the same way.
-func tokenVolume(pod *corev1.Pod) *corev1.ProjectedVolumeSource {
+func tokenVolume(pod *corev1.Pod) (string, *corev1.ProjectedVolumeSource) {
 	for i := range pod.Spec.Volumes {
 		p := pod.Spec.Volumes[i].Projected
 		if p == nil {
@@ -114,11 +119,11 @@ func tokenVolume(pod *corev1.Pod) *corev1.ProjectedVolumeSource {
 		}
 		for _, s := range p.Sources {
 			if s.ServiceAccountToken != nil && s.ServiceAccountToken.Audience == "" {
-				return p
+				return pod.Spec.Volumes[i].Name, p
 			}
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // podCredentials is one pod's credential directory and its renewals.
@@ -139,8 +144,12 @@ type podCredentials struct {
 func (pc *podCredentials) prepare(ctx context.Context) error {
 	// As a kubelet projects a service-account token (mode 0644, its
 	// default), readable by the container's user whoever that is; the
-	// directory is searchable, not listable, and named by the pod's UID.
-	if err := os.MkdirAll(pc.dir, 0o711); err != nil {
+	// directory is named by the pod's UID in one that is searchable, not
+	// listable, and listable itself, as the volume is in a container.
+	if err := os.MkdirAll(pc.dir, 0o755); err != nil {
+		return fmt.Errorf("service-account credentials: %w", err)
+	}
+	if err := os.Chmod(pc.dir, 0o755); err != nil {
 		return fmt.Errorf("service-account credentials: %w", err)
 	}
 	next, err := pc.project(ctx)
@@ -409,4 +418,43 @@ func writeAtomic(path string, data []byte) error {
 		_ = os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// objects reads the configMaps and secrets of pods' volumes for the node
+// (node.VolumeGetter), with the node's credential: the Node authorizer
+// lets a node read those its pods refer to. A refusal is tried again
+// while the authorizer's graph may be behind (authorizerLag); a missing
+// object is told at once, for the kubelet's FailedMount.
+type objects struct{ core corev1client.CoreV1Interface }
+
+func (o objects) ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	var cm *corev1.ConfigMap
+	err := untilForbiddenEnds(ctx, func(ctx context.Context) error {
+		var err error
+		cm, err = o.core.ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	return cm, err
+}
+
+func (o objects) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	var s *corev1.Secret
+	err := untilForbiddenEnds(ctx, func(ctx context.Context) error {
+		var err error
+		s, err = o.core.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	return s, err
+}
+
+// untilForbiddenEnds is untilAuthorized without waiting for a missing
+// object.
+func untilForbiddenEnds(ctx context.Context, req func(context.Context) error) error {
+	return retry.OnError(authorizerLag, func(err error) bool {
+		return ctx.Err() == nil && (apierrors.IsForbidden(err) || transient(err))
+	}, func() error {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		return req(rctx)
+	})
 }

@@ -48,6 +48,11 @@ type Extras struct {
 	Prepare func(ctx context.Context) error
 	// Release, when set, runs once every process of the pod is gone.
 	Release func()
+	// Volumes names volumes of the pod this setup fills (by name: a
+	// directory of this machine, written by Prepare): on a node that
+	// mounts volumes, each is bound from there as it is (node/kube: the
+	// service-account token volume).
+	Volumes map[string]string
 }
 
 // Retry calls prepare until it returns nil or ctx ends, waiting on clk

@@ -65,8 +65,19 @@ type Bind struct {
 	Target string `json:"dst"`
 	// ReadOnly: read-only under ReadOnlyRoot (as a container runtime
 	// mounts a pod's resolv.conf into a container whose root file system
-	// is read-only); else it stays writable there.
+	// is read-only); else it stays writable there. With Volume: read-only
+	// whatever the root.
 	ReadOnly bool `json:"ro,omitempty"`
+	// Volume marks a volume mount: Source, a directory (bound with the
+	// mounts under it) or a file, is opened before any bind is made, so
+	// that an earlier bind cannot hide it; Target need not exist. A
+	// missing Target is made in the private namespace only, this
+	// machine's file system untouched: a tmpfs is mounted over its
+	// nearest existing parent directory, which gets every entry the
+	// directory had (each bound from the original, symbolic links copied),
+	// and the missing directories (or the file) are made in it. Such a
+	// tmpfs is read-only under ReadOnlyRoot, like the root it stands in.
+	Volume bool `json:"vol,omitempty"`
 }
 
 // Capability is a Linux capability by number (CAP_NET_BIND_SERVICE is 10).

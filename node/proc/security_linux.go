@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -71,8 +72,9 @@ func applyAndExec(p execPlan, argv, env []string) error {
 }
 
 // mounts puts this thread in a mount namespace of its own (private, so
-// nothing of it reaches this machine's), binds the plan's files there,
-// and makes the view read-only if asked.
+// nothing of it reaches this machine's), binds the plan's files and
+// volumes there, makes the view read-only if asked, and read-only
+// volumes read-only whatever the root.
 func mounts(p execPlan) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
@@ -80,20 +82,195 @@ func mounts(p execPlan) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	var writable []string
-	for _, b := range p.Binds {
-		if err := unix.Mount(b.Source, b.Target, "", unix.MS_BIND, ""); err != nil {
+	// Volumes' sources, opened before any bind or tmpfs can hide them.
+	srcs := map[int]int{}
+	for i, b := range p.Binds {
+		if !b.Volume {
+			continue
+		}
+		fd, err := unix.Open(b.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("volume for %s: open %s: %w", b.Target, b.Source, err)
+		}
+		srcs[i] = fd
+	}
+	made := map[string]bool{} // directories of tmpfs this namespace made
+	var writable, readOnly []string
+	for i, b := range p.Binds {
+		if b.Volume {
+			if err := mountVolume(srcs[i], b.Target, made); err != nil {
+				return fmt.Errorf("volume at %s: %w", b.Target, err)
+			}
+			_ = unix.Close(srcs[i])
+			if b.ReadOnly {
+				readOnly = append(readOnly, b.Target)
+				continue
+			}
+		} else if err := unix.Mount(b.Source, b.Target, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind %s over %s: %w", b.Source, b.Target, err)
 		}
 		if !b.ReadOnly {
 			writable = append(writable, b.Target)
 		}
 	}
-	if !p.RO {
+	if p.RO {
+		if err := readOnlyRoot(p.RW, writable); err != nil {
+			return fmt.Errorf("readOnlyRootFilesystem: %w", err)
+		}
+	}
+	for _, t := range readOnly {
+		if err := makeReadOnly(t); err != nil {
+			return fmt.Errorf("read-only volume at %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// makeReadOnly makes the mount at path, and those under it, read-only.
+func makeReadOnly(path string) error {
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	err := unix.MountSetattr(unix.AT_FDCWD, path, unix.AT_RECURSIVE, ro)
+	if errors.Is(err, unix.ENOSYS) {
+		// Before Linux 5.12: the mount itself, not those under it.
+		err = unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	}
+	return err
+}
+
+// mountVolume binds the volume open at fd onto target (a directory with
+// the mounts under it), made first if missing (ensureTarget).
+func mountVolume(fd int, target string, made map[string]bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if err := ensureTarget(target, dir, made); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_BIND)
+	if dir {
+		flags |= unix.MS_REC
+	}
+	if err := unix.Mount(fdPath(fd, ""), target, "", flags, ""); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	return nil
+}
+
+func fdPath(fd int, name string) string {
+	p := "/proc/self/fd/" + strconv.Itoa(fd)
+	if name != "" {
+		p += "/" + name
+	}
+	return p
+}
+
+// ensureTarget makes target exist in this namespace, a directory or a
+// file, without touching this machine's file system: its nearest
+// existing parent is shadowed by a tmpfs (shadow) unless it is a
+// directory of such a tmpfs already (made), and the rest is made there.
+func ensureTarget(target string, dir bool, made map[string]bool) error {
+	if !filepath.IsAbs(target) {
+		return fmt.Errorf("mount path %q is not absolute", target)
+	}
+	existing := filepath.Clean(target)
+	var missing []string
+	for {
+		info, err := os.Stat(existing)
+		if err == nil {
+			if len(missing) == 0 && info.IsDir() != dir {
+				what := map[bool]string{true: "a directory", false: "a file"}
+				return fmt.Errorf("%s is %s and the volume %s", target, what[info.IsDir()], what[dir])
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append([]string{filepath.Base(existing)}, missing...)
+		existing = filepath.Dir(existing)
+	}
+	if len(missing) == 0 {
 		return nil
 	}
-	if err := readOnlyRoot(p.RW, writable); err != nil {
-		return fmt.Errorf("readOnlyRootFilesystem: %w", err)
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return err
+	}
+	if !made[real] {
+		if real == "/" {
+			return fmt.Errorf("%s does not exist, and / is not shadowed", target)
+		}
+		if err := shadow(real); err != nil {
+			return fmt.Errorf("shadow %s: %w", real, err)
+		}
+		made[real] = true
+	}
+	cur := real
+	for i, name := range missing {
+		cur = filepath.Join(cur, name)
+		if i == len(missing)-1 && !dir {
+			f, err := os.OpenFile(cur, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			_ = f.Close()
+		} else if err := os.Mkdir(cur, 0o755); err != nil {
+			return err
+		}
+		made[cur] = true
+	}
+	return nil
+}
+
+// shadow mounts a tmpfs over dir (its owner and mode kept) holding what
+// dir held: each directory and file bound from the original (mounts under
+// them with them), each symbolic link copied.
+func shadow(dir string) error {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("mode=%o,uid=%d,gid=%d", st.Mode&0o7777, st.Uid, st.Gid)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("tmpfs: %w", err)
+	}
+	for _, e := range ents {
+		src, dst := fdPath(fd, e.Name()), filepath.Join(dir, e.Name())
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			link, err := os.Readlink(src)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(link, dst); err != nil {
+				return err
+			}
+			continue
+		case e.IsDir():
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				return err
+			}
+		default:
+			f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			_ = f.Close()
+		}
+		if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s back: %w", dst, err)
+		}
 	}
 	return nil
 }

@@ -52,6 +52,8 @@ func TestMain(m *testing.M) {
 			os.Exit(runNetcheck(os.Args[2:]))
 		case "dnscheck":
 			os.Exit(runDNSCheck(os.Args[2:]))
+		case "volcheck":
+			os.Exit(runVolCheck(os.Args[2:]))
 		}
 	}
 	if role := os.Getenv(childEnv); role != "" {

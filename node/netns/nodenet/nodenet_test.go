@@ -43,6 +43,7 @@ func TestTheAgentRunsEveryProcessOfAPodInItsNetworkNamespace(t *testing.T) {
 		{"a spawner thread stranded in a pod's namespace starts nothing more, says why, and ends at shutdown", "stranded", "10.235.0.0/16"},
 		{"every container of a ClusterFirst pod reads the kubelet's resolv.conf and hosts file, and Go's resolver finds a Service through the cluster DNS", "dns", "10.237.0.0/16"},
 		{"a hostNetwork pod runs and listens on the node's address with NET_ADMIN and the node's DNS files; without cluster DNS ClusterFirst falls back with the kubelet's warning", "hostnet", "10.238.0.0/16"},
+		{"a pod's configMap, secret, emptyDir, downwardAPI and service-account volumes are mounted as the kubelet mounts them, in each container's own mount namespace; a missing configMap holds the pod with FailedMount until it is created", "volumes", "10.239.0.0/16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -31,6 +31,7 @@ var roles = map[string]func(cidr, dir string) error{
 	"hold":      holdRole,
 	"dns":       dnsRole,
 	"hostnet":   hostNetRole,
+	"volumes":   volumesRole,
 }
 
 // self is this binary, the containers' program.
