@@ -34,12 +34,33 @@ func (a *Agent) newContainers(pod *corev1.Pod, info env.PodInfo, extra []env.Var
 	}
 	for i, cfg := range initCfgs {
 		s := &spec.InitContainers[i]
+		sec := decide(s)
+		homeForUser(cfg, s, sec, a.self)
 		sidecar := s.RestartPolicy != nil && *s.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		inits = append(inits, &container{name: s.Name, spec: s, init: true, sidecar: sidecar, cfg: cfg, sec: decide(s)})
+		inits = append(inits, &container{name: s.Name, spec: s, init: true, sidecar: sidecar, cfg: cfg, sec: sec})
 	}
 	for i, cfg := range mainCfgs {
 		s := &spec.Containers[i]
-		mains = append(mains, &container{name: s.Name, spec: s, cfg: cfg, sec: decide(s)})
+		sec := decide(s)
+		homeForUser(cfg, s, sec, a.self)
+		mains = append(mains, &container{name: s.Name, spec: s, cfg: cfg, sec: sec})
 	}
 	return inits, mains
+}
+
+// homeForUser gives a container that runs as another user than the node
+// the home a container runtime gives a user its image does not list: "/"
+// (the node's $HOME, inherited otherwise, is the node user's and
+// unreadable to it: Traefik, as 65532, stops on /root/.config). The
+// container's own env may set HOME.
+func homeForUser(cfg containerconfig.Config, c *corev1.Container, d seccontext.Decision, self seccontext.Node) {
+	if cfg.Env == nil || d.Security == nil || d.Security.UID == nil || *d.Security.UID == self.UID {
+		return
+	}
+	for _, e := range c.Env {
+		if e.Name == "HOME" {
+			return
+		}
+	}
+	cfg.Env.Set("HOME", "/")
 }

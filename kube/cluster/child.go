@@ -68,6 +68,12 @@ func Child(ctx context.Context, dir, configJSON string, stdout, stderr io.Writer
 			log.Warn("remove the cluster network", "err", err)
 		}
 	}()
+	if cc.ClusterDNS != "" {
+		// kube-proxy runs on this cluster (--knative).
+		if err := network.RouteServices(controlplane.DefaultServiceCIDR); err != nil {
+			return err
+		}
+	}
 	cp, err := startControlPlane(sigs, cc, network.Gateway().String(), log)
 	if err != nil {
 		return err

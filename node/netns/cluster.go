@@ -375,3 +375,29 @@ func macFor(kind byte, ip netip.Addr) net.HardwareAddr {
 func ipNet(ip netip.Addr, bits int) *net.IPNet {
 	return &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, 32)}
 }
+
+// RouteServices makes the cluster's namespace route Services as a node
+// with kube-proxy does: IPv4 forwarding on (a pod's packet to a ClusterIP
+// arrives at the gateway, kube-proxy's rules rewrite it to a pod's
+// address, and it must be forwarded back out the bridge), and the Service
+// range routed on the bridge, so that connections opened in the namespace
+// itself (hostNetwork pods, the host's forwards) find a route before
+// kube-proxy's rules rewrite them. Both belong to this namespace alone.
+func (c *Cluster) RouteServices(serviceCIDR string) error {
+	svc, err := netip.ParsePrefix(serviceCIDR)
+	if err != nil {
+		return fmt.Errorf("route Services: %w", err)
+	}
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("route Services: IPv4 forwarding: %w", err)
+	}
+	br, err := netlink.LinkByIndex(c.bridge)
+	if err != nil {
+		return fmt.Errorf("route Services: %w", err)
+	}
+	route := &netlink.Route{LinkIndex: br.Attrs().Index, Dst: ipNet(svc.Addr(), svc.Bits()), Src: c.gateway.AsSlice(), Scope: netlink.SCOPE_LINK}
+	if err := netlink.RouteAdd(route); err != nil {
+		return fmt.Errorf("route Services: %s on %s: %w", svc, BridgeName, err)
+	}
+	return nil
+}
