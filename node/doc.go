@@ -38,6 +38,12 @@
 //     composes them (node/poddns, from the kubelet's --cluster-dns,
 //     --cluster-domain and --resolv-conf), written for the pod and bound
 //     over those paths for each of its containers (proc.Security.Binds).
+//   - volumes: on a pod network with the node root, each pod's volumes
+//     (node/volumes: configMap, secret, projected, downwardAPI, emptyDir,
+//     hostPath) set up before its containers start (a failure is
+//     FailedMount, tried again), written again every
+//     Options.VolumeResync, and bound at each container's mount paths in
+//     its process's mount namespace (podsetup.go, pod_start.go).
 //   - prepare.go: each container resolved (node/containerconfig) and its
 //     securityContext decided (node/seccontext): the user, groups,
 //     capabilities, no_new_privs and read-only view its process gets

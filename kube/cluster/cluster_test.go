@@ -227,6 +227,49 @@ func TestClusterUpRunsARealCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod reads a configMap volume and reaches the API server by its in-cluster config", func(t *testing.T) {
+		kubectl, err := k8sbin.Path(k8sbin.Kubectl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "greet", Namespace: "default"}, Data: map[string]string{"msg": "hi"}}
+		if _, err := core.ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Without $KUBECONFIG, kubectl (client-go's loading rules) takes the
+		// in-cluster configuration: the files at
+		// /var/run/secrets/kubernetes.io/serviceaccount and
+		// KUBERNETES_SERVICE_HOST/PORT.
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "incluster", Namespace: "default"},
+			Spec: corev1.PodSpec{
+				TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Volumes: []corev1.Volume{{Name: "greet", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "greet"}}}}},
+				Containers: []corev1.Container{{Name: "c", Image: "busybox",
+					VolumeMounts: []corev1.VolumeMount{{Name: "greet", MountPath: "/etc/podgate-greet", ReadOnly: true}},
+					Command: []string{"/bin/sh", "-c",
+						fmt.Sprintf(`echo "msg $(cat /etc/podgate-greet/msg)"; echo "incluster $(env -u KUBECONFIG HOME=/nonexistent %s auth whoami -o json | tr -d '\n ')"; exec sleep 600`, kubectl)}}},
+			},
+		}
+		if _, err := core.Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := u.outputLine("incluster", "c", "msg "); got != "hi" {
+			t.Errorf("the configMap's file in the pod: %q, want hi", got)
+		}
+		var review authenticationv1.SelfSubjectReview
+		if err := json.Unmarshal([]byte(u.outputLine("incluster", "c", "incluster ")), &review); err != nil {
+			t.Fatalf("kubectl auth whoami by the in-cluster config: %v", err)
+		}
+		if got := review.Status.UserInfo.Extra["authentication.kubernetes.io/pod-name"]; !slices.Equal(got, []string{"incluster"}) {
+			t.Errorf("the in-cluster token's pod-name %v, want [incluster]", got)
+		}
+		if _, err := os.Stat("/etc/podgate-greet"); err == nil {
+			t.Error("/etc/podgate-greet exists on the host: the mount path is the container's only")
+		}
+	})
+
 	t.Run("a liveness failure restarts the container with a Killing event", func(t *testing.T) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "default"}, Spec: testappSpec(true)}
 		if _, err := core.Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {

@@ -32,5 +32,7 @@
 // Everything the cluster runs is in the cluster process's session: Down
 // (for a cluster left behind, by the pid file) and the tests find every
 // process of it there. Nothing is mounted and no namespace is named, so
-// when the last process goes, the namespaces go too.
+// when the last process goes, the namespaces go too (the containers'
+// volumes are mounted in each container process's private mount
+// namespace, which goes with it).
 package cluster

@@ -161,9 +161,13 @@ func TestPodsReachTheAPIServerAsTheirServiceAccount(t *testing.T) {
 		}
 		// A container that runs as another user (runAsUser) reads them,
 		// as it reads a kubelet's projected token (mode 0644); nobody lists
-		// the directory.
-		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o711 {
-			t.Errorf("the pod's directory: %v %v, want mode 0711", fi, err)
+		// the pods directory, and the pod's own is listable, as the volume
+		// it is on a pod network.
+		if fi, err := os.Stat(filepath.Dir(dir)); err != nil || fi.Mode().Perm() != 0o711 {
+			t.Errorf("the pods directory: %v %v, want mode 0711", fi, err)
+		}
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("the pod's directory: %v %v, want mode 0755", fi, err)
 		}
 		for _, name := range []string{"token", "ca.crt", "namespace", "kubeconfig"} {
 			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o644 {

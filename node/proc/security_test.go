@@ -228,3 +228,62 @@ func TestABindOverAMissingTargetFailsTheStartAndSaysWhich(t *testing.T) {
 		t.Fatalf("err = %v, want the target named", err)
 	}
 }
+
+func TestAVolumeIsMountedAtAPathTheMachineLacksWhichStaysUntouched(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	vol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vol, "conf"), []byte("volume's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "one")
+	if err := os.WriteFile(file, []byte("file's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Missing here: /var/lib's entries must stay visible beside them.
+	const roDir, rwDir, oneFile = "/var/lib/podgate-proc-test/ro", "/var/lib/podgate-proc-test/rw", "/etc/podgate-proc-test/one"
+	entries, err := os.ReadDir("/var/lib")
+	if err != nil || len(entries) == 0 {
+		t.Skipf("needs a non-empty /var/lib: %v", err)
+	}
+	seen := entries[0].Name()
+	for _, tc := range []struct {
+		name   string
+		sec    Security
+		script string
+		want   string
+	}{
+		{"read-only: the files are read, a write fails with EROFS",
+			Security{Binds: []Bind{{Source: vol, Target: roDir, ReadOnly: true, Volume: true}}},
+			`cat ` + roDir + `/conf; touch ` + roDir + `/new 2>&1 | grep -q "Read-only file system" && echo erofs; test -e /var/lib/` + seen + ` && echo kept`,
+			"volume's\nerofs\nkept\n"},
+		{"writable under a read-only root, a file at a missing path beside it",
+			Security{ReadOnlyRoot: true, Binds: []Bind{{Source: vol, Target: rwDir, Volume: true}, {Source: file, Target: oneFile, Volume: true, ReadOnly: true}}},
+			`echo w > ` + rwDir + `/written && echo wrote; cat ` + oneFile + `; touch /var/lib/podgate-proc-test/x 2>/dev/null || echo root-ro`,
+			"wrote\nfile's\nroot-ro\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSupervisor(t)
+			var out, errOut syncbuf.Buffer
+			sp := sh(tc.script, &out, &errOut)
+			sec := tc.sec
+			sp.Security = &sec
+			p, err := s.Start(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, p)
+			if got := out.String(); got != tc.want {
+				t.Errorf("stdout %q, want %q (stderr %q)", got, tc.want, errOut.String())
+			}
+		})
+	}
+	for _, p := range []string{"/var/lib/podgate-proc-test", "/etc/podgate-proc-test"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists on this machine", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "written")); err != nil || string(b) != "w\n" {
+		t.Errorf("the write through the mount reached the volume: %q %v", b, err)
+	}
+}

@@ -214,3 +214,28 @@ func TestWriteAtomicGivesFilesToTheFSGroupAsTheKubelet(t *testing.T) {
 		t.Errorf("rewrite with fsGroup: changed %v, err %v; want unchanged", changed, err)
 	}
 }
+
+// FuzzWriteAtomicStaysInsideItsVolume: whatever the payload's paths (the
+// API server validates them; the writer must hold anyway), a payload
+// written leaves nothing outside the volume's directory, and reads back
+// through the visible entries.
+func FuzzWriteAtomicStaysInsideItsVolume(f *testing.F) {
+	for _, seed := range []string{"a", "a/b", "../a", "/a", "a/../../b", "..data", "..a", ".a", "a/..", "a//b", "a/./b", "~", "a\x00b"} {
+		f.Add(seed, "content")
+	}
+	f.Fuzz(func(t *testing.T, path, content string) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "vol")
+		if _, err := WriteAtomic(dir, map[string]File{path: {Data: []byte(content), Mode: 0o644}}, Ownership{}); err != nil {
+			return
+		}
+		ents, err := os.ReadDir(root)
+		if err != nil || len(ents) != 1 || ents[0].Name() != "vol" {
+			t.Fatalf("path %q: the volume's parent holds %v (%v)", path, ents, err)
+		}
+		got := visible(t, dir)
+		if g, ok := got[path]; !ok || string(g.Data) != content {
+			t.Fatalf("path %q: visible %v", path, got)
+		}
+	})
+}

@@ -231,6 +231,7 @@ func volumesManifest() string {
 			volConfigDir + "/greeting", volLibDir + "/creds/sub/pw", volLibDir + "/scratch/hello",
 			saDir + "/token", saDir + "/ca.crt", saDir + "/namespace",
 			volLibDir + "/greeting-copy", volLibDir + "/info/labels",
+			"/etc/hosts", "/etc/passwd",
 		}, ","),
 		"-write", strings.Join([]string{
 			volLibDir + "/scratch/from-app=ok", volConfigDir + "/x=no", "/podgate-vol-test-root=no",
@@ -392,6 +393,15 @@ func (n *testNode) checkVolumes(objs *objects) error {
 	if f := r.Files[volLibDir+"/info/labels"]; f.Err != "" || f.Content != "" {
 		// The pod has no labels: an empty file.
 		errs = append(errs, fmt.Errorf("downwardAPI labels: %q (%s)", f.Content, f.Err))
+	}
+	// /etc is shadowed in the container (its mount path is not on the
+	// host): the directory's entries are still there, the pod's hosts
+	// file bound over /etc/hosts among them.
+	if f := r.Files["/etc/hosts"]; !strings.HasPrefix(f.Content, "# Kubernetes-managed hosts file.") {
+		errs = append(errs, fmt.Errorf("/etc/hosts under a shadowed /etc: %q (%s), want the pod's", f.Content, f.Err))
+	}
+	if passwd, err := os.ReadFile("/etc/passwd"); err != nil || r.Files["/etc/passwd"].Content != string(passwd) {
+		errs = append(errs, fmt.Errorf("/etc/passwd under a shadowed /etc differs from the host's (%v, %s)", err, r.Files["/etc/passwd"].Err))
 	}
 	if e := r.Writes[volLibDir+"/scratch/from-app"]; e != "" {
 		errs = append(errs, fmt.Errorf("write to the emptyDir under a read-only root: %s", e))
