@@ -206,7 +206,7 @@ func TestClusterUpKnative(t *testing.T) {
 				})
 				close(stop)
 				wg.Wait()
-				t.Logf("queue %s: %d requests, %d failed, %d pods at most", tc.queue, ok.Load(), failed.Load(), most)
+				t.Logf("queue %s: %d requests, %d failed (first: %q), %d pods at most", tc.queue, ok.Load(), failed.Load(), failures, most)
 				if tc.queue == QueueProxyGate && failed.Load() > 0 {
 					t.Errorf("%d requests failed with the gate (first: %q)", failed.Load(), failures)
 				}
