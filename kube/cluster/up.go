@@ -142,6 +142,13 @@ func binaries(stderr io.Writer) (string, error) {
 // knativeBinaries gets the Knative stack's binaries (kube-proxy, CoreDNS,
 // Knative Serving's, Traefik), as binaries does the control plane's.
 func knativeBinaries(stderr io.Writer) (string, error) {
+	// kube-proxy (nftables mode) runs the node's nft, found on the PATH
+	// its DaemonSet sets: say so before anything starts.
+	if _, err := exec.LookPath("nft"); err != nil {
+		if _, err := os.Stat("/usr/sbin/nft"); err != nil {
+			return "", errors.New("--knative: kube-proxy needs nft (Debian's package nftables): apt-get install nftables, or run hack/knative-deps.sh")
+		}
+	}
 	d, err := knativebin.Ensure(&buildProgress{w: stderr, what: "podgate: building the Knative stack (kube-proxy, CoreDNS, Knative Serving, Traefik) from source, once; a cold build takes 15 to 40 minutes on 2 cores"})
 	if err != nil {
 		return "", fmt.Errorf("the Knative stack's binaries: %w", err)
