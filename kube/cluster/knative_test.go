@@ -90,8 +90,10 @@ spec:
 `, name, annotations, containerConcurrency)
 }
 
-// revisionPods counts the running pods of a Knative Service's revisions.
-func (u *upProcess) revisionPods(t *testing.T, service string) int {
+// revisionPods counts the running pods of a Knative Service's revisions
+// (with terminating, those being deleted too: a terminating pod may
+// still serve while it drains).
+func (u *upProcess) revisionPods(t *testing.T, service string, terminating bool) int {
 	t.Helper()
 	pods, err := u.client.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{
 		LabelSelector: labels.Set{"serving.knative.dev/service": service}.String()})
@@ -100,7 +102,7 @@ func (u *upProcess) revisionPods(t *testing.T, service string) int {
 	}
 	n := 0
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == "Running" {
+		if (terminating || p.DeletionTimestamp == nil) && p.Status.Phase == "Running" {
 			n++
 		}
 	}
@@ -157,8 +159,8 @@ func TestClusterUpKnative(t *testing.T) {
 			})
 
 			t.Run("scales to zero after the stable window and back on the first request", func(t *testing.T) {
-				eventually(t, knativeWait, "hello scaled to zero", func() (bool, string) {
-					n := u.revisionPods(t, "hello")
+				eventually(t, knativeWait, "hello scaled to zero, its last pod gone", func() (bool, string) {
+					n := u.revisionPods(t, "hello", true)
 					return n == 0, strconv.Itoa(n) + " pods"
 				})
 				start := time.Now()
@@ -201,7 +203,7 @@ func TestClusterUpKnative(t *testing.T) {
 				}
 				most := 0
 				eventually(t, knativeWait, "busy scaled to 4 pods or more", func() (bool, string) {
-					most = max(most, u.revisionPods(t, "busy"))
+					most = max(most, u.revisionPods(t, "busy", false))
 					return most >= 4, fmt.Sprintf("%d pods at most, %d ok", most, ok.Load())
 				})
 				close(stop)
