@@ -55,15 +55,9 @@ func Up(ctx context.Context, cfg Config) error {
 	if err := netns.Preflight(); err != nil {
 		return fmt.Errorf("cluster up: %w", err)
 	}
-	bins, err := binaries(cfg.Stderr)
+	bins, knBins, err := allBinaries(cfg)
 	if err != nil {
 		return err
-	}
-	knBins := ""
-	if cfg.Knative {
-		if knBins, err = knativeBinaries(cfg.Stderr); err != nil {
-			return err
-		}
 	}
 	if err := cleanState(cfg.Dir); err != nil {
 		return err
@@ -91,15 +85,8 @@ func Up(ctx context.Context, cfg Config) error {
 			h.stop(sigs)
 			return err
 		}
-		if image != nil {
-			if stopped, err := h.install(ctx, sigs, &info, image, begin); stopped {
-				return err
-			}
-		}
-		if cfg.Knative {
-			if stopped, err := h.installKnative(ctx, sigs, &info, knBins, msg.APIServer, begin); stopped {
-				return err
-			}
+		if stopped, err := h.installAll(ctx, sigs, &info, image, knBins, msg.APIServer, begin); stopped {
+			return err
 		}
 		if cfg.Ready != nil {
 			cfg.Ready(info)
@@ -127,6 +114,31 @@ func Up(ctx context.Context, cfg Config) error {
 		fmt.Fprintf(cfg.Stderr, "podgate: %s: stopping the cluster: pods first, gracefully (again: kill them at once)\n", sig)
 	}
 	return h.stop(sigs)
+}
+
+// allBinaries gets the control plane's binaries and, with --knative, the
+// Knative stack's ("" without).
+func allBinaries(cfg Config) (bins, knBins string, err error) {
+	if bins, err = binaries(cfg.Stderr); err != nil || !cfg.Knative {
+		return bins, "", err
+	}
+	knBins, err = knativeBinaries(cfg.Stderr)
+	return bins, knBins, err
+}
+
+// installAll installs podgate (unless image is nil: --no-install), then
+// the Knative stack (with --knative, from knBins); stopped and err as
+// for install.
+func (h *hostSide) installAll(ctx context.Context, sigs chan os.Signal, info *Info, image *imageBuild, knBins, apiServer string, begin time.Time) (stopped bool, err error) {
+	if image != nil {
+		if stopped, err := h.install(ctx, sigs, info, image, begin); stopped {
+			return true, err
+		}
+	}
+	if h.cfg.Knative {
+		return h.installKnative(ctx, sigs, info, knBins, apiServer, begin)
+	}
+	return false, nil
 }
 
 // binaries gets the control plane's binaries, showing the build's steps
@@ -249,28 +261,12 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 		defer doorFile.Close()
 		door = "http://" + doorLn.Addr().String()
 	}
-	ingress, clusterDNS := "", ""
-	if cfg.Knative {
-		ingressLn, err := net.Listen("tcp", cfg.Ingress)
-		if err != nil {
-			readyR.Close()
-			return nil, fmt.Errorf("--ingress %s: %w", cfg.Ingress, err)
-		}
-		defer ingressLn.Close()
-		ingressFile, err := netns.PassListener(cmd, "ingress", ingressLn)
-		if err != nil {
-			readyR.Close()
-			return nil, err
-		}
-		defer ingressFile.Close()
-		ingress = "http://" + ingressLn.Addr().String()
-		dns, err := knative.DNSServiceIP(controlplane.DefaultServiceCIDR)
-		if err != nil {
-			readyR.Close()
-			return nil, err
-		}
-		clusterDNS = dns.String()
+	ingress, clusterDNS, closeIngress, err := passIngress(cfg, cmd)
+	if err != nil {
+		readyR.Close()
+		return nil, err
 	}
+	defer closeIngress()
 	cmd.ExtraFiles = append(cmd.ExtraFiles, readyW)
 	cc := childConfig{Dir: cfg.Dir, PodCIDR: cfg.PodCIDR, NodeName: cfg.NodeName, BinDir: bins,
 		Images: cfg.Images, Version: cfg.Version, Install: !cfg.NoInstall, ClusterDNS: clusterDNS, ReadyFd: 2 + len(cmd.ExtraFiles)}
@@ -296,6 +292,32 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// passIngress opens --ingress and passes it to the cluster process cmd,
+// with --knative: its URL, the cluster DNS address the node gives pods,
+// and what closes the host's copies once cmd has started. Without
+// --knative it does nothing.
+func passIngress(cfg Config, cmd *exec.Cmd) (ingress, clusterDNS string, closeFn func(), err error) {
+	closeFn = func() {}
+	if !cfg.Knative {
+		return "", "", closeFn, nil
+	}
+	dns, err := knative.DNSServiceIP(controlplane.DefaultServiceCIDR)
+	if err != nil {
+		return "", "", closeFn, err
+	}
+	ln, err := net.Listen("tcp", cfg.Ingress)
+	if err != nil {
+		return "", "", closeFn, fmt.Errorf("--ingress %s: %w", cfg.Ingress, err)
+	}
+	f, err := netns.PassListener(cmd, "ingress", ln)
+	if err != nil {
+		ln.Close()
+		return "", "", closeFn, err
+	}
+	closeFn = func() { f.Close(); ln.Close() }
+	return "http://" + ln.Addr().String(), dns.String(), closeFn, nil
 }
 
 // start forks the cluster process from a thread that stays locked until
