@@ -60,7 +60,7 @@ func TestBuildProgressShowsABuildButNotACacheHit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			p := &buildProgress{w: &out}
+			p := &buildProgress{w: &out, what: k8sBuildHeader}
 			// In pieces, as a pipe delivers it.
 			for _, chunk := range []string{tt.script[:5], tt.script[5:]} {
 				if _, err := p.Write([]byte(chunk)); err != nil {

@@ -141,10 +141,13 @@ func (h *hostSide) installAll(ctx context.Context, sigs chan os.Signal, info *In
 	return false, nil
 }
 
+// k8sBuildHeader is said before the control plane's build steps.
+const k8sBuildHeader = "podgate: building the Kubernetes binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) from source, once; a cold build takes 5 to 15 minutes on 2 cores"
+
 // binaries gets the control plane's binaries, showing the build's steps
 // when it is not a cache hit.
 func binaries(stderr io.Writer) (string, error) {
-	d, err := k8sbin.Ensure(&buildProgress{w: stderr, what: "podgate: building the Kubernetes binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) from source, once; a cold build takes 5 to 15 minutes on 2 cores"})
+	d, err := k8sbin.Ensure(&buildProgress{w: stderr, what: k8sBuildHeader})
 	if err != nil {
 		return "", fmt.Errorf("the Kubernetes binaries: %w", err)
 	}
