@@ -174,6 +174,13 @@ func TestClusterUpKnative(t *testing.T) {
 			t.Run("scales up under load with containerConcurrency 1 and loses no request", func(t *testing.T) {
 				apply(knativeService("busy", `        autoscaling.knative.dev/target-burst-capacity: "0"`, 1))
 				u.kubectl(t, "wait", "--for=condition=Ready", "ksvc/busy", "--timeout="+knativeWait.String())
+				// Traefik reports a Knative Ingress ready before its routes
+				// are loaded (its 404 meanwhile): the load starts once the
+				// ingress routes the Service.
+				eventually(t, knativeWait, "a 200 from busy through the ingress", func() (bool, string) {
+					code, body, err := ingressGet(ingress, "busy.default.example.com", "/")
+					return code == http.StatusOK, fmt.Sprintf("%d %q %v", code, body, err)
+				})
 				var ok, failed atomic.Int64
 				var mu sync.Mutex
 				var failures []string
