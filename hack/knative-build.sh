@@ -5,7 +5,8 @@
 #
 #   piece       tools module          binaries
 #   kube-proxy  hack/k8s/kube-proxy   kube-proxy (k8s.io/kubernetes v1.37.2)
-#   coredns     hack/coredns          coredns (v1.15.0, its default plugins)
+#   coredns     hack/coredns          coredns (v1.15.0, the plugins the
+#                                     cluster DNS uses: hack/coredns/main.go)
 #   knative     hack/knative          knative-{controller,webhook,activator,
 #                                     autoscaler,queue} (Serving v0.50.0)
 #   traefik     hack/traefik          traefik (v3.6.12)
@@ -14,7 +15,7 @@
 # without a libc), -trimpath, stripped (-s -w).
 #
 # Each piece is cached in a directory of its own, keyed by its tools
-# module's go.mod and go.sum, this script's commands (not its comments)
+# module's go.mod, go.sum and Go files, this script's commands (not its comments)
 # and the Go version: a changed pin rebuilds only its piece, and a second
 # run is a cache hit (milliseconds).
 # The binaries of the pieces asked for are linked into one directory, which
@@ -63,6 +64,7 @@ for p in "${pieces[@]}"; do
   key[$p]=$( {
     echo "$goversion"
     cat "$t/go.mod" "$t/go.sum"
+    cat "$t"/*.go 2>/dev/null || true # a piece's own main (coredns)
     grep -v '^[[:space:]]*#' "$self"
   } | sha256sum | cut -c1-16)
 done
@@ -105,7 +107,8 @@ build() {
     (cd "$t" && go build -trimpath -ldflags "$ldflags" -o "$out/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy)
     ;;
   coredns)
-    (cd "$t" && go build -trimpath -ldflags "-s -w" -o "$out/coredns" github.com/coredns/coredns)
+    # hack/coredns/main.go: CoreDNS with the plugins the cluster uses.
+    (cd "$t" && go build -trimpath -ldflags "-s -w" -o "$out/coredns" .)
     ;;
   knative)
     # One go build for the five: their shared packages compile once.

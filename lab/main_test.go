@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/podgate/podgate/internal/leftovers"
 )
 
 // podgateBin is the real podgate binary, built once for every scenario.
@@ -20,6 +22,7 @@ var podgateBin string
 func init() { runtime.LockOSThread() }
 
 func TestMain(m *testing.M) {
+	check := leftovers.Isolate()
 	dir, err := os.MkdirTemp("", "podgate-lab-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab tests:", err)
@@ -38,6 +41,7 @@ func TestMain(m *testing.M) {
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(dir)
+		check(code)
 		os.Exit(code)
 	}))
 }

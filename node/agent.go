@@ -135,6 +135,15 @@ type Options struct {
 	// and projected volumes are written again from their objects (the
 	// kubelet's sync; default DefaultVolumeResync).
 	VolumeResync time.Duration
+	// PodsDir is where the node writes each pod's own files on a pod
+	// network with the node root (its DNS files and volumes), in a
+	// directory named after the pod's UID, as the kubelet's
+	// --root-dir/pods. Each pod's files are removed with the pod. Empty:
+	// a directory the agent makes in the system's temporary directory
+	// and removes at Shutdown. A node that is killed leaves what was in
+	// it: a caller that names one removes it (node/kube does so at the
+	// next start; the node's processes died with it).
+	PodsDir string
 }
 
 // VolumeGetter reads the objects volumes project (Options.Volumes).
@@ -168,8 +177,11 @@ type Agent struct {
 	// and have nothing to enter.
 	loopback bool
 	// podFiles: each pod gets its own /etc/resolv.conf and /etc/hosts
-	// (see Options.ResolvConf).
+	// (see Options.ResolvConf) and volumes, in a directory in podsDir.
 	podFiles bool
+	podsDir  string
+	// ownPodsDir: podsDir is the agent's own, removed at Shutdown.
+	ownPodsDir bool
 
 	stopWatch context.CancelFunc
 	seen      *podwatch.Seen // owned by observe
@@ -187,37 +199,8 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Images, err = opts.Images.OrDefault(); err != nil {
+	if err := opts.setDefaults(); err != nil {
 		return nil, err
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if opts.NodeName == "" {
-		opts.NodeName = defaultNodeName()
-	}
-	if opts.Getenv == nil {
-		opts.Getenv = os.Getenv
-	}
-	if opts.WorkDir == "" {
-		if wd, err := os.Getwd(); err == nil {
-			opts.WorkDir = wd
-		}
-	}
-	if opts.Runner == nil {
-		opts.Runner = probe.NewRunner()
-	}
-	if opts.ClusterDomain == "" {
-		opts.ClusterDomain = poddns.DefaultClusterDomain
-	}
-	if opts.VolumeResync <= 0 {
-		opts.VolumeResync = DefaultVolumeResync
-	}
-	if opts.ResolvConf == "" {
-		opts.ResolvConf = DefaultResolvConf
 	}
 	podFiles := opts.Network != nil && os.Geteuid() == 0
 	if podFiles {
@@ -227,8 +210,13 @@ func New(opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("runtime: the node's resolv.conf (Options.ResolvConf): %w", err)
 		}
 	}
+	podsDir, ownPodsDir, err := makePodsDir(podFiles, opts.PodsDir)
+	if err != nil {
+		return nil, err
+	}
 	sup, err := proc.NewSupervisor(proc.Options{NoGuardian: opts.NoGuardian})
 	if err != nil {
+		removeOwn(podsDir, ownPodsDir)
 		return nil, err
 	}
 	a := &Agent{
@@ -240,6 +228,7 @@ func New(opts Options) (*Agent, error) {
 		self:     seccontext.Node{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())},
 		loopback: opts.Network == nil,
 		podFiles: podFiles,
+		podsDir:  podsDir, ownPodsDir: ownPodsDir,
 		sup:      sup,
 		runner:   opts.Runner,
 		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
@@ -252,9 +241,48 @@ func New(opts Options) (*Agent, error) {
 	if err := opts.Source.WatchPods(ctx, opts.NodeName, a.observe); err != nil {
 		cancel()
 		sup.Close()
+		removeOwn(podsDir, ownPodsDir)
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	return a, nil
+}
+
+// setDefaults fills in the options left empty (see Options).
+func (o *Options) setDefaults() error {
+	var err error
+	if o.Images, err = o.Images.OrDefault(); err != nil {
+		return err
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.NodeName == "" {
+		o.NodeName = defaultNodeName()
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.WorkDir == "" {
+		if wd, err := os.Getwd(); err == nil {
+			o.WorkDir = wd
+		}
+	}
+	if o.Runner == nil {
+		o.Runner = probe.NewRunner()
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = poddns.DefaultClusterDomain
+	}
+	if o.VolumeResync <= 0 {
+		o.VolumeResync = DefaultVolumeResync
+	}
+	if o.ResolvConf == "" {
+		o.ResolvConf = DefaultResolvConf
+	}
+	return nil
 }
 
 // podNetwork is Options.Network, or the loopback network over PodCIDR;
@@ -315,6 +343,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		err = a.workers.Drain(ctx)
 		a.stopWatch()
 		a.sup.Close()
+		removeOwn(a.podsDir, a.ownPodsDir)
 	})
 	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podgate/podgate/internal/leftovers"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
@@ -31,10 +32,12 @@ func TestMain(m *testing.M) {
 			os.Exit(runTermReporter())
 		}
 	}
+	check := leftovers.Isolate()
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		if podgatePath != "" {
 			_ = os.RemoveAll(filepath.Dir(podgatePath))
 		}
+		check(code)
 		os.Exit(code)
 	}))
 }

@@ -64,6 +64,9 @@ type pod struct {
 	net             PodNet
 	// hostNetwork: spec.hostNetwork, the node's network (net is hostNet).
 	hostNetwork bool
+	// dir holds the pod's own files (in Options.PodsDir), if the node
+	// gives it any.
+	dir string
 	// files are the pod's resolv.conf and hosts file, if the node gives
 	// pods their own (Options.ResolvConf).
 	files podFiles

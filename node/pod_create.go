@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -43,7 +44,11 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	}
 	if a.podFiles {
 		var err error
-		if p.files, err = a.writePodFiles(obj, ip); err != nil {
+		if p.dir, err = a.podDir(obj); err != nil {
+			p.closeNet()
+			return nil, fmt.Errorf("pod %s: its directory: %w", id, err)
+		}
+		if p.files, err = a.writePodFiles(obj, ip, p.dir); err != nil {
 			p.closeNet()
 			return nil, fmt.Errorf("pod %s: %w", id, err)
 		}
@@ -63,7 +68,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	}
 	if a.podFiles && len(obj.Spec.Volumes) > 0 {
 		var err error
-		if p.vols, err = a.newVolumes(p.obj, p.extras.Volumes); err != nil {
+		if p.vols, err = volumes.New(p.obj, filepath.Join(p.dir, "volumes"), a.opts.Volumes, p.extras.Volumes); err != nil {
 			p.closeNet()
 			return nil, fmt.Errorf("pod %s: %w", id, err)
 		}
@@ -106,35 +111,17 @@ func (p *pod) enter() func(func() error) error {
 	return p.net.Enter
 }
 
-// closeNet releases the pod's network, its DNS files and its volumes: none of its
-// processes runs.
+// closeNet releases the pod's network and removes its directory (its DNS
+// files and volumes): none of its processes runs.
 func (p *pod) closeNet() {
 	if err := p.net.Close(); err != nil {
 		p.a.log.Warn("release pod network", "pod", p.namespace+"/"+p.name, "err", err)
 	}
-	if err := p.files.remove(); err != nil {
-		p.a.log.Warn("remove the pod's DNS files", "pod", p.namespace+"/"+p.name, "err", err)
-	}
-	if p.vols != nil {
-		if err := p.vols.Remove(); err != nil {
-			p.a.log.Warn("remove the pod's volumes", "pod", p.namespace+"/"+p.name, "err", err)
+	if p.dir != "" {
+		if err := os.RemoveAll(p.dir); err != nil {
+			p.a.log.Warn("remove the pod's directory", "pod", p.namespace+"/"+p.name, "err", err)
 		}
 	}
-}
-
-// newVolumes prepares obj's volumes in a directory of the pod's own;
-// provided are those its PodSetup fills.
-func (a *Agent) newVolumes(obj *corev1.Pod, provided map[string]string) (*volumes.Pod, error) {
-	dir, err := os.MkdirTemp("", "podgate-volumes-"+obj.Namespace+"-"+obj.Name+"-")
-	if err != nil {
-		return nil, fmt.Errorf("volumes: %w", err)
-	}
-	v, err := volumes.New(obj, dir, a.opts.Volumes, provided)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	return v, nil
 }
 
 // bindFiles has every container's process see the pod's DNS files.

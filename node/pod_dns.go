@@ -32,15 +32,15 @@ func (h hostNet) Close() error                { return nil }
 // (package node/poddns) into a directory of the pod's own, and bound
 // over /etc/resolv.conf and /etc/hosts for each of its containers.
 type podFiles struct {
-	dir   string
 	binds []proc.Bind
 	// events are the kubelet's warnings about the pod's DNS
 	// (MissingClusterDNS, DNSConfigForming).
 	events []poddns.Event
 }
 
-// writePodFiles writes the files of pod, whose address is ip.
-func (a *Agent) writePodFiles(pod *corev1.Pod, ip netip.Addr) (podFiles, error) {
+// writePodFiles writes the files of pod, whose address is ip, into its
+// directory podDir.
+func (a *Agent) writePodFiles(pod *corev1.Pod, ip netip.Addr, podDir string) (podFiles, error) {
 	f, err := os.Open(a.opts.ResolvConf)
 	if err != nil {
 		return podFiles{}, fmt.Errorf("the node's resolv.conf: %w", err)
@@ -64,13 +64,12 @@ func (a *Agent) writePodFiles(pod *corev1.Pod, ip netip.Addr) (podFiles, error) 
 	} else {
 		hosts = poddns.Hosts(pod, []string{ip.String()}, a.opts.ClusterDomain)
 	}
-	dir, err := os.MkdirTemp("", "podgate-pod-"+pod.Namespace+"-"+pod.Name+"-")
-	if err != nil {
-		return podFiles{}, fmt.Errorf("the pod's DNS files: %w", err)
-	}
-	pf := podFiles{dir: dir, events: evs}
+	dir := filepath.Join(podDir, "dns")
+	pf := podFiles{events: evs}
 	// Every container's user reads them, whoever it runs as.
-	err = os.Chmod(dir, 0o755)
+	if err = os.MkdirAll(dir, 0o755); err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
 	for _, file := range []struct {
 		name, target string
 		content      []byte
@@ -92,16 +91,59 @@ func (a *Agent) writePodFiles(pod *corev1.Pod, ip netip.Addr) (podFiles, error) 
 		pf.binds = append(pf.binds, proc.Bind{Source: src, Target: file.target, ReadOnly: file.readOnly})
 	}
 	if err != nil {
-		pf.remove()
 		return podFiles{}, fmt.Errorf("the pod's DNS files: %w", err)
 	}
 	return pf, nil
 }
 
-// remove deletes the files; the mounts of running processes keep theirs.
-func (pf podFiles) remove() error {
-	if pf.dir == "" {
-		return nil
+// makePodsDir is the directory of the pods' own files (Options.PodsDir):
+// dir, made if missing, or when dir is empty one of the agent's own (own).
+// None when the pods get no files of their own.
+func makePodsDir(podFiles bool, dir string) (path string, own bool, err error) {
+	switch {
+	case !podFiles:
+		return "", false, nil
+	case dir == "":
+		if dir, err = os.MkdirTemp("", "podgate-pods-"); err != nil {
+			return "", false, fmt.Errorf("runtime: the pods' directory: %w", err)
+		}
+		own = true
+	default:
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return "", false, fmt.Errorf("runtime: the pods' directory (Options.PodsDir): %w", err)
+		}
 	}
-	return os.RemoveAll(pf.dir)
+	// Containers running as other users than root read their files
+	// through it (the bind mounts resolve their sources by path).
+	if err := os.Chmod(dir, 0o711); err != nil {
+		removeOwn(dir, own)
+		return "", false, fmt.Errorf("runtime: the pods' directory: %w", err)
+	}
+	return dir, own, nil
+}
+
+// removeOwn removes the pods' directory if it is the agent's own.
+func removeOwn(dir string, own bool) {
+	if own {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// podDir makes the directory of the pod's own files in the pods'
+// directory: named after its UID, as the kubelet names it (a pod without
+// one, by namespace and name and a random suffix). It is searchable only
+// (MkdirTemp makes 0700), as the pods' directory.
+func (a *Agent) podDir(pod *corev1.Pod) (string, error) {
+	if pod.UID == "" {
+		dir, err := os.MkdirTemp(a.podsDir, pod.Namespace+"_"+pod.Name+"-")
+		if err != nil {
+			return "", err
+		}
+		return dir, os.Chmod(dir, 0o711)
+	}
+	dir := filepath.Join(a.podsDir, string(pod.UID))
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o711)
 }

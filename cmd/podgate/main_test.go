@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podgate/podgate/internal/leftovers"
 	"github.com/podgate/podgate/node/proc"
 )
 
@@ -17,10 +18,12 @@ func TestMain(m *testing.M) {
 	// Before anything else: the guardian of the Supervisors these tests
 	// start is this test binary, re-executed.
 	proc.RunReaperIfAsked()
+	check := leftovers.Isolate()
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
+	check(code)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

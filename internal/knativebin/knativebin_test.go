@@ -20,7 +20,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type build struct {
 	bin string
 	// pkg is the main package it is built from and mod@version the
-	// module that pins it (from the binary's build info).
+	// module that pins it (from the binary's build info): the main
+	// module, or a dependency of podgate's own main package.
 	pkg, mod, version string
 	// args make it print want (its version, or its usage for Knative's
 	// binaries, which have no version flag) and exit 0.
@@ -32,7 +33,8 @@ type build struct {
 
 var builds = []build{
 	{KubeProxy, "k8s.io/kubernetes/cmd/kube-proxy", "k8s.io/kubernetes", "v1.37.2", []string{"--version"}, "Kubernetes v1.37.2", nil},
-	{CoreDNS, "github.com/coredns/coredns", "github.com/coredns/coredns", "v1.15.0", []string{"-version"}, "CoreDNS-1.15.0", nil},
+	// CoreDNS with the cluster's plugins: podgate's own main (hack/coredns).
+	{CoreDNS, "github.com/podgate/podgate/hack/coredns", "github.com/coredns/coredns", "v1.15.0", []string{"-version"}, "CoreDNS-1.15.0", nil},
 	{Controller, "knative.dev/serving/cmd/controller", "knative.dev/serving", "v0.50.0", []string{"-h"}, "Usage of", nil},
 	// Knative's webhook panics without $WEBHOOK_NAME, before it parses flags.
 	{Webhook, "knative.dev/serving/cmd/webhook", "knative.dev/serving", "v0.50.0", []string{"-h"}, "Usage of", []string{"WEBHOOK_NAME=webhook"}},
@@ -148,8 +150,16 @@ func checkBuildInfo(t *testing.T, path string, b build) {
 	}
 	// The module of the main package is recorded as the main module,
 	// not the tools module the build ran in.
-	if bi.Main.Path != b.mod || bi.Main.Version != b.version {
-		t.Errorf("%s is built from module %s %s, want %s %s", path, bi.Main.Path, bi.Main.Version, b.mod, b.version)
+	pinned := &bi.Main
+	if bi.Main.Path != b.mod {
+		for _, d := range bi.Deps {
+			if d.Path == b.mod {
+				pinned = d
+			}
+		}
+	}
+	if pinned.Path != b.mod || pinned.Version != b.version || pinned.Replace != nil {
+		t.Errorf("%s is built with module %s %s (replaced: %v), want %s %s", path, pinned.Path, pinned.Version, pinned.Replace != nil, b.mod, b.version)
 	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
@@ -261,8 +271,9 @@ func TestEnvDirIsUsedAsIs(t *testing.T) {
 	}
 }
 
-// A kube-dns Corefile (the one kubeadm writes) uses these plugins.
-func TestCoreDNSHasTheKubeDNSPlugins(t *testing.T) {
+// CoreDNS has every plugin the cluster's Corefile uses, and no forward:
+// nothing the cluster DNS does leaves this machine.
+func TestCoreDNSHasThePluginsOfTheClustersCorefile(t *testing.T) {
 	path, err := Path(CoreDNS)
 	if err != nil {
 		t.Fatal(err)
@@ -275,10 +286,32 @@ func TestCoreDNSHasTheKubeDNSPlugins(t *testing.T) {
 	for _, l := range strings.Split(string(out), "\n") {
 		have[strings.TrimSpace(l)] = true
 	}
-	for _, p := range []string{"errors", "health", "ready", "kubernetes", "forward", "cache", "loop", "reload", "loadbalance", "prometheus"} {
+	corefile, err := os.ReadFile(filepath.Join("..", "..", "kube", "knative", "manifests", "network", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"bind", "log", "prometheus", "loop"} // for a user's changes
+	depth := 0
+	for _, l := range strings.Split(string(corefile), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if depth == 1 && f[0] != "}" {
+			want = append(want, f[0]) // a plugin of the server block
+		}
+		depth += strings.Count(l, "{") - strings.Count(l, "}")
+	}
+	if len(want) < 8 {
+		t.Fatalf("read %d plugins from the Corefile (%v): not the Corefile expected", len(want), want)
+	}
+	for _, p := range want {
 		if !have[p] {
 			t.Errorf("coredns has no plugin %s; it has:\n%s", p, out)
 		}
+	}
+	if have["forward"] {
+		t.Errorf("coredns has the forward plugin; it has:\n%s", out)
 	}
 }
 
@@ -319,6 +352,7 @@ func TestAChangedPinRebuildsOnlyItsPiece(t *testing.T) {
 	for _, m := range []string{"hack/k8s/kube-proxy", "hack/coredns", "hack/knative", "hack/traefik"} {
 		files = append(files, m+"/go.mod", m+"/go.sum")
 	}
+	files = append(files, "hack/coredns/main.go")
 	for _, f := range files {
 		data, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {

@@ -297,6 +297,38 @@ func TestClusterUpRunsARealCluster(t *testing.T) {
 		})
 	})
 
+	t.Run("a container that would run as root under runAsNonRoot is refused with the kubelet's message", func(t *testing.T) {
+		spec := testappSpec(false)
+		root, nonRoot := int64(0), true
+		spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: &nonRoot}
+		spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &root}
+		created, err := core.Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rooted", Namespace: "default"}, Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := spec.Containers[0].Name
+		want := fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", "rooted_default("+string(created.UID)+")", c)
+		u.waitPod("rooted", "waiting with CreateContainerConfigError", func(p *corev1.Pod) (bool, string) {
+			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+				return false, fmt.Sprintf("phase %s, statuses %v", p.Status.Phase, p.Status.ContainerStatuses)
+			}
+			w := p.Status.ContainerStatuses[0].State.Waiting
+			return w.Reason == "CreateContainerConfigError" && w.Message == want, fmt.Sprintf("waiting %s: %s", w.Reason, w.Message)
+		})
+		eventually(t, waitLimit, "a Failed event with the message", func() (bool, string) {
+			evs, err := core.Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=rooted,reason=Failed"})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, ev := range evs.Items {
+				if ev.Message == "Error: "+want {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d Failed events, none saying %q", len(evs.Items), "Error: "+want)
+		})
+	})
+
 	t.Run("a readiness failure takes the endpoint out of service until it passes again", func(t *testing.T) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rd", Namespace: "default", Labels: map[string]string{"app": "rd"}}, Spec: testappSpec(false)}
 		if _, err := core.Services("default").Create(ctx, service("rd"), metav1.CreateOptions{}); err != nil {

@@ -109,6 +109,103 @@ func (u *upProcess) revisionPods(t *testing.T, service string, terminating bool)
 	return n
 }
 
+// ingressLoad is clients sending requests through the ingress, one at a time
+// each, until stop.
+type ingressLoad struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	first      time.Time // the first 200
+	failures   []string  // the first five failures
+	done       chan struct{}
+	once       sync.Once
+	wg         sync.WaitGroup
+}
+
+func startLoad(ingress, host, path string, clients int) *ingressLoad {
+	l := &ingressLoad{done: make(chan struct{})}
+	for range clients {
+		l.wg.Go(func() {
+			for {
+				select {
+				case <-l.done:
+					return
+				default:
+				}
+				code, body, err := ingressGet(ingress, host, path)
+				l.mu.Lock()
+				if err == nil && code == http.StatusOK {
+					l.ok.Add(1)
+					if l.first.IsZero() {
+						l.first = time.Now()
+					}
+				} else {
+					l.failed.Add(1)
+					if len(l.failures) < 5 {
+						l.failures = append(l.failures, fmt.Sprintf("%d %q %v", code, body, err))
+					}
+				}
+				l.mu.Unlock()
+			}
+		})
+	}
+	return l
+}
+
+// stop ends the load once the requests in flight are answered, and says
+// when that was.
+func (l *ingressLoad) stop() time.Time {
+	l.once.Do(func() { close(l.done) })
+	l.wg.Wait()
+	return time.Now()
+}
+
+// podSamples is a Service's running pods over time: "+SECONDS:PODS" at
+// the start and at each change.
+type podSamples []string
+
+func (s podSamples) String() string { return strings.Join(s, " ") }
+
+// samplePods counts the running pods of service, terminating ones not
+// counted, every half second from begin; the function it returns stops
+// the sampling and gives the samples.
+func (u *upProcess) samplePods(t *testing.T, service string, begin time.Time) func() podSamples {
+	var samples podSamples
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		last := -1
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			pods, err := u.client.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{
+				LabelSelector: labels.Set{"serving.knative.dev/service": service}.String()})
+			if err == nil {
+				n := 0
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp == nil && p.Status.Phase == "Running" {
+						n++
+					}
+				}
+				if n != last {
+					samples = append(samples, fmt.Sprintf("+%.1fs:%d", time.Since(begin).Seconds(), n))
+					last = n
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	end := sync.OnceFunc(func() { close(stop); <-stopped })
+	t.Cleanup(end) // a test that fails midway
+	return func() podSamples {
+		end()
+		return samples
+	}
+}
+
 // TestClusterUpKnative: `podgate cluster up --knative` gives real Knative
 // Serving with real cluster networking and Traefik as its ingress, with
 // podgate's gate as the queue sidecar and with Knative's own queue-proxy:
@@ -171,53 +268,46 @@ func TestClusterUpKnative(t *testing.T) {
 				t.Logf("queue %s: zero to first response %s", tc.queue, time.Since(start).Round(time.Millisecond))
 			})
 
-			t.Run("scales up under load with containerConcurrency 1 and loses no request", func(t *testing.T) {
+			t.Run("scales from zero to 4 pods or more under load and back to zero, losing no request", func(t *testing.T) {
 				apply(knativeService("busy", `        autoscaling.knative.dev/target-burst-capacity: "0"`, 1))
 				u.kubectl(t, "wait", "--for=condition=Ready", "ksvc/busy", "--timeout="+knativeWait.String())
 				// Traefik reports a Knative Ingress ready before its routes
 				// are loaded (its 404 meanwhile): the load starts once the
-				// ingress routes the Service.
+				// ingress routes the Service, and the Service is at zero.
+				busy := "busy.default.example.com"
 				eventually(t, knativeWait, "a 200 from busy through the ingress", func() (bool, string) {
-					code, body, err := ingressGet(ingress, "busy.default.example.com", "/")
+					code, body, err := ingressGet(ingress, busy, "/")
 					return code == http.StatusOK, fmt.Sprintf("%d %q %v", code, body, err)
 				})
-				var ok, failed atomic.Int64
-				var mu sync.Mutex
-				var failures []string
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				for range 8 {
-					wg.Go(func() {
-						for {
-							select {
-							case <-stop:
-								return
-							default:
-							}
-							code, body, err := ingressGet(ingress, "busy.default.example.com", "/slow?for=500ms")
-							if err == nil && code == http.StatusOK {
-								ok.Add(1)
-								continue
-							}
-							failed.Add(1)
-							mu.Lock()
-							if len(failures) < 5 {
-								failures = append(failures, fmt.Sprintf("%d %q %v", code, body, err))
-							}
-							mu.Unlock()
-						}
-					})
-				}
+				eventually(t, knativeWait, "busy scaled to zero, its last pod gone", func() (bool, string) {
+					n := u.revisionPods(t, "busy", true)
+					return n == 0, strconv.Itoa(n) + " pods"
+				})
+				begin := time.Now()
+				timeline := u.samplePods(t, "busy", begin)
+				load := startLoad(ingress, busy, "/slow?for=500ms", 8)
+				t.Cleanup(func() { load.stop() })
 				most := 0
 				eventually(t, knativeWait, "busy scaled to 4 pods or more", func() (bool, string) {
 					most = max(most, u.revisionPods(t, "busy", false))
-					return most >= 4, fmt.Sprintf("%d pods at most, %d ok", most, ok.Load())
+					return most >= 4, fmt.Sprintf("%d pods at most, %d ok", most, load.ok.Load())
 				})
-				close(stop)
-				wg.Wait()
-				t.Logf("queue %s: %d requests, %d failed (first: %q), %d pods at most", tc.queue, ok.Load(), failed.Load(), failures, most)
-				if tc.queue == QueueProxyGate && failed.Load() > 0 {
-					t.Errorf("%d requests failed with the gate (first: %q)", failed.Load(), failures)
+				toFour := time.Since(begin)
+				// The load goes on at 4 pods or more a while, then stops.
+				time.Sleep(10 * time.Second)
+				loadEnd := load.stop()
+				eventually(t, knativeWait, "busy back to zero after the load", func() (bool, string) {
+					n := u.revisionPods(t, "busy", true)
+					return n == 0, strconv.Itoa(n) + " pods"
+				})
+				toZero := time.Since(loadEnd)
+				samples := timeline()
+				t.Logf("queue %s: 8 clients at zero: first response %s, 4 pods after %s; %d requests, %d failed (first: %q); "+
+					"back to zero %s after the load; pods over time: %s",
+					tc.queue, load.first.Sub(begin).Round(time.Millisecond), toFour.Round(100*time.Millisecond),
+					load.ok.Load(), load.failed.Load(), load.failures, toZero.Round(100*time.Millisecond), samples)
+				if tc.queue == QueueProxyGate && load.failed.Load() > 0 {
+					t.Errorf("%d requests failed with the gate (first: %q)", load.failed.Load(), load.failures)
 				}
 			})
 		})

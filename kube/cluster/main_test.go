@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/podgate/podgate/internal/leftovers"
 	"github.com/podgate/podgate/node/netns"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/syncbuf"
@@ -45,6 +46,7 @@ func TestMain(m *testing.M) {
 	// Before anything else: the guardian of the Supervisors these tests
 	// start is this test binary, re-executed.
 	proc.RunReaperIfAsked()
+	check := leftovers.Isolate()
 	dir, err := os.MkdirTemp("", "podgate-cluster-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,7 +62,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build podgate: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { _ = os.RemoveAll(dir); check(code) }))
 }
 
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {

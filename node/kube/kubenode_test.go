@@ -195,7 +195,7 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Config{
-			Kubeconfig: kubeconfig, NodeName: "node-1", PodCIDR: nodeCIDR,
+			Kubeconfig: kubeconfig, NodeName: "node-1", PodCIDR: nodeCIDR, PodsDir: t.TempDir(),
 			LeaseRenewInterval: time.Second, Output: &log,
 			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Ready:  func() { ready <- time.Since(begin) },
@@ -444,7 +444,7 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		node2 := startNodeHelper(t, helperConfig{Kubeconfig: helperKubeconfig, NodeName: "node-2", PodCIDR: helperCIDR})
+		node2 := startNodeHelper(t, helperConfig{Kubeconfig: helperKubeconfig, NodeName: "node-2", PodCIDR: helperCIDR, PodsDir: t.TempDir()})
 		if _, err := core.Pods("default").Create(t.Context(), testappPod("orphan", "node-2"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

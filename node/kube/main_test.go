@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podgate/podgate/internal/leftovers"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
@@ -20,6 +21,8 @@ const nodeHelperEnv = "PODGATE_KUBENODE_TEST_NODE"
 
 type helperConfig struct {
 	Kubeconfig, NodeName, PodCIDR string
+	// PodsDir is the test's: a SIGKILLed node leaves its pods' files.
+	PodsDir string
 }
 
 // The test binary doubles as the containers' program: the default image
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(nodeHelperEnv); v != "" {
 		os.Exit(runNodeHelper(v))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(leftovers.Isolate()))
 }
 
 // runNodeHelper runs a node until it is killed, printing "ready" once it
@@ -47,7 +50,7 @@ func runNodeHelper(v string) int {
 		return 2
 	}
 	err := Run(context.Background(), Config{
-		Kubeconfig: hc.Kubeconfig, NodeName: hc.NodeName, PodCIDR: hc.PodCIDR,
+		Kubeconfig: hc.Kubeconfig, NodeName: hc.NodeName, PodCIDR: hc.PodCIDR, PodsDir: hc.PodsDir,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		Ready:  func() { fmt.Println("ready") },
 	})

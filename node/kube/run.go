@@ -84,9 +84,11 @@ type Config struct {
 	// Ready, when set, is called once the Node is registered and the
 	// agent watches its pods.
 	Ready func()
-	// PodsDir holds a directory per pod with its service-account
-	// credentials (token, ca.crt, namespace, kubeconfig); default
-	// $TMPDIR/podgate-node-NAME/pods.
+	// PodsDir holds a directory per pod, named after its UID: its
+	// service-account credentials (serviceaccount/: token, ca.crt,
+	// namespace, kubeconfig) and, on a pod network, its DNS files and
+	// volumes (node.Options.PodsDir). The node empties it when it starts;
+	// default $TMPDIR/podgate-node-NAME/pods, removed when Run returns.
 	PodsDir string
 	// APIServerForPods is the API server's host:port as pods reach it:
 	// their $KUBERNETES_SERVICE_HOST and _PORT and their kubeconfig's
@@ -229,6 +231,9 @@ func (cfg Config) podCredentials(rc *rest.Config, core corev1client.CoreV1Interf
 	if err := ownDirs(cfg.PodsDir, filepath.Dir(cfg.PodsDir)); err != nil {
 		return nil, fmt.Errorf("pods directory: %w", err)
 	}
+	if err := removeLeftovers(cfg.PodsDir); err != nil {
+		return nil, fmt.Errorf("pods directory: %w", err)
+	}
 	return &credentials{core: core, dir: cfg.PodsDir, server: server, caData: ca, clock: clock.RealClock{}, log: cfg.Logger}, nil
 }
 
@@ -258,9 +263,13 @@ func (cfg Config) restConfig() (*rest.Config, error) {
 // pods stop gracefully (a second signal kills them at once) and are
 // deleted, as a node drain evicts them.
 func Run(ctx context.Context, cfg Config) error {
+	defaultPodsDir := cfg.PodsDir == ""
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
+	}
+	if defaultPodsDir {
+		defer removeOwnDir(filepath.Dir(cfg.PodsDir))
 	}
 	rc, err := cfg.restConfig()
 	if err != nil {
@@ -343,6 +352,7 @@ func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1clie
 		Images: cfg.Images, NodeName: cfg.NodeName,
 		Output: cfg.Output, Logger: cfg.Logger, PodSetup: creds.setup, Volumes: objects{core},
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
+		PodsDir: cfg.PodsDir,
 	})
 	if withdrawals != nil {
 		opts.Withdrawal = withdrawals
@@ -390,6 +400,33 @@ func (cfg Config) warnLoopback() {
 		"a Service selecting them gets no endpoints. For pod IPs of their own run the node in a network namespace "+
 		"of its own with --pod-network netns, or run podgate cluster up (docs/kubernetes.md)",
 		"node", cfg.NodeName, "podCIDR", cfg.PodCIDR)
+}
+
+// removeOwnDir removes the node's default pods' directory's parent, in
+// the temporary directory, once the node has stopped its pods (a killed
+// node's is emptied at its next start) — if it is this user's: a node
+// refused for another user's directory leaves it alone.
+func removeOwnDir(dir string) {
+	if ownDirs(dir, filepath.Dir(dir)) == nil {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// removeLeftovers empties the pods' directory of what a node that was
+// killed left there: its pods' processes died with it, and each pod the
+// node runs now gets its directory anew (the kubelet removes orphaned
+// pods' directories likewise).
+func removeLeftovers(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ownDirs checks that dir is a directory of this process's user, not a

@@ -95,7 +95,9 @@ func (c *credentials) setup(pod *corev1.Pod) node.PodExtras {
 		// account: the admission plugin added no volume, so no token.
 		return extras
 	}
-	pc := &podCredentials{c: c, pod: pod, vol: vol, dir: filepath.Join(c.dir, string(pod.UID))}
+	// In the pod's directory, beside what the node keeps there (its DNS
+	// files and volumes): the kubelet's pods/UID/volumes/….
+	pc := &podCredentials{c: c, pod: pod, vol: vol, dir: filepath.Join(c.dir, string(pod.UID), "serviceaccount")}
 	extras.Env = append(extras.Env, env.Var{Name: EnvKubeconfig, Value: filepath.Join(pc.dir, fileKubeconfig)})
 	extras.Prepare = pc.prepare
 	extras.Release = pc.release
@@ -367,6 +369,9 @@ func (pc *podCredentials) release() {
 	if err := os.RemoveAll(pc.dir); err != nil {
 		pc.c.log.Warn("remove a pod's credentials", "pod", pc.pod.Namespace+"/"+pc.pod.Name, "err", err)
 	}
+	// The pod's directory too, unless the node keeps more there (it
+	// removes it with the pod then).
+	_ = os.Remove(filepath.Dir(pc.dir))
 }
 
 // untilAuthorized runs req again while the API server refuses it as

@@ -131,7 +131,7 @@ func TestPodsReachTheAPIServerAsTheirServiceAccount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(podsDir, string(pod.UID))
+		dir := filepath.Join(podsDir, string(pod.UID), "serviceaccount")
 		wantEnv := fmt.Sprintf("KUBECONFIG=%s HOST=%s PORT=%s", filepath.Join(dir, "kubeconfig"),
 			strings.Split(host, ":")[0], strings.Split(host, ":")[1])
 		if got := outputLine(t, &out, "who", "env "); got != wantEnv {
@@ -163,7 +163,7 @@ func TestPodsReachTheAPIServerAsTheirServiceAccount(t *testing.T) {
 		// as it reads a kubelet's projected token (mode 0644); nobody lists
 		// the pods directory, and the pod's own is listable, as the volume
 		// it is on a pod network.
-		if fi, err := os.Stat(filepath.Dir(dir)); err != nil || fi.Mode().Perm() != 0o711 {
+		if fi, err := os.Stat(podsDir); err != nil || fi.Mode().Perm() != 0o711 {
 			t.Errorf("the pods directory: %v %v, want mode 0711", fi, err)
 		}
 		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
@@ -187,7 +187,7 @@ func TestPodsReachTheAPIServerAsTheirServiceAccount(t *testing.T) {
 			if err := extras.Prepare(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			tokenFile := filepath.Join(c.dir, string(pod.UID), "token")
+			tokenFile := filepath.Join(c.dir, string(pod.UID), "serviceaccount", "token")
 			first, err := os.ReadFile(tokenFile)
 			if err != nil {
 				t.Fatal(err)
@@ -216,8 +216,8 @@ func TestPodsReachTheAPIServerAsTheirServiceAccount(t *testing.T) {
 		if err := core.Pods("default").Delete(t.Context(), "who", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, time.Minute, "the pod's credentials removed", func() (bool, string) {
-			_, err := os.Stat(dir)
+		eventually(t, time.Minute, "the pod's directory removed", func() (bool, string) {
+			_, err := os.Stat(filepath.Dir(dir))
 			return os.IsNotExist(err), fmt.Sprint(err)
 		})
 		// Bound to the pod: once it is gone, the API server refuses it.

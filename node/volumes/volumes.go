@@ -376,7 +376,3 @@ func (p *Pod) Mounts(c *corev1.Container) ([]proc.Bind, error) {
 	}
 	return binds, nil
 }
-
-// Remove deletes the pod's volume directories (not hostPaths, nor what
-// others provided); the mounts of processes still running keep theirs.
-func (p *Pod) Remove() error { return os.RemoveAll(p.dir) }

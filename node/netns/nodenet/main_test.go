@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podgate/podgate/internal/leftovers"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/test/testapp"
 )
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(leftovers.Isolate()))
 }
 
 // runNetcheck checks, from where it runs, that it is inside a pod's

@@ -18,6 +18,7 @@ import (
 
 	"github.com/podgate/podgate/node"
 	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/netns"
 )
 
 // roles are what the child does in its new namespace, by childEnv. Each
@@ -412,14 +413,20 @@ type held struct {
 // holdRole runs a pod, reports its container's pid and the namespaces,
 // and waits to be killed (or for stdin to close).
 func holdRole(cidr, dir string) error {
-	n, err := startNode(cidr, podYAML("held", fmt.Sprintf(`  containers:
+	n, err := startNodeWith(cidr, func() string {
+		return podYAML("held", fmt.Sprintf(`  containers:
   - name: app
     image: ghcr.io/podgate/testapp
     command: %s
     readinessProbe:
       httpGet: {path: /readyz, port: 8080}
       periodSeconds: 1
-`, netcheckApp(dir))), nil)
+`, netcheckApp(dir)))
+	}, nil, func(_ *netns.Cluster, o *node.Options) error {
+		// The test's: this node is killed, and leaves its pods' files.
+		o.PodsDir = filepath.Join(dir, "pods")
+		return nil
+	})
 	if err != nil {
 		return err
 	}

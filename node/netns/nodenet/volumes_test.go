@@ -341,6 +341,7 @@ func volumesRole(cidr, dir string) error {
 		o.Volumes = objs
 		o.VolumeResync = 200 * time.Millisecond
 		o.PodSetup = saSetup(dir)
+		o.PodsDir = filepath.Join(dir, "pods")
 		return nil
 	})
 	if err != nil {
@@ -356,8 +357,9 @@ func volumesRole(cidr, dir string) error {
 			left = append(left, p)
 		}
 	}
-	vols, _ := filepath.Glob(filepath.Join(os.TempDir(), "podgate-volumes-default-*pod-*"))
-	left = append(left, vols...)
+	// Each pod's directory (its volumes, its DNS files) goes with it.
+	pods, _ := filepath.Glob(filepath.Join(dir, "pods", "*"))
+	left = append(left, pods...)
 	if len(left) > 0 {
 		return fmt.Errorf("left on this machine: %v", left)
 	}

@@ -130,7 +130,7 @@ registered with another pod range), 2 usage error.`,
 	f.StringVar(&o.podCIDR, "pod-cidr", node.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8; with --pod-network netns outside it, default "+defaultNetnsPodCIDR+")")
 	f.StringVar(&o.nodeIP, "node-ip", node.HostIP, "the Node's InternalIP (with --pod-network netns default: the bridge's address, the pod range's first)")
 	f.Int32Var(&o.leaseSeconds, "node-lease-duration-seconds", kube.DefaultLeaseDurationSeconds, "the node's Lease duration, renewed every quarter of it (the kubelet's flag)")
-	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's service-account credentials go, a directory per pod (default $TMPDIR/podgate-node-NAME/pods)")
+	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's files go (credentials, DNS files, volumes), a directory per pod, emptied at start (default $TMPDIR/podgate-node-NAME/pods, removed at exit)")
 	f.StringVar(&o.apiServerForPods, "api-server-for-pods", "", "HOST:PORT at which pods reach the API server: their $KUBERNETES_SERVICE_HOST/_PORT and kubeconfig (default: the kubeconfig's server)")
 	f.StringSliceVar(&o.clusterDNS, "cluster-dns", nil, "IP addresses of the cluster DNS servers, comma-separated: the nameservers of pods with dnsPolicy ClusterFirst (the kubelet's flag; without it they get the node's resolv.conf)")
 	f.StringVar(&o.clusterDomain, "cluster-domain", poddns.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search NAMESPACE.svc.DOMAIN, svc.DOMAIN and DOMAIN first (the kubelet's flag)")
