@@ -23,8 +23,8 @@ var ErrNotRunning = errors.New("no cluster runs there")
 // the cluster process (which stops the node, killing its pods at once if
 // it was already stopping, then the control plane), SIGKILL to every
 // process of its session after timeout (0: DefaultDownTimeout), and it
-// returns once none is left, with the pid file and the kubeconfig
-// removed. With no cluster running it returns an error wrapping
+// returns once none is left, with the pid file, the kubeconfig and the
+// pods' directory removed. With no cluster running it returns an error wrapping
 // ErrNotRunning, after removing a stale pid file.
 func Down(ctx context.Context, dir string, timeout time.Duration, stderr io.Writer) error {
 	if stderr == nil {
@@ -79,8 +79,12 @@ func waitGone(ctx context.Context, gone func() bool, timeout time.Duration) bool
 	return true
 }
 
+// removeRecord removes what a stopped cluster leaves that would mislead:
+// its pid file and kubeconfig, and its pods' directory outside dir (see
+// PodsDir), which a cluster that was killed did not remove itself.
 func removeRecord(dir string) {
 	for _, name := range []string{PidFile, KubeconfigFile} {
 		_ = os.Remove(filepath.Join(dir, name))
 	}
+	_ = os.RemoveAll(filepath.Dir(PodsDir(dir)))
 }

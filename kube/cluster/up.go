@@ -481,12 +481,7 @@ func (h *hostSide) waitLeftovers() {
 
 // cleanup removes the pid file and the kubeconfig of a stopped cluster,
 // and its pods' directory (outside the cluster's, see PodsDir).
-func (h *hostSide) cleanup() {
-	for _, name := range []string{PidFile, KubeconfigFile} {
-		_ = os.Remove(filepath.Join(h.cfg.Dir, name))
-	}
-	_ = os.RemoveAll(filepath.Dir(PodsDir(h.cfg.Dir)))
-}
+func (h *hostSide) cleanup() { removeRecord(h.cfg.Dir) }
 
 // ErrChildExited is wrapped by the errors of a cluster process that
 // ended on its own.
