@@ -292,6 +292,13 @@ func checkRestartCountMonotonic(t *testing.T, e *Env) {
 		t.Fatal(err)
 	}
 	e.restarted(t, 2)
+	// The status with restartCount 2 was read through a GET; the watch
+	// delivers that update on its own time: stop it once it has.
+	eventually(t, "the watch seeing restartCount 2", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[len(seen)-1] >= 2, fmt.Sprint(seen)
+	})
 	cancel()
 	w.Stop()
 	<-done
