@@ -218,6 +218,10 @@ func TestClusterUpKnative(t *testing.T) {
 		{QueueProxyKnative, "10.250.41.0/24"},
 	} {
 		t.Run("queue sidecar "+tc.queue, func(t *testing.T) {
+			// The two clusters side by side: most of each run is
+			// waiting on Knative (Ready, the stable window, pods
+			// draining). Figures to compare: -parallel 1.
+			t.Parallel()
 			u, ingress := startKnative(t, tc.cidr, tc.queue)
 			// A short stable window (Knative's own config-autoscaler),
 			// so scale-to-zero happens within the test's wait.
