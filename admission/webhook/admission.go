@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -88,7 +89,8 @@ func deny(req admission.Request, problems workload.Problems) admission.Response 
 // in, with the same injection as `podgate inject`.
 type injector struct {
 	optIn
-	opts inject.Options
+	opts    inject.Options
+	knative inject.KnativeOptions
 }
 
 // Handle returns the injection as a JSON patch. A pod that is invalid is
@@ -103,8 +105,11 @@ func (h *injector) Handle(_ context.Context, req admission.Request) admission.Re
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if why := h.skip(req.Namespace, meta); why != "" {
+	if why := h.neverAdmitted(req.Namespace, meta); why != "" {
 		return admission.Allowed("not injected: " + why)
+	}
+	if rev := meta.Metadata.Labels[workload.LabelKnativeRevision]; rev != "" {
+		return h.adoptKnative(req, rev)
 	}
 	w, problems, err := loadWorkload(req.Object.Raw, req.Namespace)
 	if err != nil {
@@ -136,6 +141,34 @@ func (h *injector) Handle(_ context.Context, req admission.Request) admission.Re
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	after, err := json.Marshal(injected.Object())
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(before, after)
+}
+
+// adoptKnative makes the gate that Knative started as a revision pod's
+// queue-proxy podgate's gate (inject.AdoptKnativeQueue). A revision pod
+// whose queue container is Knative's own queue-proxy is left alone:
+// podgate validated its Knative Service, and a second gate beside
+// queue-proxy would clash on its ports.
+func (h *injector) adoptKnative(req admission.Request, revision string) admission.Response {
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the pod: %w", err))
+	}
+	if !inject.IsKnativeGate(&pod, h.opts.GateImage) {
+		return admission.Allowed("not injected: part of Knative revision " + revision + ", whose queue container is not the gate")
+	}
+	adopted, err := inject.AdoptKnativeQueue(&pod, h.knative)
+	if err != nil {
+		return admission.Denied("podgate cannot adopt Knative's queue container: " + err.Error())
+	}
+	before, err := json.Marshal(&pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	after, err := json.Marshal(adopted)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}

@@ -63,6 +63,18 @@ type optIn struct {
 // them would need a right over every namespace that podgate otherwise
 // does without.
 func (o optIn) skip(namespace string, m objectMeta) string {
+	if why := o.neverAdmitted(namespace, m); why != "" {
+		return why
+	}
+	if rev := m.Metadata.Labels[workload.LabelKnativeRevision]; rev != "" {
+		return "part of Knative revision " + rev + ": podgate validates its Knative Service"
+	}
+	return ""
+}
+
+// neverAdmitted is skip without the Knative rule: why podgate leaves an
+// object alone whatever it is, or "".
+func (o optIn) neverAdmitted(namespace string, m objectMeta) string {
 	switch {
 	case namespace == KubeSystem:
 		return "podgate never admits objects in " + KubeSystem
@@ -72,8 +84,6 @@ func (o optIn) skip(namespace string, m objectMeta) string {
 		return "opted out: " + InjectLabel + "=" + InjectDisabled
 	case m.Metadata.Annotations[mirrorPodAnnotation] != "":
 		return "a mirror pod: the kubelet runs its static pod as written"
-	case m.Metadata.Labels[workload.LabelKnativeRevision] != "":
-		return "part of Knative revision " + m.Metadata.Labels[workload.LabelKnativeRevision] + ": podgate validates its Knative Service"
 	}
 	return ""
 }

@@ -64,6 +64,11 @@ const (
 	DefaultCALifetime    = 10 * 365 * 24 * time.Hour
 	DefaultCertLifetime  = 365 * 24 * time.Hour
 	DefaultSyncPeriod    = time.Minute
+	// DefaultKnativeHandoffURL is Knative's activator as Knative Serving
+	// installs it: the Service activator-service in knative-serving, whose
+	// port 80 takes requests for any revision named by the
+	// Knative-Serving-Namespace and Knative-Serving-Revision headers.
+	DefaultKnativeHandoffURL = "http://activator-service.knative-serving.svc.cluster.local:80"
 )
 
 // retryPeriod is how soon a failed sync, or a webhook configuration not
@@ -98,6 +103,11 @@ type Config struct {
 	// inject` (default image contract.DefaultImage).
 	GateImage       string
 	GateAsContainer bool
+	// KnativeHandoffURL is where an adopted Knative queue container hands
+	// the requests it holds while its pod is not ready (default
+	// DefaultKnativeHandoffURL, Knative's activator; "-" hands off
+	// nothing).
+	KnativeHandoffURL string
 	// CALifetime and CertLifetime are the certificates' lifetimes
 	// (default DefaultCALifetime, DefaultCertLifetime); each is replaced
 	// at 2/3 of it.
@@ -108,6 +118,15 @@ type Config struct {
 	SyncPeriod time.Duration
 	// Logger reports certificate changes and problems; nil discards.
 	Logger *slog.Logger
+}
+
+// knativeHandoff is the hand-off address adopted queue containers get: ""
+// for "-" (none).
+func (c *Config) knativeHandoff() string {
+	if c.KnativeHandoffURL == "-" {
+		return ""
+	}
+	return c.KnativeHandoffURL
 }
 
 func (c *Config) setDefaults() {
@@ -123,6 +142,7 @@ func (c *Config) setDefaults() {
 	def(&c.MutatingConfiguration, DefaultConfiguration)
 	def(&c.ValidatingConfiguration, DefaultConfiguration)
 	def(&c.GateImage, contract.DefaultImage)
+	def(&c.KnativeHandoffURL, DefaultKnativeHandoffURL)
 	if c.CALifetime == 0 {
 		c.CALifetime = DefaultCALifetime
 	}
@@ -300,7 +320,9 @@ func (s *Server) serve(ctx context.Context, wake time.Time) {
 // register puts the webhooks and the health and metrics endpoints on the
 // mux; the Knative Services webhook follows once discovery finds the CRD.
 func (s *Server) register() {
-	s.handle(PathInjectPods, &injector{optIn: s.optIn, opts: inject.Options{GateImage: s.cfg.GateImage, GateAsContainer: s.cfg.GateAsContainer}})
+	s.handle(PathInjectPods, &injector{optIn: s.optIn,
+		opts:    inject.Options{GateImage: s.cfg.GateImage, GateAsContainer: s.cfg.GateAsContainer},
+		knative: inject.KnativeOptions{HandoffURL: s.cfg.knativeHandoff()}})
 	s.handle(PathValidatePods, &validator{optIn: s.optIn, kind: workload.KindPod})
 	s.handle(PathValidateDeployments, &validator{optIn: s.optIn, group: "apps", kind: workload.KindDeployment})
 	s.mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })

@@ -22,12 +22,13 @@ func (g GateRef) IsContainer(i int) bool { return !g.init && g.index == i }
 // IsInit says whether spec.initContainers[i] is the gate.
 func (g GateRef) IsInit(i int) bool { return g.init && g.index == i }
 
-// FindGate finds the gate container of an injected pod: named podgate and
-// configured by the injector (it always writes the status source). A user
-// container merely named podgate is not the gate.
+// FindGate finds the gate container of an injected pod: named podgate (or
+// Knative's queue-proxy, adopted in a revision's pod) and configured by
+// the injector (it always writes the status source). A user container
+// merely named podgate is not the gate.
 func FindGate(spec *corev1.PodSpec) GateRef {
 	isGate := func(c *corev1.Container) bool {
-		if c.Name != contract.GateContainerName {
+		if c.Name != contract.GateContainerName && c.Name != contract.KnativeQueueContainerName {
 			return false
 		}
 		for _, e := range c.Env {

@@ -52,6 +52,11 @@ const (
 const (
 	// GateContainerName is the gate container's name in an injected pod.
 	GateContainerName = "podgate"
+	// KnativeQueueContainerName is Knative's queue sidecar's name in a
+	// revision's pod: podgate's webhook adopts that container when its
+	// image is the gate (Knative started the gate as queue-proxy), instead
+	// of adding a second gate beside it.
+	KnativeQueueContainerName = "queue-proxy"
 	// GatePort serves traffic and health checks (queue-proxy's 8012).
 	GatePort = 8012
 	// GateAdminPort serves /wait-for-drain and /probe/… (queue-proxy's 8022).
