@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -187,6 +188,11 @@ func (c Config) Check() error {
 	for _, h := range c.CertHosts {
 		if net.ParseIP(h) == nil && len(validation.IsDNS1123Subdomain(h)) > 0 {
 			errs = append(errs, fmt.Errorf("--cert-host %q: neither an IP address nor a DNS name", h))
+		}
+	}
+	if h := c.knativeHandoff(); h != "" {
+		if u, err := url.Parse(h); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--knative-handoff-url %q: want an http:// or https:// URL, or - for none", h))
 		}
 	}
 	switch {

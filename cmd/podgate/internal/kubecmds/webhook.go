@@ -64,6 +64,7 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 	f.StringVar(&cfg.ValidatingConfiguration, "validating-configuration", webhook.DefaultConfiguration, "ValidatingWebhookConfiguration whose caBundle the webhook keeps")
 	f.StringVar(&cfg.GateImage, "gate-image", contract.DefaultImage, "image of the injected gate container")
 	f.BoolVar(&cfg.GateAsContainer, "gate-as-container", false, "inject the gate as a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
+	f.StringVar(&cfg.KnativeHandoffURL, "knative-handoff-url", webhook.DefaultKnativeHandoffURL, "where a gate adopted as a Knative revision's queue container hands requests it holds while its pod is not ready (Knative's activator; - for nowhere)")
 	f.DurationVar(&cfg.CALifetime, "ca-lifetime", webhook.DefaultCALifetime, "lifetime of the CA; its successor is published at half of it and signs from 2/3")
 	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", webhook.DefaultCertLifetime, "lifetime of the serving certificate; replaced at 2/3 of it")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", webhook.DefaultSyncPeriod, "how often the Secret and the caBundles are checked for changes made elsewhere")
@@ -77,7 +78,7 @@ func checkWebhookFlags(cfg webhook.Config) error {
 	err := cmdflags.CheckSet([]cmdflags.TextFlag{
 		{Flag: "--listen", Value: cfg.Listen}, {Flag: "--namespace", Value: cfg.Namespace}, {Flag: "--service", Value: cfg.Service}, {Flag: "--secret", Value: cfg.Secret},
 		{Flag: "--mutating-configuration", Value: cfg.MutatingConfiguration}, {Flag: "--validating-configuration", Value: cfg.ValidatingConfiguration},
-		{Flag: "--gate-image", Value: cfg.GateImage},
+		{Flag: "--gate-image", Value: cfg.GateImage}, {Flag: "--knative-handoff-url", Value: cfg.KnativeHandoffURL},
 	}, []cmdflags.DurationFlag{{Flag: "--ca-lifetime", Value: cfg.CALifetime}, {Flag: "--cert-lifetime", Value: cfg.CertLifetime}, {Flag: "--sync-period", Value: cfg.SyncPeriod}})
 	if err != nil {
 		return err
