@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/knativebin"
 )
 
@@ -259,6 +262,10 @@ func TestClusterUpKnative(t *testing.T) {
 				}
 			})
 
+			t.Run("in an opted-in namespace the gate as queue container is adopted, Knative's queue-proxy left alone", func(t *testing.T) {
+				u.adoptedRevisionPod(t, apply, ingress, tc.queue == QueueProxyGate)
+			})
+
 			t.Run("scales to zero after the stable window and back on the first request", func(t *testing.T) {
 				eventually(t, knativeWait, "hello scaled to zero, its last pod gone", func() (bool, string) {
 					n := u.revisionPods(t, "hello", true)
@@ -315,5 +322,88 @@ func TestClusterUpKnative(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// adoptedRevisionPod runs a Knative Service of two containers, each with an
+// HTTP readiness probe, in a namespace opted in to podgate (with the
+// gate's RoleBinding), and checks its pod as the API server has it:
+// adopted (gate true) — the queue container named by podgate, its
+// readiness at 1 s × 1, the readiness gate True with the pod Ready — or
+// left as Knative wrote it.
+func (u *upProcess) adoptedRevisionPod(t *testing.T, apply func(string), ingress string, gate bool) {
+	t.Helper()
+	u.kubectl(t, "create", "namespace", "adopt")
+	u.kubectl(t, "label", "namespace", "adopt", "podgate.dev/inject=enabled")
+	u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", "adopt", "--clusterrole", "podgate:gate", "--serviceaccount", "adopt:default")
+	apply(`apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: two, namespace: adopt}
+spec:
+  template:
+    metadata:
+      annotations: {autoscaling.knative.dev/min-scale: "1"}
+    spec:
+      containers:
+        - name: app
+          image: ghcr.io/podgate/testapp
+          ports: [{containerPort: 8080}]
+          readinessProbe: {httpGet: {path: /readyz}, periodSeconds: 1}
+        - name: side
+          image: ghcr.io/podgate/testapp
+          args: ["--port", "8090"]
+          readinessProbe: {httpGet: {path: /readyz, port: 8090}, periodSeconds: 1}
+`)
+	u.kubectl(t, "wait", "-n", "adopt", "--for=condition=Ready", "ksvc/two", "--timeout="+knativeWait.String())
+	eventually(t, knativeWait, "a 200 from two through the ingress", func() (bool, string) {
+		code, body, err := ingressGet(ingress, "two.adopt.example.com", "/")
+		return code == http.StatusOK && strings.HasPrefix(body, "two-"), fmt.Sprintf("%d %q %v", code, body, err)
+	})
+	pods, err := u.client.CoreV1().Pods("adopt").List(t.Context(), metav1.ListOptions{LabelSelector: "serving.knative.dev/service=two"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("the revision's pods: %v (%d)", err, len(pods.Items))
+	}
+	pod := pods.Items[0]
+	var queue *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == contract.KnativeQueueContainerName {
+			queue = &pod.Spec.Containers[i]
+		}
+	}
+	if queue == nil {
+		t.Fatalf("pod %s has no queue container", pod.Name)
+	}
+	env := map[string]string{}
+	for _, e := range queue.Env {
+		env[e.Name] = e.Value
+	}
+	gated := slices.Contains(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: contract.ContainersReadyCondition})
+	if !gate {
+		if gated || env[contract.EnvStatusSource] != "" || queue.ReadinessProbe.PeriodSeconds == 1 {
+			t.Errorf("Knative's queue-proxy was changed: readiness gates %v, %s=%q, readiness period %d",
+				pod.Spec.ReadinessGates, contract.EnvStatusSource, env[contract.EnvStatusSource], queue.ReadinessProbe.PeriodSeconds)
+		}
+		return
+	}
+	if got := env[contract.EnvReadinessContainers]; got != "app,side" {
+		t.Errorf("%s = %q, want app,side", contract.EnvReadinessContainers, got)
+	}
+	if p := queue.ReadinessProbe; p.PeriodSeconds != 1 || p.FailureThreshold != 1 {
+		t.Errorf("queue readiness %d s × %d, want 1 s × 1", p.PeriodSeconds, p.FailureThreshold)
+	}
+	if !gated {
+		t.Errorf("no readiness gate %s: %v", contract.ContainersReadyCondition, pod.Spec.ReadinessGates)
+	}
+	var gateCond, ready corev1.ConditionStatus
+	for _, c := range pod.Status.Conditions {
+		switch c.Type {
+		case contract.ContainersReadyCondition:
+			gateCond = c.Status
+		case corev1.PodReady:
+			ready = c.Status
+		}
+	}
+	if gateCond != corev1.ConditionTrue || ready != corev1.ConditionTrue {
+		t.Errorf("pod %s: %s %q, Ready %q; want both True (the gate writes its condition through its RoleBinding)", pod.Name, contract.ContainersReadyCondition, gateCond, ready)
 	}
 }
