@@ -379,9 +379,11 @@ spec:
 	}
 	gated := slices.Contains(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: contract.ContainersReadyCondition})
 	if !gate {
-		if gated || env[contract.EnvStatusSource] != "" || queue.ReadinessProbe.PeriodSeconds == 1 {
-			t.Errorf("Knative's queue-proxy was changed: readiness gates %v, %s=%q, readiness period %d",
-				pod.Spec.ReadinessGates, contract.EnvStatusSource, env[contract.EnvStatusSource], queue.ReadinessProbe.PeriodSeconds)
+		// Knative copies the serving container's readiness timing
+		// (here 1 s × 3, the failure threshold defaulted).
+		if gated || env[contract.EnvStatusSource] != "" || queue.ReadinessProbe.FailureThreshold != 3 {
+			t.Errorf("Knative's queue-proxy was changed: readiness gates %v, %s=%q, readiness failure threshold %d",
+				pod.Spec.ReadinessGates, contract.EnvStatusSource, env[contract.EnvStatusSource], queue.ReadinessProbe.FailureThreshold)
 		}
 		return
 	}
