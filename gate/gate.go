@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -112,6 +113,13 @@ type Gate struct {
 	holdLimit  time.Duration
 	everReady  atomic.Bool // every container was ready at some point
 	held       atomic.Int64
+
+	// holds are the requests held at the door while the containers are
+	// not ready (hold.go).
+	holds holdLog
+	// podOut: the status source's last report says the pod is not Ready,
+	// so it is out of the endpoints (or on its way out).
+	podOut atomic.Bool
 }
 
 // signalingCounter is an atomic counter that signals every change.
@@ -200,8 +208,15 @@ func New(opts Options) (*Gate, error) {
 	g.cond = newConditionPublisher(opts.Conditions, opts.Clock, opts.Logger, g.condition)
 	g.signalReadiness() // the aggregator's first verdict
 	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
+	var handoff *url.URL
+	if cfg.HandoffURL != "" {
+		if handoff, err = url.Parse(cfg.HandoffURL); err != nil {
+			return nil, fmt.Errorf("%s: %w", contract.EnvHandoffURL, err)
+		}
+	}
 	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Limits: proxy.Limits{Request: cfg.RevisionTimeout, ResponseStart: cfg.ResponseStartTimeout, Idle: cfg.IdleTimeout}, Limiter: lim,
-		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C})
+		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C,
+		Door: door{g}, Handoff: handoff})
 	if g.reqlog, err = newRequestLog(opts, cfg); err != nil {
 		return nil, err
 	}
@@ -629,6 +644,9 @@ func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
 		watch = func(ctx context.Context) error {
 			return pw.WatchPod(ctx, func(ps PodStatus) {
 				g.agg.SetStatuses(ps.Containers)
+				if out := !ps.Ready; g.podOut.Swap(out) != out {
+					g.signalReadiness() // held requests may be handed off now
+				}
 				g.statusReported()
 				if ps.Terminating {
 					g.terminate("the pod is being deleted (status source)")

@@ -25,6 +25,9 @@ import (
 //	podgate_ridethrough_holds_total                       requests held because the container refused
 //	podgate_ridethrough_retries_total                     connection attempts repeated for held requests
 //	podgate_ridethrough_held                              requests held right now
+//	podgate_readiness_holds_total                         requests held at the door because not every container was ready
+//	podgate_readiness_held                                requests held at the door right now
+//	podgate_handoffs_total                                held requests handed to Knative's activator (PODGATE_HANDOFF_URL)
 //	podgate_upstream_errors_total                         failed after reaching the container (502, not replayed)
 //	podgate_ready                                         1 when health checks are answered ready
 //	podgate_health_checks_held                            health checks held until the pod is first ready
@@ -58,6 +61,10 @@ type Metrics struct {
 	retries  prometheus.Counter
 	held     prometheus.Gauge
 	upstream prometheus.Counter
+	// The door (requests held while not every container is ready).
+	rholds   prometheus.Counter
+	rheld    prometheus.Gauge
+	handoffs prometheus.Counter
 
 	containers *prometheus.GaugeVec
 	probeVec   *prometheus.CounterVec
@@ -133,6 +140,18 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 			Name: "podgate_upstream_errors_total",
 			Help: "Requests that failed after reaching the serving container (not replayed).",
 		}),
+		rholds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "podgate_readiness_holds_total",
+			Help: "Requests held at the door because not every container was ready.",
+		}),
+		rheld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "podgate_readiness_held",
+			Help: "Requests held at the door right now, until every container is ready.",
+		}),
+		handoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "podgate_handoffs_total",
+			Help: "Held requests handed to Knative's activator (PODGATE_HANDOFF_URL) because the pod was out of the endpoints.",
+		}),
 		containers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podgate_container_ready",
 			Help: "1 when the container counts as ready.",
@@ -144,7 +163,7 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		probes: map[probeKey]prometheus.Counter{},
 	}
 	m.reg.MustRegister(
-		m.requests, m.latency, m.holds, m.retries, m.held, m.upstream, m.containers, m.probeVec,
+		m.requests, m.latency, m.holds, m.retries, m.held, m.upstream, m.rholds, m.rheld, m.handoffs, m.containers, m.probeVec,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "podgate_requests_in_flight",
 			Help: "Requests arrived and not yet answered.",
@@ -225,6 +244,19 @@ func (m *Metrics) HoldStarted() {
 
 // HoldEnded: see HoldStarted.
 func (m *Metrics) HoldEnded() { m.held.Dec() }
+
+// ReadinessHoldStarted counts a request held at the door while not every
+// container is ready; ReadinessHoldEnded ends its hold.
+func (m *Metrics) ReadinessHoldStarted() {
+	m.rholds.Inc()
+	m.rheld.Inc()
+}
+
+// ReadinessHoldEnded: see ReadinessHoldStarted.
+func (m *Metrics) ReadinessHoldEnded() { m.rheld.Dec() }
+
+// HandedOff counts a held request handed to Knative's activator.
+func (m *Metrics) HandedOff() { m.handoffs.Inc() }
 
 // Retried counts one more connection attempt for a held request.
 func (m *Metrics) Retried() { m.retries.Inc() }
