@@ -207,20 +207,30 @@ func New(opts Options) (*Gate, error) {
 	})
 	g.cond = newConditionPublisher(opts.Conditions, opts.Clock, opts.Logger, g.condition)
 	g.signalReadiness() // the aggregator's first verdict
-	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
-	var handoff *url.URL
-	if cfg.HandoffURL != "" {
-		if handoff, err = url.Parse(cfg.HandoffURL); err != nil {
-			return nil, fmt.Errorf("%s: %w", contract.EnvHandoffURL, err)
-		}
+	if g.proxy, err = g.newProxy(lim); err != nil {
+		return nil, err
 	}
-	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Limits: proxy.Limits{Request: cfg.RevisionTimeout, ResponseStart: cfg.ResponseStartTimeout, Idle: cfg.IdleTimeout}, Limiter: lim,
-		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C,
-		Door: door{g}, Handoff: handoff})
 	if g.reqlog, err = newRequestLog(opts, cfg); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// newProxy is the data path to the serving container, behind the door
+// (hold.go) and with the hand-off to Knative's activator when configured.
+func (g *Gate) newProxy(lim *proxy.Limiter) (*proxy.Proxy, error) {
+	cfg := g.cfg
+	var handoff *url.URL
+	if cfg.HandoffURL != "" {
+		var err error
+		if handoff, err = url.Parse(cfg.HandoffURL); err != nil {
+			return nil, fmt.Errorf("%s: %w", contract.EnvHandoffURL, err)
+		}
+	}
+	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
+	return proxy.New(proxy.Config{Upstream: upstream, Clock: g.clock, Limits: proxy.Limits{Request: cfg.RevisionTimeout, ResponseStart: cfg.ResponseStartTimeout, Idle: cfg.IdleTimeout}, Limiter: lim,
+		Logger: g.log, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C,
+		Door: door{g}, Handoff: handoff}), nil
 }
 
 // newRequestLog is the request log Options ask for; nil for none.

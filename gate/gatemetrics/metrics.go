@@ -140,18 +140,6 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 			Name: "podgate_upstream_errors_total",
 			Help: "Requests that failed after reaching the serving container (not replayed).",
 		}),
-		rholds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podgate_readiness_holds_total",
-			Help: "Requests held at the door because not every container was ready.",
-		}),
-		rheld: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "podgate_readiness_held",
-			Help: "Requests held at the door right now, until every container is ready.",
-		}),
-		handoffs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podgate_handoffs_total",
-			Help: "Held requests handed to Knative's activator (PODGATE_HANDOFF_URL) because the pod was out of the endpoints.",
-		}),
 		containers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podgate_container_ready",
 			Help: "1 when the container counts as ready.",
@@ -163,7 +151,7 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		probes: map[probeKey]prometheus.Counter{},
 	}
 	m.reg.MustRegister(
-		m.requests, m.latency, m.holds, m.retries, m.held, m.upstream, m.rholds, m.rheld, m.handoffs, m.containers, m.probeVec,
+		m.requests, m.latency, m.holds, m.retries, m.held, m.upstream, m.containers, m.probeVec,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "podgate_requests_in_flight",
 			Help: "Requests arrived and not yet answered.",
@@ -183,6 +171,7 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.registerDoor()
 	m.registerKnative(src)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorLog: errLog,
@@ -191,6 +180,24 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		ErrorHandling: promhttp.ContinueOnError,
 	})
 	return m
+}
+
+// registerDoor registers the counts of requests held while not every
+// container is ready, and handed off.
+func (m *Metrics) registerDoor() {
+	m.rholds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podgate_readiness_holds_total",
+		Help: "Requests held at the door because not every container was ready.",
+	})
+	m.rheld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "podgate_readiness_held",
+		Help: "Requests held at the door right now, until every container is ready.",
+	})
+	m.handoffs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podgate_handoffs_total",
+		Help: "Held requests handed to Knative's activator (PODGATE_HANDOFF_URL) because the pod was out of the endpoints.",
+	})
+	m.reg.MustRegister(m.rholds, m.rheld, m.handoffs)
 }
 
 // registerKnative registers queue-proxy's own metrics.
