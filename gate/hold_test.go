@@ -593,3 +593,32 @@ func TestHeldRequestsAreProxiedWithinTheConcurrencyLimit(t *testing.T) {
 		t.Errorf("the app got %d requests, want 3", app.Traffic())
 	}
 }
+
+// TestARefusedConnectionHoldsNewRequestsAtTheDoorAndTheOneInFlightRidesThrough:
+// the serving container refuses the proxy's connection (it is
+// restarting): the request that found out is held by the ride-through,
+// the pod is unready at once, and the requests after it wait at the
+// door; all are answered by the restarted container.
+func TestARefusedConnectionHoldsNewRequestsAtTheDoorAndTheOneInFlightRidesThrough(t *testing.T) {
+	first := startNamedUpstream(t, "127.0.0.1:0", "first")
+	addr := first.addr
+	tg := startGate(t, gateConfig(t, addr), Options{})
+	tg.waitReady(t, true)
+	first.stop(t)
+
+	inFlight := tg.send(t, mustRequest(t, http.MethodGet, tg.url("/first")))
+	eventually(t, "the ride-through holds the first request", func() bool {
+		return strings.Contains(tg.metricsText(t), "podgate_ridethrough_held 1")
+	})
+	tg.waitReady(t, false)
+	next := tg.send(t, mustRequest(t, http.MethodGet, tg.url("/next")))
+	eventually(t, "the next request waits at the door", func() bool { return tg.RequestsHeld() == 1 })
+	contains(t, "metrics", tg.metricsText(t), "podgate_ridethrough_held 1")
+
+	startNamedUpstream(t, addr, "second")
+	for what, ch := range map[string]<-chan reply{"the ridden-through request": inFlight, "the request held at the door": next} {
+		if r := await(t, what, ch); r.code != http.StatusOK || r.body != "second HTTP/1.1" {
+			t.Errorf("%s: %d %q, want 200 from the restarted container", what, r.code, r.body)
+		}
+	}
+}
