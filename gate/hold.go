@@ -49,8 +49,10 @@ const firstHandoffBackoff = 100 * time.Millisecond
 // door is the gate's proxy.Door.
 type door struct{ g *Gate }
 
-// Open: every container is ready.
-func (d door) Open() bool { return d.g.agg.Ready() }
+// Open: every container is ready, or the gate drains (a request that won
+// its concurrency slot then goes to the container rather than back to
+// the door, where the drain would send it on anyway).
+func (d door) Open() bool { return d.g.agg.Ready() || d.g.drainer.Draining() }
 
 // Wait holds r while the containers are not ready, until they are, or
 // it may be handed off, or ctx ends.

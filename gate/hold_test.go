@@ -553,6 +553,24 @@ func TestDrainingReleasesHeldRequests(t *testing.T) {
 			t.Errorf("got %d %q (app got %d), want the app's answer", r.code, r.body, app.Traffic())
 		}
 	})
+	t.Run("without a hand-off they are proxied within the concurrency limit too", func(t *testing.T) {
+		clk := testingclock.NewFakeClock(time.Now())
+		tg, app, feed := delegatedGate(t, clk, "", func(c *contract.Config) { c.ContainerConcurrency = 1 })
+		feed.setContainer("checker", false)
+		eventually(t, "the gate knows the checker is unready", func() bool { return !tg.agg.Ready() })
+		a := tg.send(t, mustRequest(t, http.MethodGet, tg.url("/a")))
+		b := tg.send(t, mustRequest(t, http.MethodGet, tg.url("/b")))
+		eventually(t, "both requests are held", func() bool { return tg.RequestsHeld() == 2 })
+		tg.Gate.terminate("the test")
+		for what, res := range map[string]<-chan reply{"a": a, "b": b} {
+			if r := await(t, what, res); r.code != http.StatusOK || r.body != "app\n" {
+				t.Errorf("%s: %d %q, want the app's answer", what, r.code, r.body)
+			}
+		}
+		if app.Traffic() != 2 {
+			t.Errorf("the app got %d requests, want 2", app.Traffic())
+		}
+	})
 	t.Run("with a hand-off they are handed off, the pod Ready or not", func(t *testing.T) {
 		clk := testingclock.NewFakeClock(time.Now())
 		act := startActivator(t, nil, nil)
