@@ -356,6 +356,9 @@ func (g *Gate) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 		b.WriteByte('\n')
 	}
+	if n := g.RequestsHeld(); n > 0 {
+		fmt.Fprintf(&b, "%d request(s) held until every container is ready\n", n)
+	}
 	if ready {
 		b.WriteString("readyz check passed\n")
 	} else {

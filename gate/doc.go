@@ -22,6 +22,11 @@
 //   - the pod condition (condition.go): the gate's verdict, naming each
 //     container that is not ready, written on its own pod through a
 //     ConditionWriter (package gate/podapi) for the pod's readiness gate.
+//   - hold.go: the door — a request that arrives while not every
+//     container is ready waits until they are, is handed to Knative's
+//     activator once the pod is out of the endpoints (PODGATE_HANDOFF_URL,
+//     at most contract.MaxHandoffs times, with a backoff), or ends with
+//     its time limit; the drain releases it.
 //   - status.go: the StatusSource through which the gate learns its
 //     containers' statuses and its pod's deletion.
 //

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -112,6 +113,13 @@ type Gate struct {
 	holdLimit  time.Duration
 	everReady  atomic.Bool // every container was ready at some point
 	held       atomic.Int64
+
+	// holds are the requests held at the door while the containers are
+	// not ready (hold.go).
+	holds holdLog
+	// podOut: the status source's last report says the pod is not Ready,
+	// so it is out of the endpoints (or on its way out).
+	podOut atomic.Bool
 }
 
 // signalingCounter is an atomic counter that signals every change.
@@ -199,13 +207,30 @@ func New(opts Options) (*Gate, error) {
 	})
 	g.cond = newConditionPublisher(opts.Conditions, opts.Clock, opts.Logger, g.condition)
 	g.signalReadiness() // the aggregator's first verdict
-	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
-	g.proxy = proxy.New(proxy.Config{Upstream: upstream, Clock: opts.Clock, Limits: proxy.Limits{Request: cfg.RevisionTimeout, ResponseStart: cfg.ResponseStartTimeout, Idle: cfg.IdleTimeout}, Limiter: lim,
-		Logger: opts.Logger, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C})
+	if g.proxy, err = g.newProxy(lim); err != nil {
+		return nil, err
+	}
 	if g.reqlog, err = newRequestLog(opts, cfg); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// newProxy is the data path to the serving container, behind the door
+// (hold.go) and with the hand-off to Knative's activator when configured.
+func (g *Gate) newProxy(lim *proxy.Limiter) (*proxy.Proxy, error) {
+	cfg := g.cfg
+	var handoff *url.URL
+	if cfg.HandoffURL != "" {
+		var err error
+		if handoff, err = url.Parse(cfg.HandoffURL); err != nil {
+			return nil, fmt.Errorf("%s: %w", contract.EnvHandoffURL, err)
+		}
+	}
+	upstream := net.JoinHostPort(cfg.UpstreamHost, strconv.Itoa(cfg.UserPort))
+	return proxy.New(proxy.Config{Upstream: upstream, Clock: g.clock, Limits: proxy.Limits{Request: cfg.RevisionTimeout, ResponseStart: cfg.ResponseStartTimeout, Idle: cfg.IdleTimeout}, Limiter: lim,
+		Logger: g.log, Observer: g.metrics, Refused: g.refused, Back: g.agg.ServingBack, H2COnly: g.agg.ServingSpeaksH2C,
+		Door: door{g}, Handoff: handoff}), nil
 }
 
 // newRequestLog is the request log Options ask for; nil for none.
@@ -629,6 +654,9 @@ func (g *Gate) watchStatus(ctx context.Context) <-chan struct{} {
 		watch = func(ctx context.Context) error {
 			return pw.WatchPod(ctx, func(ps PodStatus) {
 				g.agg.SetStatuses(ps.Containers)
+				if out := !ps.Ready; g.podOut.Swap(out) != out {
+					g.signalReadiness() // held requests may be handed off now
+				}
 				g.statusReported()
 				if ps.Terminating {
 					g.terminate("the pod is being deleted (status source)")

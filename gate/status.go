@@ -31,6 +31,11 @@ type PodStatus struct {
 	// SIGTERM has come. As a native sidecar the gate is stopped after the
 	// other containers, so that SIGTERM comes too late to drain by.
 	Terminating bool
+	// Ready is the pod's Ready condition being True. The pod's endpoint
+	// (EndpointSlice) follows it, so while it is false no router that
+	// follows the endpoints sends the pod new requests: the gate may hand
+	// requests it holds to Knative's activator (contract.EnvHandoffURL).
+	Ready bool
 }
 
 // PodWatcher is a StatusSource that sees the whole pod (the local node

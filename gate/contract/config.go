@@ -87,6 +87,10 @@ type Config struct {
 	// kubelet's preStop hooks, the activator) change the gate's state;
 	// "" allows that only from the pod itself.
 	AdminToken string
+	// HandoffURL (PODGATE_HANDOFF_URL) is Knative's activator, where a
+	// request held while the pod is not ready goes once the pod is out of
+	// the endpoints; "" keeps held requests for this pod.
+	HandoffURL string
 }
 
 // RoutedProbes are a container's original liveness and startup probes.

@@ -50,6 +50,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	c.AdminPort = 0
 	c.AutoscalerPort = 0
 	c.OnlyRouter = OnlyRouterActivator
+	c.HandoffURL = "http://activator-service.knative-serving.svc.cluster.local:80"
 	c.TLSPort = 0
 	c.TLSCertDir = "/tmp/certs"
 	c.TLS = TLSSettings{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12,
@@ -155,6 +156,11 @@ func TestDecodeRejectsMalformedValues(t *testing.T) {
 		{"upstream host", map[string]string{EnvUpstreamHost: "not a host"}, `PODGATE_UPSTREAM_HOST: "not a host" is not an IP address or host name`},
 		{"pod IP", map[string]string{EnvServingPodIP: "10.0.0"}, `SERVING_POD_IP: "10.0.0" is not an IP address`},
 		{"only router", map[string]string{EnvOnlyRouter: "ingress"}, `PODGATE_ONLY_ROUTER: "ingress" is not "activator"`},
+		{"handoff scheme", map[string]string{EnvStatusSource: StatusSourceKubernetes, EnvHandoffURL: "https://activator"}, `PODGATE_HANDOFF_URL: "https://activator" is not the http:// URL of Knative's activator: scheme "https" is not http`},
+		{"handoff path", map[string]string{EnvStatusSource: StatusSourceKubernetes, EnvHandoffURL: "http://activator/x"}, `PODGATE_HANDOFF_URL: "http://activator/x" is not the http:// URL of Knative's activator: has a path`},
+		{"handoff no host", map[string]string{EnvStatusSource: StatusSourceKubernetes, EnvHandoffURL: "http:///"}, `PODGATE_HANDOFF_URL: "http:///" is not the http:// URL of Knative's activator: has no host`},
+		{"handoff port", map[string]string{EnvStatusSource: StatusSourceKubernetes, EnvHandoffURL: "http://activator:0"}, `port "0" is not 1-65535`},
+		{"handoff without status source", map[string]string{EnvHandoffURL: "http://activator:80"}, `PODGATE_HANDOFF_URL: is set, but PODGATE_STATUS_SOURCE is "none"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,5 +356,28 @@ func TestEncodedEnvironmentPassesDecodeEnv(t *testing.T) {
 				t.Errorf("%s, local=%v: %v", name, local, err)
 			}
 		}
+	}
+}
+
+func TestHandoffMarker(t *testing.T) {
+	tests := []struct {
+		name, value string
+		pod         string
+		n           int
+		ok          bool
+	}{
+		{"what the gate writes", FormatHandoff("app-abc", 2), "app-abc", 2, true},
+		{"a count above the bound is the bound", "app;n=77", "app", MaxHandoffs, true},
+		{"no count counts as exhausted", "app", "", MaxHandoffs, false},
+		{"a bad count counts as exhausted", "app;n=x", "", MaxHandoffs, false},
+		{"a zero count counts as exhausted", "app;n=0", "", MaxHandoffs, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod, n, ok := ParseHandoff(tt.value)
+			if pod != tt.pod || n != tt.n || ok != tt.ok {
+				t.Errorf("ParseHandoff(%q) = %q, %d, %v; want %q, %d, %v", tt.value, pod, n, ok, tt.pod, tt.n, tt.ok)
+			}
+		})
 	}
 }

@@ -106,6 +106,17 @@ func decode(d decoder) (Config, error) {
 			d.fail(EnvAdminToken, "is not a header value: 1 to 256 visible ASCII characters without spaces")
 		}
 	}
+	if v := getenv(EnvHandoffURL); v != "" {
+		if err := parseHandoffURL(v); err != nil {
+			d.fail(EnvHandoffURL, "%q is not the http:// URL of Knative's activator: %v", v, err)
+		} else {
+			c.HandoffURL = v
+		}
+	}
+	if c.HandoffURL != "" && c.StatusSource == StatusSourceNone {
+		d.fail(EnvHandoffURL, "is set, but %s is %q: only a status source tells the gate that its pod is out of the endpoints",
+			EnvStatusSource, StatusSourceNone)
+	}
 	if len(c.DelegatedReadiness) > 0 && c.StatusSource == StatusSourceNone {
 		d.fail(EnvStatusSource, "is %q, but %s lists containers whose readiness only a status source knows",
 			StatusSourceNone, EnvDelegatedReadiness)

@@ -77,6 +77,9 @@ func (c Config) Encode() []corev1.EnvVar {
 	if c.AdminToken != "" {
 		add(EnvAdminToken, c.AdminToken)
 	}
+	if c.HandoffURL != "" {
+		add(EnvHandoffURL, c.HandoffURL)
+	}
 	if c.UpstreamHost != d.UpstreamHost && c.UpstreamHost != "" {
 		add(EnvUpstreamHost, c.UpstreamHost)
 	}

@@ -8,10 +8,10 @@ import (
 // FuzzDecode: Decode never panics, and whatever it accepts encodes to an
 // environment that decodes to the same configuration.
 func FuzzDecode(f *testing.F) {
-	f.Add(`{"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1}`, "false", "", `{"a":{"liveness":{"httpGet":{"port":1}}}}`, "30s", "0123456789abcdef0123456789abcdef")
-	f.Add(`[{"httpGet":{"path":"/","port":8080}},{"grpc":{"port":9000}}]`, "true", "a,b", "", "1m", "a b")
-	f.Add(`[]`, "true", "", `{}`, "", "")
-	f.Fuzz(func(t *testing.T, probes, multi, containers, routed, drain, token string) {
+	f.Add(`{"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1}`, "false", "", `{"a":{"liveness":{"httpGet":{"port":1}}}}`, "30s", "0123456789abcdef0123456789abcdef", "http://activator-service.knative-serving.svc.cluster.local:80")
+	f.Add(`[{"httpGet":{"path":"/","port":8080}},{"grpc":{"port":9000}}]`, "true", "a,b", "", "1m", "a b", "http://127.0.0.1:1/")
+	f.Add(`[]`, "true", "", `{}`, "", "", "http://[::1]:8080")
+	f.Fuzz(func(t *testing.T, probes, multi, containers, routed, drain, token, handoff string) {
 		env := map[string]string{
 			EnvServingReadinessProbe: probes,
 			EnvMultiContainerProbes:  multi,
@@ -19,6 +19,8 @@ func FuzzDecode(f *testing.F) {
 			EnvRoutedProbes:          routed,
 			EnvDrainQuietPeriod:      drain,
 			EnvAdminToken:            token,
+			EnvHandoffURL:            handoff,
+			EnvStatusSource:          StatusSourceKubernetes,
 		}
 		c, err := Decode(getter(env))
 		if err != nil {
@@ -30,6 +32,33 @@ func FuzzDecode(f *testing.F) {
 		}
 		if !reflect.DeepEqual(c, again) {
 			t.Fatalf("encode/decode changed the config:\n%+v\n%+v", c, again)
+		}
+	})
+}
+
+// FuzzParseHandoff: the marker's parser never panics, never counts more
+// than MaxHandoffs or less than 1, and reads back what FormatHandoff wrote.
+func FuzzParseHandoff(f *testing.F) {
+	f.Add("app-00001-deployment-5d8f7-abcde;n=1")
+	f.Add(";n=99999999999999999999")
+	f.Add("x;n=+2")
+	f.Add("a;n=1;n=2")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, v string) {
+		pod, n, ok := ParseHandoff(v)
+		if n < 1 || n > MaxHandoffs {
+			t.Fatalf("ParseHandoff(%q) counts %d", v, n)
+		}
+		if !ok {
+			if n != MaxHandoffs {
+				t.Fatalf("ParseHandoff(%q) failed but counts %d, want %d", v, n, MaxHandoffs)
+			}
+			return
+		}
+		if n < MaxHandoffs {
+			if p2, n2, ok2 := ParseHandoff(FormatHandoff(pod, n)); !ok2 || p2 != pod || n2 != n {
+				t.Fatalf("round trip of %q, %d: %q, %d, %v", pod, n, p2, n2, ok2)
+			}
 		}
 	})
 }

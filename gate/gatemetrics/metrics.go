@@ -25,6 +25,9 @@ import (
 //	podgate_ridethrough_holds_total                       requests held because the container refused
 //	podgate_ridethrough_retries_total                     connection attempts repeated for held requests
 //	podgate_ridethrough_held                              requests held right now
+//	podgate_readiness_holds_total                         requests held at the door because not every container was ready
+//	podgate_readiness_held                                requests held at the door right now
+//	podgate_handoffs_total                                held requests handed to Knative's activator (PODGATE_HANDOFF_URL)
 //	podgate_upstream_errors_total                         failed after reaching the container (502, not replayed)
 //	podgate_ready                                         1 when health checks are answered ready
 //	podgate_health_checks_held                            health checks held until the pod is first ready
@@ -58,6 +61,10 @@ type Metrics struct {
 	retries  prometheus.Counter
 	held     prometheus.Gauge
 	upstream prometheus.Counter
+	// The door (requests held while not every container is ready).
+	rholds   prometheus.Counter
+	rheld    prometheus.Gauge
+	handoffs prometheus.Counter
 
 	containers *prometheus.GaugeVec
 	probeVec   *prometheus.CounterVec
@@ -164,6 +171,7 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.registerDoor()
 	m.registerKnative(src)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorLog: errLog,
@@ -172,6 +180,24 @@ func New(src Sources, errLog *log.Logger) *Metrics {
 		ErrorHandling: promhttp.ContinueOnError,
 	})
 	return m
+}
+
+// registerDoor registers the counts of requests held while not every
+// container is ready, and handed off.
+func (m *Metrics) registerDoor() {
+	m.rholds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podgate_readiness_holds_total",
+		Help: "Requests held at the door because not every container was ready.",
+	})
+	m.rheld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "podgate_readiness_held",
+		Help: "Requests held at the door right now, until every container is ready.",
+	})
+	m.handoffs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podgate_handoffs_total",
+		Help: "Held requests handed to Knative's activator (PODGATE_HANDOFF_URL) because the pod was out of the endpoints.",
+	})
+	m.reg.MustRegister(m.rholds, m.rheld, m.handoffs)
 }
 
 // registerKnative registers queue-proxy's own metrics.
@@ -225,6 +251,19 @@ func (m *Metrics) HoldStarted() {
 
 // HoldEnded: see HoldStarted.
 func (m *Metrics) HoldEnded() { m.held.Dec() }
+
+// ReadinessHoldStarted counts a request held at the door while not every
+// container is ready; ReadinessHoldEnded ends its hold.
+func (m *Metrics) ReadinessHoldStarted() {
+	m.rholds.Inc()
+	m.rheld.Inc()
+}
+
+// ReadinessHoldEnded: see ReadinessHoldStarted.
+func (m *Metrics) ReadinessHoldEnded() { m.rheld.Dec() }
+
+// HandedOff counts a held request handed to Knative's activator.
+func (m *Metrics) HandedOff() { m.handoffs.Inc() }
 
 // Retried counts one more connection attempt for a held request.
 func (m *Metrics) Retried() { m.retries.Inc() }

@@ -117,10 +117,20 @@ func (s *Source) WatchPod(ctx context.Context, update func(gate.PodStatus)) erro
 	}
 }
 
-// PodStatusOf is the gate's view of a pod: its containers' statuses and
-// whether it is being deleted.
+// PodStatusOf is the gate's view of a pod: its containers' statuses,
+// whether it is being deleted and whether it is Ready.
 func PodStatusOf(p *corev1.Pod) gate.PodStatus {
-	return gate.PodStatus{Containers: Statuses(p), Terminating: p.DeletionTimestamp != nil}
+	return gate.PodStatus{Containers: Statuses(p), Terminating: p.DeletionTimestamp != nil, Ready: podReady(p)}
+}
+
+// podReady: the pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // Statuses turns a pod's container statuses (regular containers and

@@ -449,3 +449,51 @@ func TestForClusterWithoutAClusterSaysSo(t *testing.T) {
 		t.Fatalf("got %v, want an error naming the kubeconfig", err)
 	}
 }
+
+// TestSourceReportsThePodsReadyCondition: the pod's Ready condition, which
+// its endpoint follows, is in every report.
+func TestSourceReportsThePodsReadyCondition(t *testing.T) {
+	st, url := startAPI(t)
+	if _, err := st.Pods.Create(pod(running("web", true, 0))); err != nil {
+		t.Fatal(err)
+	}
+	src, err := ForURL(url, "default", "web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var last gate.PodStatus
+	var n int
+	get := func() (gate.PodStatus, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return last, n
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.WatchPod(ctx, func(ps gate.PodStatus) {
+			mu.Lock()
+			defer mu.Unlock()
+			last, n = ps, n+1
+		})
+	}()
+	eventually(t, "a pod without a Ready condition is reported not Ready", func() bool { ps, n := get(); return n >= 1 && !ps.Ready })
+	setReady := func(s corev1.ConditionStatus) {
+		t.Helper()
+		if _, err := st.Pods.Modify("default", "web-1", func(p *corev1.Pod) error {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: s}}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady(corev1.ConditionTrue)
+	eventually(t, "Ready=True is reported Ready", func() bool { ps, _ := get(); return ps.Ready })
+	setReady(corev1.ConditionFalse)
+	eventually(t, "Ready=False is reported not Ready", func() bool { ps, _ := get(); return !ps.Ready })
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("WatchPod after cancel: %v", err)
+	}
+}

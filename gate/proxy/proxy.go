@@ -8,11 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Observer is told what the proxy does, for metrics.
@@ -50,6 +53,26 @@ type Config struct {
 	// (found by HTTP/2 auto-detection): HTTP/1.1 requests then go to it
 	// as h2c too. Nil: never.
 	H2COnly func() bool
+	// Door, when set, decides within the request's time limits whether
+	// it may go to the serving container now, waits until it may, or
+	// hands it off to Handoff. Nil: every request goes at once.
+	Door Door
+	// Handoff is where the Door hands requests off (Knative's activator,
+	// contract.EnvHandoffURL); nil: nowhere.
+	Handoff *url.URL
+}
+
+// Door keeps requests from the serving container while it must not get
+// any (the pod is not ready).
+type Door interface {
+	// Wait returns once r may go to the serving container (nil, nil);
+	// or with the headers to set on r when it is to be handed off
+	// instead; or with ctx's cause when ctx ends first. arrived is r's
+	// arrival on the proxy's clock.
+	Wait(ctx context.Context, r *http.Request, arrived time.Time) (handoff http.Header, err error)
+	// Open reports whether a request may go to the serving container
+	// right now (asked again once a CONTAINER_CONCURRENCY slot is won).
+	Open() bool
 }
 
 // Proxy forwards traffic to the serving container: HTTP/1.1 (including
@@ -65,12 +88,17 @@ type Proxy struct {
 	m        Observer
 	upstream string
 	h2cOnly  func() bool
+	door     Door
+	// ho hands requests off to handoff; nil without one.
+	ho      *httputil.ReverseProxy
+	t3      *http.Transport
+	handoff *url.URL
 }
 
 // New builds a Proxy; it holds idle connections until CloseIdle.
 func New(cfg Config) *Proxy {
 	p := &Proxy{clock: cfg.Clock, limits: cfg.Limits, limiter: cfg.Limiter, log: cfg.Logger, m: cfg.Observer,
-		upstream: cfg.Upstream, h2cOnly: cfg.H2COnly}
+		upstream: cfg.Upstream, h2cOnly: cfg.H2COnly, door: cfg.Door, handoff: cfg.Handoff}
 	clk, log, refused, back, m := cfg.Clock, cfg.Logger, cfg.Refused, cfg.Back, cfg.Observer
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	p.t1 = &http.Transport{
@@ -115,6 +143,24 @@ func New(cfg Config) *Proxy {
 			p.h2 = rp
 		}
 	}
+	if cfg.Handoff != nil {
+		// A plain transport: the activator answers or holds the request
+		// itself, and a request handed off is never sent twice.
+		p.t3 = &http.Transport{
+			DialContext:         dialer.DialContext,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		}
+		p.ho = &httputil.ReverseProxy{
+			Transport:      p.t3,
+			Rewrite:        p.rewriteHandoff,
+			ModifyResponse: p.responseStarted,
+			ErrorHandler:   p.failHandoff,
+			BufferPool:     bufferPool{},
+			ErrorLog:       errLog,
+		}
+	}
 	return p
 }
 
@@ -126,6 +172,9 @@ func (p *Proxy) Upstream() string { return p.upstream }
 func (p *Proxy) CloseIdle() {
 	p.t1.CloseIdleConnections()
 	p.t2.CloseIdleConnections()
+	if p.t3 != nil {
+		p.t3.CloseIdleConnections()
+	}
 }
 
 type stateKey struct{}
@@ -155,12 +204,36 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 		ctx = context.WithValue(ctx, stateKey{}, st)
 	}
 	r = r.WithContext(ctx)
-	if p.limiter != nil {
+	var arrived time.Time
+	if p.door != nil {
+		arrived = p.clock.Now()
+	}
+	for {
+		if p.door != nil {
+			handoff, err := p.door.Wait(ctx, r, arrived)
+			if err != nil {
+				p.fail(w, r, err)
+				return
+			}
+			if handoff != nil {
+				p.handOff(w, r, handoff)
+				return
+			}
+		}
+		if p.limiter == nil {
+			break
+		}
 		if err := p.limiter.acquire(ctx); err != nil {
 			p.fail(w, r, err)
 			return
 		}
-		defer p.limiter.release()
+		// The door may have closed while the request waited for its
+		// slot: it waits at the door again, without the slot.
+		if p.door == nil || p.door.Open() {
+			defer p.limiter.release()
+			break
+		}
+		p.limiter.release()
 	}
 	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		// Let an HTTP/1.1 client keep sending its body while the response
@@ -208,6 +281,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	for _, h := range activatorHeaders {
 		out.Del(h)
 	}
+	out.Del(contract.HandoffHeader)
 	if strings.TrimSpace(in.Get("Forwarded")) != "" {
 		out["Forwarded"] = in["Forwarded"]
 	} else if fwd := forwardedFrom(in); fwd != "" {
@@ -234,6 +308,49 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		rb := newReplayBody(pr.Out.Body)
 		pr.Out.Body, pr.Out.GetBody = rb, rb.rewind
 	}
+}
+
+// handOff sends r to the activator with the headers the door gave,
+// within r's time limits; the activator's answer goes back unchanged.
+func (p *Proxy) handOff(w *Recorder, r *http.Request, h http.Header) {
+	if p.ho == nil {
+		p.fail(w, r, errors.New("the gate's door handed a request off, but no hand-off URL is configured"))
+		return
+	}
+	for k, vs := range h {
+		r.Header[k] = vs
+	}
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+	}
+	p.ho.ServeHTTP(w, r)
+}
+
+// rewriteHandoff aims a request at the activator as it came: method,
+// path, query, Host and headers (K-Original-Host and X-Forwarded-* too:
+// the activator keeps an original host it finds); the body streams
+// through unread by the gate.
+func (p *Proxy) rewriteHandoff(pr *httputil.ProxyRequest) {
+	pr.Out.URL.Scheme = p.handoff.Scheme
+	pr.Out.URL.Host = p.handoff.Host
+	pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+	// Rewrite mode drops the forwarding headers; a hand-off keeps them.
+	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v, ok := pr.In.Header[k]; ok {
+			pr.Out.Header[k] = v
+		}
+	}
+	pr.Out.Trailer = pr.In.Trailer
+}
+
+// failHandoff answers a request the activator did not answer.
+func (p *Proxy) failHandoff(rw http.ResponseWriter, r *http.Request, err error) {
+	if context.Cause(r.Context()) != nil {
+		p.fail(rw, r, err)
+		return
+	}
+	p.log.Warn("hand-off to the activator failed", "handoff", p.handoff.String(), "method", r.Method, "path", r.URL.Path, "error", err)
+	http.Error(rw, err.Error(), http.StatusBadGateway)
 }
 
 // forwardedFrom builds an RFC 7239 Forwarded header from the X-Forwarded-*

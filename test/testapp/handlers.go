@@ -38,6 +38,7 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) root(w http.ResponseWriter, _ *http.Request) {
+	s.traffic.Add(1)
 	fmt.Fprintln(w, s.cfg.Name)
 }
 

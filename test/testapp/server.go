@@ -28,6 +28,9 @@ type Server struct {
 	liveToggle        atomic.Bool
 	readyAfterElapsed atomic.Bool
 	liveExpired       atomic.Bool
+	// traffic counts the requests answered on / and any other path that
+	// is not one of the app's endpoints (see Traffic).
+	traffic atomic.Int64
 
 	// mu orders state changes so that the gRPC status and the exec file end
 	// up matching the last change, not whichever goroutine wrote last.
@@ -179,6 +182,11 @@ func (s *Server) Healthy() bool { return s.liveToggle.Load() && !s.liveExpired.L
 
 // Live is the live toggle, which /livez answers.
 func (s *Server) Live() bool { return s.liveToggle.Load() }
+
+// Traffic is how many traffic requests (any path but the app's own
+// endpoints) the app has received: tests count what reached the serving
+// container.
+func (s *Server) Traffic() int64 { return s.traffic.Load() }
 
 // SetReady sets the ready toggle, as /toggleReady?set= does.
 func (s *Server) SetReady(ready bool) { s.store(&s.readyToggle, ready) }
