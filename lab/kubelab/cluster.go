@@ -44,6 +44,10 @@ type Config struct {
 	// PodCIDR is the pods' range, one of its own per cluster running at
 	// the same time (outside 127.0.0.0/8 and the Service range).
 	PodCIDR string
+	// Knative, when set, runs `cluster up --knative --queue-proxy
+	// KNATIVE` ("gate" or "knative"): Knative Serving with that queue
+	// sidecar, and its ingress (KnativeNamespace's worlds).
+	Knative string
 	// Args are further `cluster up` flags.
 	Args []string
 	// StartTimeout bounds the wait for the front door (default 5
@@ -52,8 +56,12 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
-// doorLine is cluster up's line once podgate is installed.
-var doorLine = regexp.MustCompile(`podgate: front door on http://(127(?:\.\d+){3}:\d+)`)
+// doorLine is cluster up's line once podgate is installed; ingressLine
+// once Knative is.
+var (
+	doorLine    = regexp.MustCompile(`podgate: front door on http://(127(?:\.\d+){3}:\d+)`)
+	ingressLine = regexp.MustCompile(`podgate: Knative ingress \(Traefik\) on (http://127(?:\.\d+){3}:\d+)`)
+)
 
 // Cluster is a running `podgate cluster up`.
 type Cluster struct {
@@ -63,6 +71,9 @@ type Cluster struct {
 	err            error         // Wait's error, valid after done
 
 	dir, door string
+	// ingress is Knative's ingress, http://127.0.0.1:PORT ("" without
+	// Config.Knative).
+	ingress   string
 	rest      *rest.Config
 	cs        kubernetes.Interface
 	kubectl   string
@@ -89,6 +100,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	args := append([]string{"cluster", "up", "--dir", cfg.Dir, "--pod-cidr", cfg.PodCIDR,
 		"--listen", "127.0.0.1:0", "--front-door", "127.0.0.1:0"}, cfg.Args...)
+	if cfg.Knative != "" {
+		args = append(args, "--knative", "--queue-proxy", cfg.Knative, "--ingress", "127.0.0.1:0")
+		if cfg.StartTimeout <= 0 {
+			timeout = 10 * time.Minute
+		}
+	}
 	c := &Cluster{stdout: lab.NewOutput(), stderr: lab.NewOutput(), done: make(chan struct{}), dir: cfg.Dir}
 	c.cmd = exec.Command(cfg.Binary, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
@@ -102,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}()
 	startCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := c.connect(startCtx, cidr); err != nil {
+	if err := c.connect(startCtx, cidr, cfg.Knative != ""); err != nil {
 		_, _ = c.Stop(2 * time.Minute)
 		return nil, fmt.Errorf("kubelab: podgate %s: %w\nstderr:\n%s", strings.Join(args, " "), err, c.stderr.String())
 	}
@@ -111,11 +128,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 // connect waits for the front door line and opens what the lab reaches
 // the cluster with: the API server, kubectl, the network namespace.
-func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix) error {
+func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix, knative bool) error {
 	for {
 		text, changed := c.stderr.Snapshot()
-		if m := doorLine.FindStringSubmatch(text); m != nil {
+		m := doorLine.FindStringSubmatch(text)
+		k := ingressLine.FindStringSubmatch(text)
+		if m != nil && (!knative || k != nil) {
 			c.door = m[1]
+			if k != nil {
+				c.ingress = k[1]
+			}
 			break
 		}
 		select {
@@ -165,6 +187,10 @@ func (c *Cluster) dialInside(ctx context.Context, network, addr string) (net.Con
 
 // FrontDoorURL is the front door's base URL, http://127.0.0.1:PORT/.
 func (c *Cluster) FrontDoorURL() string { return "http://" + c.door + "/" }
+
+// KnativeIngress is Knative's ingress, http://127.0.0.1:PORT ("" when the
+// cluster runs no Knative).
+func (c *Cluster) KnativeIngress() string { return c.ingress }
 
 // Client is an admin client of the cluster's API server.
 func (c *Cluster) Client() kubernetes.Interface { return c.cs }
