@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -92,7 +93,9 @@ type KnativeOptions struct {
 //     ready and its probe's message;
 //   - the queue container's kubelet readiness probe at 1 s × 1
 //     (KnativeQueuePeriodSeconds), handler unchanged;
-//   - the hand-off address (KnativeOptions.HandoffURL).
+//   - the hand-off address (KnativeOptions.HandoffURL);
+//   - the drain's quiet period, when half the grace period (Knative's
+//     timeoutSeconds) is shorter than queue-proxy's 30 s.
 //
 // Liveness and startup probes are left where Knative puts them (on their
 // containers): the gate's ride-through covers a restart without them.
@@ -146,6 +149,11 @@ func AdoptKnativeQueue(pod *corev1.Pod, opts KnativeOptions) (*corev1.Pod, error
 	set(contract.EnvReadinessContainers, strings.Join(readinessOwners, ","))
 	set(contract.EnvDelegatedReadiness, strings.Join(delegated, ","))
 	set(contract.EnvHandoffURL, opts.HandoffURL)
+	// Knative gives a revision's pods its timeoutSeconds as their grace
+	// period; the drain must end inside it, as in an injected pod.
+	if q := drainQuietPeriod(spec.TerminationGracePeriodSeconds); q < contract.DefaultDrainQuietPeriodSeconds*time.Second {
+		set(contract.EnvDrainQuietPeriod, q.String())
+	}
 	if p := q.ReadinessProbe; p != nil {
 		p.PeriodSeconds = KnativeQueuePeriodSeconds
 		p.FailureThreshold = 1

@@ -176,3 +176,26 @@ func TestAdoptKnativeQueueNeedsTheServingContainer(t *testing.T) {
 		t.Fatalf("err = %v, want one naming %s", err, contract.EnvUserPort)
 	}
 }
+
+func TestAdoptKnativeQueueKeepsTheDrainInsideTheGracePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace int64
+		want  string
+	}{
+		{"Knative's default timeoutSeconds (300 s) keeps queue-proxy's 30 s", 300, ""},
+		{"a 20 s timeoutSeconds drains for half of it", 20, "10s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := knativePod(t, "two-http")
+			pod.Spec.TerminationGracePeriodSeconds = &tc.grace
+			adopted, err := AdoptKnativeQueue(pod, KnativeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := envOf(queueContainer(&adopted.Spec))[contract.EnvDrainQuietPeriod]; got != tc.want {
+				t.Errorf("%s = %q, want %q", contract.EnvDrainQuietPeriod, got, tc.want)
+			}
+		})
+	}
+}

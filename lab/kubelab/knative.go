@@ -208,5 +208,21 @@ func (n *KnativeNamespace) Logs() string {
 		b.Write(out)
 	}
 	b.WriteString(n.plainNamespace.Logs())
+	// The containers' output, of every pod the namespace's events name
+	// (deleted ones too).
+	pods := map[string]bool{}
+	if evs, err := n.c.cs.CoreV1().Events(n.name).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "Pod" {
+				pods[e.InvolvedObject.Name] = true
+			}
+		}
+	}
+	b.WriteString("the containers' output of namespace " + n.name + ":\n")
+	for _, l := range strings.Split(n.c.Stdout(), "\n") {
+		if pod, _, ok := strings.Cut(l, "/"); ok && pods[pod] {
+			b.WriteString(l + "\n")
+		}
+	}
 	return b.String()
 }
