@@ -31,13 +31,18 @@ func LoggedAt(output, prefix, substr string) (time.Time, error) {
 
 // DrainedFirst checks, in the containers' output (World.Output), that
 // each of the pod's containers was asked to stop only after the pod's
-// gate had drained: the gate's "drained: " line before each container's
+// gate had drained: the gate's (or, in a Knative revision's pod, its
+// queue container's) "drained: " line before each container's
 // "termination requested" (the test app's line on SIGTERM). That is what
 // the gate's wait-for-drain preStop hook holds.
 func DrainedFirst(output, pod string, containers []string) error {
 	drained, err := LoggedAt(output, pod+"/"+contract.GateContainerName+" | ", "drained: ")
 	if err != nil {
-		return err
+		// A Knative revision's pod: the gate is its queue container.
+		var errQueue error
+		if drained, errQueue = LoggedAt(output, pod+"/"+contract.KnativeQueueContainerName+" | ", "drained: "); errQueue != nil {
+			return err
+		}
 	}
 	for _, c := range containers {
 		term, err := LoggedAt(output, pod+"/"+c+" | ", "termination requested")
