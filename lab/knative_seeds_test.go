@@ -77,6 +77,7 @@ func TestSeedsOnKnative(t *testing.T) {
 			{"exec liveness restarts the container and loses no request", "exec-liveness", seedExecLiveness},
 			{"sidecar liveness restarts each container and loses no request", "multi-liveness", seedMultiContainerLiveness},
 			{"a sidecar that turns unready stops traffic", "sidecar-unready", seedSidecarTurnsUnready},
+			{"a sidecar that turns unready: the other pod answers", "sidecar-unready-two", seedSidecarUnreadyOtherPodAnswers},
 			{"a sidecar's exec readiness is accepted and enforced", "sidecar-exec", seedSidecarExecReadiness},
 			{"deleting a pod under load loses no request", "delete-under-load", seedDeletePodUnderLoad},
 		} {

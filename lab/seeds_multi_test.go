@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/load"
 )
@@ -314,4 +316,111 @@ func seedSidecarExecReadiness(t *testing.T, where place) {
 
 	s.heldNotServed(rec, out)
 	s.noFailures(rec)
+}
+
+// "No traffic to a pod with an unready container", two replicas: one
+// pod's sidecar turns unready (its readiness probe 1 s × 1) under load.
+// From one second after the toggle until it is back, that pod answers no
+// request — its gate holds what reaches it and, under Knative, hands it
+// to the activator once the pod is out of the endpoints — and no request
+// fails: the other pod answers.
+func TestSeedSidecarUnreadyOtherPodAnswers(t *testing.T) {
+	t.Parallel()
+	seedSidecarUnreadyOtherPodAnswers(t, local{"127.0.81.0/24"})
+}
+
+func seedSidecarUnreadyOtherPodAnswers(t *testing.T, where place) {
+	m := example(t, "multi-container-readiness", "port: 8090\n            periodSeconds: 1", "port: 8090\n            periodSeconds: 1\n            failureThreshold: 1")
+	if err := m.SetPodSpec("timeoutSeconds", 30); err != nil {
+		t.Fatal(err)
+	}
+	s := startScenario(t, where, m, "test-probe", 2)
+	s.waitReady("test-probe")
+	var pods []*corev1.Pod
+	s.within("two ready pods", func(ctx context.Context) error {
+		return lab.Poll(ctx, lab.PollInterval, "two ready pods", func(ctx context.Context) (bool, error) {
+			pods = pods[:0]
+			list, err := s.w.ListPods(ctx, apiAll)
+			if err != nil {
+				return false, err
+			}
+			for i := range list.Items {
+				if lab.PodReady(&list.Items[i]) == nil {
+					pods = append(pods, &list.Items[i])
+				}
+			}
+			return len(pods) == 2, fmt.Errorf("%d ready pods", len(pods))
+		})
+	})
+	victim, other := pods[0], pods[1]
+	s.startLoad()
+	servedBy := func(name string, from time.Time) func(r *load.Recording) bool {
+		return func(r *load.Recording) bool {
+			for _, q := range r.StartedBetween(from, farFuture) {
+				if q.OK() && strings.TrimSpace(q.Body) == name {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	s.within("both pods serve", func(ctx context.Context) error {
+		if _, err := s.load.Wait(ctx, "a request served by "+victim.Name, servedBy(victim.Name, time.Time{})); err != nil {
+			return err
+		}
+		_, err := s.load.Wait(ctx, "a request served by "+other.Name, servedBy(other.Name, time.Time{}))
+		return err
+	})
+	off := s.toggle(victim, 8090, lab.ToggleReady, false)
+	// The service keeps serving (the other pod): the victim's own
+	// condition names the sidecar.
+	s.within("the gate's condition on "+victim.Name+" naming second-container", func(ctx context.Context) error {
+		_, err := lab.WaitPod(ctx, s.w, "the gate's condition naming second-container", func(p *corev1.Pod) error {
+			if p.Name != victim.Name {
+				return errors.New("another pod")
+			}
+			for _, c := range p.Status.Conditions {
+				if string(c.Type) == contract.ContainersReadyCondition && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "second-container") {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %v", p.Status.Conditions)
+		})
+		return err
+	})
+	// The load runs on a while with the sidecar unready: the other pod
+	// answers everything.
+	s.within("5 s of load served by the other pod", func(ctx context.Context) error {
+		_, err := s.load.Wait(ctx, "a request sent 5 s after the toggle served by "+other.Name, servedBy(other.Name, off.Add(5*time.Second)))
+		return err
+	})
+	back := s.toggle(victim, 8090, lab.ToggleReady, true)
+	s.within(victim.Name+" serves again", func(ctx context.Context) error {
+		_, err := s.load.Wait(ctx, "a request served by "+victim.Name+" after the toggle came back", servedBy(victim.Name, back))
+		return err
+	})
+	rec := s.stopLoad()
+	s.stop()
+
+	s.noFailures(rec)
+	var last time.Time // the victim's last answer before the toggle came back
+	var late []load.Request
+	for _, q := range rec.Requests {
+		end := q.Start.Add(q.Duration)
+		if !q.OK() || strings.TrimSpace(q.Body) != victim.Name || !end.Before(back) {
+			continue
+		}
+		if end.After(last) {
+			last = end
+		}
+		if end.After(off.Add(time.Second)) {
+			late = append(late, q)
+		}
+	}
+	t.Logf("%d requests; %s answered its last before the toggle came back at %+.3fs from the toggle off (back at %+.3fs)",
+		len(rec.Requests), victim.Name, last.Sub(off).Seconds(), back.Sub(off).Seconds())
+	if len(late) > 0 {
+		t.Errorf("%d requests answered by %s from 1 s after its sidecar turned unready until it was back:\n%s",
+			len(late), victim.Name, load.FormatRequests(late, s.tl.Origin(), 20))
+	}
 }
