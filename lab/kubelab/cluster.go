@@ -73,13 +73,13 @@ type Cluster struct {
 	dir, door string
 	// ingress is Knative's ingress, http://127.0.0.1:PORT ("" without
 	// Config.Knative).
-	ingress   string
-	rest      *rest.Config
-	cs        kubernetes.Interface
-	kubectl   string
-	netns     *netns.Netns
-	http      *lab.PodHTTP
-	stopOnce  sync.Once
+	ingress  string
+	rest     *rest.Config
+	cs       kubernetes.Interface
+	kubectl  string
+	netns    *netns.Netns
+	http     *lab.PodHTTP
+	stopOnce sync.Once
 }
 
 // Start runs `podgate cluster up --dir DIR --pod-cidr CIDR --listen
