@@ -55,6 +55,7 @@ func main() {
 type result struct {
 	scenario, sidecar, path string
 	replicas                int
+	readiness               bool
 	rec                     *load.Recording
 	// lateServed: answers from the pod whose container was made unready
 	// (or was restarting) that completed from 1 s after the change until
@@ -107,7 +108,11 @@ type scenario struct {
 	example  string
 	replace  []string
 	replicas int
-	act      func(ctx context.Context, w lab.World, pod *corev1.Pod, outage time.Duration) (from, to time.Time, err error)
+	// readiness: the scenario turns a container unready, so the pod
+	// should answer nothing from 1 s after until it is ready again (a
+	// restart or a delete is judged by failures alone).
+	readiness bool
+	act       func(ctx context.Context, w lab.World, pod *corev1.Pod, outage time.Duration) (from, to time.Time, err error)
 }
 
 func scenarios() []scenario {
@@ -124,9 +129,13 @@ func scenarios() []scenario {
 	}
 	sidecar1x1 := []string{"port: 8090\n            periodSeconds: 1", "port: 8090\n            periodSeconds: 1\n            failureThreshold: 1"}
 	return []scenario{
-		{name: "a sidecar turns unready (probe 1 s × 1), 2 replicas", example: "multi-container-readiness", replace: sidecar1x1, replicas: 2, act: toggleOff(8090, lab.ToggleReady)},
-		{name: "a sidecar turns unready (probe 1 s × 1), 1 replica", example: "multi-container-readiness", replace: sidecar1x1, replicas: 1, act: toggleOff(8090, lab.ToggleReady)},
-		{name: "seed 002: a sidecar's exec readiness fails, 1 replica", example: "sidecar-exec-readiness", replicas: 1, act: toggleOff(8090, lab.ToggleExec)},
+		{name: "a sidecar turns unready (probe 1 s × 1), 2 replicas", example: "multi-container-readiness", replace: sidecar1x1, replicas: 2, readiness: true, act: toggleOff(8090, lab.ToggleReady)},
+		{name: "a sidecar turns unready (probe 1 s × 1), 1 replica", example: "multi-container-readiness", replace: sidecar1x1, replicas: 1, readiness: true, act: toggleOff(8090, lab.ToggleReady)},
+		{name: "seed 002: a sidecar's exec readiness (1 s × 1) fails, 1 replica", example: "sidecar-exec-readiness", replicas: 1, readiness: true, act: toggleOff(8090, lab.ToggleExec),
+			replace: []string{`ready"]
+            periodSeconds: 1`, `ready"]
+            periodSeconds: 1
+            failureThreshold: 1`}},
 		{name: "the serving container's liveness restart, 1 replica", example: "multi-container-liveness", replicas: 1,
 			act: func(ctx context.Context, w lab.World, pod *corev1.Pod, _ time.Duration) (time.Time, time.Time, error) {
 				off := time.Now()
@@ -188,7 +197,7 @@ func onCluster(bin, dir, cidr, sidecar, examples string, outage time.Duration) (
 }
 
 func runScenario(ctx context.Context, c *kubelab.Cluster, ns, burst string, sc scenario, examples string, outage time.Duration) (r result) {
-	r = result{scenario: sc.name, replicas: sc.replicas}
+	r = result{scenario: sc.name, replicas: sc.replicas, readiness: sc.readiness}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	m, err := manifest.Read(filepath.Join(examples, sc.example+".yaml"), sc.replace...)
@@ -267,7 +276,7 @@ func printTable(results []result) {
 		}
 		return a.sidecar < b.sidecar
 	})
-	fmt.Println("| scenario | path | queue sidecar | requests | 200 | failed (by status) | answered by that pod from +1 s until ready again | its last answer after the change |")
+	fmt.Println("| scenario | path | queue sidecar | requests | 200 | failed (by status) | answered by the unready pod from +1 s until ready again | its last answer after the toggle |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
 		if r.rec == nil {
@@ -291,11 +300,14 @@ func printTable(results []result) {
 		if len(fs) > 0 {
 			failed = strings.Join(fs, ", ")
 		}
-		note := fmt.Sprintf("%+.2f s", r.lastAt.Seconds())
+		late, note := "–", "–"
+		if r.readiness {
+			late, note = fmt.Sprint(r.lateServed), fmt.Sprintf("%+.2f s", r.lastAt.Seconds())
+		}
 		if r.err != nil {
 			note += fmt.Sprintf(" (error: %v)", r.err)
 		}
-		fmt.Printf("| %s | %s | %s | %d | %d | %s | %d | %s |\n", r.scenario, r.path, r.sidecar,
-			len(r.rec.Requests), len(r.rec.Requests)-len(r.rec.Failures()), failed, r.lateServed, note)
+		fmt.Printf("| %s | %s | %s | %d | %d | %s | %s | %s |\n", r.scenario, r.path, r.sidecar,
+			len(r.rec.Requests), len(r.rec.Requests)-len(r.rec.Failures()), failed, late, note)
 	}
 }
