@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,14 +47,21 @@ type Config struct {
 	PodCIDR string
 	// Args are further `cluster up` flags.
 	Args []string
+	// Knative, when set, is the queue sidecar of `cluster up --knative
+	// --queue-proxy KNATIVE` ("gate" or "knative"): Start then waits for
+	// the Knative ingress too (IngressURL).
+	Knative string
 	// StartTimeout bounds the wait for the front door (default 5
-	// minutes: the control plane, the install; a cold build of the
-	// Kubernetes binaries takes longer, build them first).
+	// minutes, 10 with Knative: the control plane, the install; a cold
+	// build of the Kubernetes binaries takes longer, build them first).
 	StartTimeout time.Duration
 }
 
 // doorLine is cluster up's line once podgate is installed.
 var doorLine = regexp.MustCompile(`podgate: front door on http://(127(?:\.\d+){3}:\d+)`)
+
+// ingressLine is cluster up --knative's line once Knative is installed.
+var ingressLine = regexp.MustCompile(`podgate: Knative ingress \(Traefik\) on http://(127(?:\.\d+){3}:\d+)`)
 
 // Cluster is a running `podgate cluster up`.
 type Cluster struct {
@@ -63,12 +71,15 @@ type Cluster struct {
 	err            error         // Wait's error, valid after done
 
 	dir, door string
-	rest      *rest.Config
-	cs        kubernetes.Interface
-	kubectl   string
-	netns     *netns.Netns
-	http      *lab.PodHTTP
-	stopOnce  sync.Once
+	// knative is Config.Knative; ingress the Knative ingress's address.
+	knative, ingress string
+	rest             *rest.Config
+	cs               kubernetes.Interface
+	dyn              dynamic.Interface
+	kubectl          string
+	netns            *netns.Netns
+	http             *lab.PodHTTP
+	stopOnce         sync.Once
 }
 
 // Start runs `podgate cluster up --dir DIR --pod-cidr CIDR --listen
@@ -86,10 +97,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	timeout := cfg.StartTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
+		if cfg.Knative != "" {
+			timeout = 10 * time.Minute
+		}
 	}
-	args := append([]string{"cluster", "up", "--dir", cfg.Dir, "--pod-cidr", cfg.PodCIDR,
-		"--listen", "127.0.0.1:0", "--front-door", "127.0.0.1:0"}, cfg.Args...)
-	c := &Cluster{stdout: lab.NewOutput(), stderr: lab.NewOutput(), done: make(chan struct{}), dir: cfg.Dir}
+	args := []string{"cluster", "up", "--dir", cfg.Dir, "--pod-cidr", cfg.PodCIDR,
+		"--listen", "127.0.0.1:0", "--front-door", "127.0.0.1:0"}
+	switch cfg.Knative {
+	case "":
+	case "gate", "knative":
+		args = append(args, "--knative", "--queue-proxy", cfg.Knative, "--ingress", "127.0.0.1:0")
+	default:
+		return nil, fmt.Errorf("kubelab: Config.Knative %q: want gate or knative", cfg.Knative)
+	}
+	args = append(args, cfg.Args...)
+	c := &Cluster{stdout: lab.NewOutput(), stderr: lab.NewOutput(), done: make(chan struct{}), dir: cfg.Dir, knative: cfg.Knative}
 	c.cmd = exec.Command(cfg.Binary, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
 	c.cmd.WaitDelay = 10 * time.Second
@@ -114,16 +136,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix) error {
 	for {
 		text, changed := c.stderr.Snapshot()
-		if m := doorLine.FindStringSubmatch(text); m != nil {
+		if m := doorLine.FindStringSubmatch(text); m != nil && c.door == "" {
 			c.door = m[1]
+		}
+		if m := ingressLine.FindStringSubmatch(text); m != nil {
+			c.ingress = m[1]
+		}
+		if c.door != "" && (c.knative == "" || c.ingress != "") {
 			break
 		}
 		select {
 		case <-changed:
 		case <-c.done:
-			return fmt.Errorf("exited before its front door was ready (%v)", c.err)
+			return fmt.Errorf("exited before its front door (and Knative's ingress) was ready (%v)", c.err)
 		case <-ctx.Done():
-			return fmt.Errorf("no front door line on stderr: %w", ctx.Err())
+			return fmt.Errorf("no front door (or Knative ingress) line on stderr: %w", ctx.Err())
 		}
 	}
 	info, err := cluster.Lookup(c.dir)
@@ -135,6 +162,9 @@ func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix) error {
 	}
 	c.rest.QPS, c.rest.Burst = 50, 100
 	if c.cs, err = kubernetes.NewForConfig(c.rest); err != nil {
+		return err
+	}
+	if c.dyn, err = dynamic.NewForConfig(c.rest); err != nil {
 		return err
 	}
 	if c.kubectl, err = k8sbin.Path(k8sbin.Kubectl); err != nil {
@@ -165,6 +195,21 @@ func (c *Cluster) dialInside(ctx context.Context, network, addr string) (net.Con
 
 // FrontDoorURL is the front door's base URL, http://127.0.0.1:PORT/.
 func (c *Cluster) FrontDoorURL() string { return "http://" + c.door + "/" }
+
+// IngressURL is the Knative ingress's base URL, http://127.0.0.1:PORT/
+// ("" without Config.Knative).
+func (c *Cluster) IngressURL() string {
+	if c.ingress == "" {
+		return ""
+	}
+	return "http://" + c.ingress + "/"
+}
+
+// QueueSidecar is Config.Knative: the revisions' queue sidecar.
+func (c *Cluster) QueueSidecar() string { return c.knative }
+
+// Dir is the cluster's directory (its kubeconfig is cluster.KubeconfigFile there).
+func (c *Cluster) Dir() string { return c.dir }
 
 // Client is an admin client of the cluster's API server.
 func (c *Cluster) Client() kubernetes.Interface { return c.cs }
