@@ -21,8 +21,8 @@ import (
 func scenarioFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "scenarios", "*.yaml"))
-	if err != nil || len(files) != 7 {
-		t.Fatalf("examples/scenarios: %v, %v; want the seven seed scenarios", files, err)
+	if err != nil || len(files) != 8 {
+		t.Fatalf("examples/scenarios: %v, %v; want the eight seed scenarios", files, err)
 	}
 	return files
 }

@@ -49,6 +49,13 @@ func (m *Manifest) ForKnative(replicas, burst int) (*Manifest, []string, error) 
 			if tmpl == nil {
 				return nil, nil, fmt.Errorf("lab: document %d: Knative Service %s has no spec.template", i+1, name)
 			}
+			// Knative's revision spec has no terminationGracePeriodSeconds
+			// (its API refuses the field: Knative derives the pods' grace
+			// from the revision's timeoutSeconds); a scenario's shorter
+			// grace for podgate run goes.
+			if ps, _ := tmpl["spec"].(map[string]any); ps != nil {
+				delete(ps, "terminationGracePeriodSeconds")
+			}
 			setAnnotation(tmpl, MinScaleAnnotation, strconv.Itoa(replicas))
 			setAnnotation(tmpl, MaxScaleAnnotation, strconv.Itoa(replicas))
 			setAnnotation(tmpl, TargetBurstCapacityAnnotation, strconv.Itoa(burst))

@@ -17,6 +17,7 @@ spec:
         keep: me
     spec:
       timeoutSeconds: 30
+      terminationGracePeriodSeconds: 4
       containers:
         - image: ghcr.io/podgate/testapp
 ---
@@ -52,7 +53,7 @@ func TestForKnativeKeepsTheKnativeServiceAndPinsScaleAndPath(t *testing.T) {
 				t.Errorf("replicas %d burst %d: %q missing in\n%s", tc.replicas, tc.burst, w, text)
 			}
 		}
-		if strings.Contains(text, "namespace: default") || strings.Contains(text, "kind: Deployment") {
+		if strings.Contains(text, "terminationGracePeriodSeconds") || strings.Contains(text, "namespace: default") || strings.Contains(text, "kind: Deployment") {
 			t.Errorf("namespace kept or converted:\n%s", text)
 		}
 		if len(names) != 1 || names[0] != "hello" {
