@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/podgate/podgate/lab/kubelab"
 	"github.com/podgate/podgate/lab/labrun"
@@ -24,6 +26,8 @@ func newLabCmd() *cobra.Command {
 	return cmd
 }
 
+// newLabRunCmd is long because its help text is: the two worlds (podgate
+// run and --knative) and the exit status are one page of --help.
 func newLabRunCmd() *cobra.Command {
 	var (
 		cfg      labrun.Config
@@ -84,20 +88,7 @@ scenario failed, 2 usage error. See docs/timeline.md#scenarios.`,
 			defer stop()
 			if knative {
 				kcfg.Binary, kcfg.RecordDir, kcfg.SVGDir, kcfg.Parallel, kcfg.Out = cfg.Binary, cfg.RecordDir, cfg.SVGDir, cfg.Parallel, cmd.OutOrStdout()
-				kcfg.Sidecars, kcfg.Replicas = sidecars, replicas
-				kcfg.Paths = nil
-				for _, p := range paths {
-					kcfg.Paths = append(kcfg.Paths, kubelab.Path(p))
-				}
-				runs, err := labrun.RunKnative(ctx, kcfg, scenarios)
-				if err != nil {
-					return invalidf("%v", err)
-				}
-				fmt.Fprint(cmd.OutOrStdout(), labrun.Table(runs, false))
-				if !labrun.GatePassed(runs) {
-					return withCode(exitInvalid)
-				}
-				return nil
+				return runKnative(ctx, cmd, kcfg, sidecars, paths, replicas, scenarios)
 			}
 			cfg.Table, cfg.Out = !quiet, cmd.OutOrStdout()
 			results, err := labrun.Run(ctx, cfg, scenarios)
@@ -119,10 +110,33 @@ scenario failed, 2 usage error. See docs/timeline.md#scenarios.`,
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", labrun.DefaultPodCIDR, "the first scenario's pod range (inside 127.0.0.0/8); each next scenario takes the next range of its size")
 	f.StringVar(&world, "world", "local", "where the scenarios run: local (podgate run)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "leave out the timeline tables")
-	f.BoolVar(&knative, "knative", false, "run on real Knative Serving (podgate cluster up --knative; needs root) and print the comparison table")
-	f.StringSliceVar(&sidecars, "queue-proxy", []string{labrun.SidecarGate, labrun.SidecarKnative}, "with --knative: the queue sidecars, one cluster each (gate, knative)")
-	f.StringSliceVar(&paths, "path", []string{string(kubelab.ThroughActivator), string(kubelab.ThroughIngress)}, "with --knative: the request paths (activator: target-burst-capacity -1; ingress: 0)")
-	f.IntSliceVar(&replicas, "replicas", nil, "with --knative: run each scenario with each of these pod counts (default: the scenario's replicas, or 1)")
-	f.StringVar(&kcfg.PodCIDR, "knative-pod-cidr", labrun.DefaultKnativePodCIDR, "with --knative: the first cluster's pod range (outside 127.0.0.0/8); the next sidecar's cluster takes the next range")
+	knativeFlags(f, &knative, &kcfg, &sidecars, &paths, &replicas)
 	return cmd
+}
+
+// runKnative is `podgate lab run --knative`: the runs, the table, and an
+// exit status of the gate's runs alone.
+func runKnative(ctx context.Context, cmd *cobra.Command, kcfg labrun.KnativeConfig, sidecars, paths []string, replicas []int, scenarios []*scenario.Scenario) error {
+	kcfg.Sidecars, kcfg.Replicas = sidecars, replicas
+	for _, p := range paths {
+		kcfg.Paths = append(kcfg.Paths, kubelab.Path(p))
+	}
+	runs, err := labrun.RunKnative(ctx, kcfg, scenarios)
+	if err != nil {
+		return invalidf("%v", err)
+	}
+	fmt.Fprint(cmd.OutOrStdout(), labrun.Table(runs, false))
+	if !labrun.GatePassed(runs) {
+		return withCode(exitInvalid)
+	}
+	return nil
+}
+
+// knativeFlags are the flags of `podgate lab run --knative`.
+func knativeFlags(f *pflag.FlagSet, knative *bool, kcfg *labrun.KnativeConfig, sidecars, paths *[]string, replicas *[]int) {
+	f.BoolVar(knative, "knative", false, "run on real Knative Serving (podgate cluster up --knative; needs root) and print the comparison table")
+	f.StringSliceVar(sidecars, "queue-proxy", []string{labrun.SidecarGate, labrun.SidecarKnative}, "with --knative: the queue sidecars, one cluster each (gate, knative)")
+	f.StringSliceVar(paths, "path", []string{string(kubelab.ThroughActivator), string(kubelab.ThroughIngress)}, "with --knative: the request paths (activator: target-burst-capacity -1; ingress: 0)")
+	f.IntSliceVar(replicas, "replicas", nil, "with --knative: run each scenario with each of these pod counts (default: the scenario's replicas, or 1)")
+	f.StringVar(&kcfg.PodCIDR, "knative-pod-cidr", labrun.DefaultKnativePodCIDR, "with --knative: the first cluster's pod range (outside 127.0.0.0/8); the next sidecar's cluster takes the next range")
 }

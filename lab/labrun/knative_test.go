@@ -15,7 +15,7 @@ import (
 // both request paths — the activator always in it (target-burst-capacity
 // -1) and the ingress straight to the pods (0) — all in one cluster, in
 // parallel namespaces: every gate verdict must pass. Knative's own
-// queue-proxy is the comparison (`go run ./bench/knativeseeds`), not a
+// queue-proxy is the comparison (`go run ./test/knativeseeds`), not a
 // test: it fails where Knative is broken.
 func TestTheSeedScenariosOnKnativeWithTheGate(t *testing.T) {
 	scenarios, err := scenario.ReadAll(scenarioFiles(t))
