@@ -27,7 +27,7 @@ func scenarioFiles(t *testing.T) []string {
 	return files
 }
 
-// The seven seed scenarios, from their files, through Run — what
+// The eight seed scenarios, from their files, through Run — what
 // `podgate lab run` does — in podgate run, all at once: each passes every
 // step and expectation, and leaves its recording (with its marks) and
 // its picture.
