@@ -138,7 +138,7 @@ func (k *KnativeNamespace) waitReady(ctx context.Context, svc string) error {
 			return false, err
 		}
 		st, _, msg := condition(u, "Ready")
-		return st == "True", fmt.Errorf("Ready=%s %s", st, msg)
+		return st == "True", fmt.Errorf("condition Ready=%s %s", st, msg)
 	})
 }
 
@@ -199,7 +199,7 @@ func (k *KnativeNamespace) revision(ctx context.Context, svc string) (string, er
 	}
 	rev, _, _ := unstructured.NestedString(u.Object, "status", "latestCreatedRevisionName")
 	if rev == "" {
-		return "", fmt.Errorf("Knative Service %s/%s has no revision yet", k.name, svc)
+		return "", fmt.Errorf("the Knative Service %s/%s has no revision yet", k.name, svc)
 	}
 	return rev, nil
 }
