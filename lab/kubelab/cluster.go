@@ -5,6 +5,9 @@
 // through `kubectl apply`, opted in to the gate. The pods are reached
 // from inside the cluster's network namespace, which the cluster made
 // (its pod CIDR only); load goes through the front door on loopback.
+// With Config.Knative the cluster runs real Knative Serving too, and
+// KnativeNamespace is the world where a scenario's Knative Services stay
+// Knative Services, load going through Knative's ingress.
 //
 // A program that uses it (its tests) must lock its main goroutine to the
 // main thread in an init function, as package podnet asks.
