@@ -327,5 +327,14 @@ func (k *KnativeNamespace) DeletePod(ctx context.Context, ns, name string, opts 
 // Output is the cluster's containers' output (every namespace's).
 func (k *KnativeNamespace) Output() string { return k.c.Stdout() }
 
-// Stop deletes the namespace and waits until it is gone.
-func (k *KnativeNamespace) Stop(timeout time.Duration) error { return k.ns.Stop(timeout) }
+// knativeStop is the least a Knative namespace's deletion is given: its
+// pods' grace is the revision's timeoutSeconds, after Knative's own
+// objects (Route, Ingress, ServerlessService) are finalized; 90 s was
+// not enough on a loaded 2-core machine with six namespaces at once.
+const knativeStop = 4 * time.Minute
+
+// Stop deletes the namespace and waits until it is gone (at least
+// knativeStop).
+func (k *KnativeNamespace) Stop(timeout time.Duration) error {
+	return k.ns.Stop(max(timeout, knativeStop))
+}
