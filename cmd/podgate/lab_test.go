@@ -14,6 +14,7 @@ import (
 func TestLabRunRefusesBeforeRunning(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
+	seed := filepath.Join("..", "..", "examples", "scenarios", "seed-004-liveness-restart.yaml")
 	if err := os.WriteFile(bad, []byte("apiVersion: podgate.dev/v1alpha1\nkind: Scenario\nname: Bad\nmanifests: [{file: x.yaml}]\nload: {service: x}\nsteps: [{load: go}]\nexpect: [{failed: 0}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +29,11 @@ func TestLabRunRefusesBeforeRunning(t *testing.T) {
 		{"an invalid file", []string{"lab", "run", bad}, exitInvalid, []string{
 			bad + `: name: Invalid value: "Bad"`, bad + `: steps[0].load: Unsupported value: "go"`}},
 		{"a missing file", []string{"lab", "run", filepath.Join(dir, "none.yaml")}, exitInvalid, []string{"none.yaml: no such file"}},
+		{"knative flags without --knative", []string{"lab", "run", "--path", "ingress", seed}, exitUsage, []string{"--queue-proxy, --path and --replicas go with --knative"}},
+		{"an unknown queue sidecar", []string{"lab", "run", "--knative", "--queue-proxy", "envoy", seed}, exitInvalid, []string{`queue sidecar "envoy": want gate or knative`}},
+		{"an unknown path", []string{"lab", "run", "--knative", "--path", "direct", seed}, exitInvalid, []string{`path "direct": want activator or ingress`}},
+		{"no pods", []string{"lab", "run", "--knative", "--replicas", "0", seed}, exitInvalid, []string{"replicas 0: want at least 1"}},
+		{"a knative pod range on loopback", []string{"lab", "run", "--knative", "--knative-pod-cidr", "127.0.5.0/24", seed}, exitInvalid, []string{"outside 127.0.0.0/8"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

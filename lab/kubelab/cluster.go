@@ -5,6 +5,9 @@
 // through `kubectl apply`, opted in to the gate. The pods are reached
 // from inside the cluster's network namespace, which the cluster made
 // (its pod CIDR only); load goes through the front door on loopback.
+// With Config.Knative the cluster runs real Knative Serving too, and
+// KnativeNamespace is the world where a scenario's Knative Services stay
+// Knative Services, load going through Knative's ingress.
 //
 // A program that uses it (its tests) must lock its main goroutine to the
 // main thread in an init function, as package podnet asks.
@@ -24,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -44,24 +48,23 @@ type Config struct {
 	// PodCIDR is the pods' range, one of its own per cluster running at
 	// the same time (outside 127.0.0.0/8 and the Service range).
 	PodCIDR string
-	// Knative, when set, runs `cluster up --knative --queue-proxy
-	// KNATIVE` ("gate" or "knative"): Knative Serving with that queue
-	// sidecar, and its ingress (KnativeNamespace's worlds).
-	Knative string
 	// Args are further `cluster up` flags.
 	Args []string
+	// Knative, when set, is the queue sidecar of `cluster up --knative
+	// --queue-proxy KNATIVE` ("gate" or "knative"): Start then waits for
+	// the Knative ingress too (IngressURL).
+	Knative string
 	// StartTimeout bounds the wait for the front door (default 5
-	// minutes: the control plane, the install; a cold build of the
-	// Kubernetes binaries takes longer, build them first).
+	// minutes, 10 with Knative: the control plane, the install; a cold
+	// build of the Kubernetes binaries takes longer, build them first).
 	StartTimeout time.Duration
 }
 
-// doorLine is cluster up's line once podgate is installed; ingressLine
-// once Knative is.
-var (
-	doorLine    = regexp.MustCompile(`podgate: front door on http://(127(?:\.\d+){3}:\d+)`)
-	ingressLine = regexp.MustCompile(`podgate: Knative ingress \(Traefik\) on (http://127(?:\.\d+){3}:\d+)`)
-)
+// doorLine is cluster up's line once podgate is installed.
+var doorLine = regexp.MustCompile(`podgate: front door on http://(127(?:\.\d+){3}:\d+)`)
+
+// ingressLine is cluster up --knative's line once Knative is installed.
+var ingressLine = regexp.MustCompile(`podgate: Knative ingress \(Traefik\) on http://(127(?:\.\d+){3}:\d+)`)
 
 // Cluster is a running `podgate cluster up`.
 type Cluster struct {
@@ -71,15 +74,15 @@ type Cluster struct {
 	err            error         // Wait's error, valid after done
 
 	dir, door string
-	// ingress is Knative's ingress, http://127.0.0.1:PORT ("" without
-	// Config.Knative).
-	ingress  string
-	rest     *rest.Config
-	cs       kubernetes.Interface
-	kubectl  string
-	netns    *netns.Netns
-	http     *lab.PodHTTP
-	stopOnce sync.Once
+	// knative is Config.Knative; ingress the Knative ingress's address.
+	knative, ingress string
+	rest             *rest.Config
+	cs               kubernetes.Interface
+	dyn              dynamic.Interface
+	kubectl          string
+	netns            *netns.Netns
+	http             *lab.PodHTTP
+	stopOnce         sync.Once
 }
 
 // Start runs `podgate cluster up --dir DIR --pod-cidr CIDR --listen
@@ -97,16 +100,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	timeout := cfg.StartTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
-	}
-	args := append([]string{"cluster", "up", "--dir", cfg.Dir, "--pod-cidr", cfg.PodCIDR,
-		"--listen", "127.0.0.1:0", "--front-door", "127.0.0.1:0"}, cfg.Args...)
-	if cfg.Knative != "" {
-		args = append(args, "--knative", "--queue-proxy", cfg.Knative, "--ingress", "127.0.0.1:0")
-		if cfg.StartTimeout <= 0 {
+		if cfg.Knative != "" {
 			timeout = 10 * time.Minute
 		}
 	}
-	c := &Cluster{stdout: lab.NewOutput(), stderr: lab.NewOutput(), done: make(chan struct{}), dir: cfg.Dir}
+	args := []string{"cluster", "up", "--dir", cfg.Dir, "--pod-cidr", cfg.PodCIDR,
+		"--listen", "127.0.0.1:0", "--front-door", "127.0.0.1:0"}
+	switch cfg.Knative {
+	case "":
+	case "gate", "knative":
+		args = append(args, "--knative", "--queue-proxy", cfg.Knative, "--ingress", "127.0.0.1:0")
+	default:
+		return nil, fmt.Errorf("kubelab: Config.Knative %q: want gate or knative", cfg.Knative)
+	}
+	args = append(args, cfg.Args...)
+	c := &Cluster{stdout: lab.NewOutput(), stderr: lab.NewOutput(), done: make(chan struct{}), dir: cfg.Dir, knative: cfg.Knative}
 	c.cmd = exec.Command(cfg.Binary, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
 	c.cmd.WaitDelay = 10 * time.Second
@@ -119,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}()
 	startCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := c.connect(startCtx, cidr, cfg.Knative != ""); err != nil {
+	if err := c.connect(startCtx, cidr); err != nil {
 		_, _ = c.Stop(2 * time.Minute)
 		return nil, fmt.Errorf("kubelab: podgate %s: %w\nstderr:\n%s", strings.Join(args, " "), err, c.stderr.String())
 	}
@@ -128,24 +136,24 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 // connect waits for the front door line and opens what the lab reaches
 // the cluster with: the API server, kubectl, the network namespace.
-func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix, knative bool) error {
+func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix) error {
 	for {
 		text, changed := c.stderr.Snapshot()
-		m := doorLine.FindStringSubmatch(text)
-		k := ingressLine.FindStringSubmatch(text)
-		if m != nil && (!knative || k != nil) {
+		if m := doorLine.FindStringSubmatch(text); m != nil && c.door == "" {
 			c.door = m[1]
-			if k != nil {
-				c.ingress = k[1]
-			}
+		}
+		if m := ingressLine.FindStringSubmatch(text); m != nil {
+			c.ingress = m[1]
+		}
+		if c.door != "" && (c.knative == "" || c.ingress != "") {
 			break
 		}
 		select {
 		case <-changed:
 		case <-c.done:
-			return fmt.Errorf("exited before its front door was ready (%v)", c.err)
+			return fmt.Errorf("exited before its front door (and Knative's ingress) was ready (%v)", c.err)
 		case <-ctx.Done():
-			return fmt.Errorf("no front door line on stderr: %w", ctx.Err())
+			return fmt.Errorf("no front door (or Knative ingress) line on stderr: %w", ctx.Err())
 		}
 	}
 	info, err := cluster.Lookup(c.dir)
@@ -157,6 +165,9 @@ func (c *Cluster) connect(ctx context.Context, cidr netip.Prefix, knative bool) 
 	}
 	c.rest.QPS, c.rest.Burst = 50, 100
 	if c.cs, err = kubernetes.NewForConfig(c.rest); err != nil {
+		return err
+	}
+	if c.dyn, err = dynamic.NewForConfig(c.rest); err != nil {
 		return err
 	}
 	if c.kubectl, err = k8sbin.Path(k8sbin.Kubectl); err != nil {
@@ -188,9 +199,20 @@ func (c *Cluster) dialInside(ctx context.Context, network, addr string) (net.Con
 // FrontDoorURL is the front door's base URL, http://127.0.0.1:PORT/.
 func (c *Cluster) FrontDoorURL() string { return "http://" + c.door + "/" }
 
-// KnativeIngress is Knative's ingress, http://127.0.0.1:PORT ("" when the
-// cluster runs no Knative).
-func (c *Cluster) KnativeIngress() string { return c.ingress }
+// IngressURL is the Knative ingress's base URL, http://127.0.0.1:PORT/
+// ("" without Config.Knative).
+func (c *Cluster) IngressURL() string {
+	if c.ingress == "" {
+		return ""
+	}
+	return "http://" + c.ingress + "/"
+}
+
+// QueueSidecar is Config.Knative: the revisions' queue sidecar.
+func (c *Cluster) QueueSidecar() string { return c.knative }
+
+// Dir is the cluster's directory (its kubeconfig is cluster.KubeconfigFile there).
+func (c *Cluster) Dir() string { return c.dir }
 
 // Client is an admin client of the cluster's API server.
 func (c *Cluster) Client() kubernetes.Interface { return c.cs }

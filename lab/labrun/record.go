@@ -33,6 +33,13 @@ func (r *runner) record(runFile, path string) (*timeline.Model, []record.Fact, e
 	// The run's command line names the run's own directory; the
 	// scenario is what says what ran.
 	h.Detail = fmt.Sprintf("podgate lab run %s: %s", r.s.File, r.s.Name)
+	return r.writeRecording(h, facts, path)
+}
+
+// writeRecording writes the header and facts to path with the
+// scenario's marks among them at their instants, and returns the
+// recording laid out on its time axis, and its facts.
+func (r *runner) writeRecording(h record.Header, facts []record.Fact, path string) (*timeline.Model, []record.Fact, error) {
 	var merged []record.Fact
 	marks := r.tl.Marks()
 	for _, f := range facts {

@@ -16,6 +16,8 @@ import (
 	"github.com/podgate/podgate/lab"
 	"github.com/podgate/podgate/lab/manifest"
 	"github.com/podgate/podgate/lab/scenario"
+	"github.com/podgate/podgate/record"
+	"github.com/podgate/podgate/record/timeline"
 )
 
 // DefaultPodCIDR is the first scenario's pod range; the scenario at
@@ -206,20 +208,23 @@ func runOne(ctx context.Context, cfg Config, s *scenario.Scenario, cidr string) 
 	r.w = w
 	res.Verdicts = append(res.Verdicts, r.steps(ctx))
 	res.Verdicts = append(res.Verdicts, r.stop())
-	return r.finish(cfg, res, work, runFile, began)
+	return r.finish(cfg, res, work, s.Name, began, func(path string) (*timeline.Model, []record.Fact, error) {
+		return r.record(runFile, path)
+	})
 }
 
-// finish writes the recording and the picture, judges the expectations
+// finish writes the recording (rec writes it to the path it is given)
+// and the picture, as base.jsonl and base.svg, judges the expectations
 // and writes the report.
-func (r *runner) finish(cfg Config, res *Result, work, runFile string, began time.Time) *Result {
+func (r *runner) finish(cfg Config, res *Result, work, base string, began time.Time, rec func(path string) (*timeline.Model, []record.Fact, error)) *Result {
 	s := r.s
 	var table string
-	m, facts, err := r.record(runFile, filepath.Join(cfg.RecordDir, s.Name+".jsonl"))
+	m, facts, err := rec(filepath.Join(cfg.RecordDir, base+".jsonl"))
 	if err != nil {
 		res.Verdicts = append(res.Verdicts, Verdict{Rule: "recording", Detail: err.Error()})
 	} else {
-		res.Recording = filepath.Join(cfg.RecordDir, s.Name+".jsonl")
-		res.Picture = filepath.Join(cfg.SVGDir, s.Name+".svg")
+		res.Recording = filepath.Join(cfg.RecordDir, base+".jsonl")
+		res.Picture = filepath.Join(cfg.SVGDir, base+".svg")
 		if err := writePicture(res.Picture, m.Header, facts, work); err != nil {
 			res.Picture = ""
 			res.Verdicts = append(res.Verdicts, Verdict{Rule: "picture", Detail: err.Error()})
@@ -233,7 +238,7 @@ func (r *runner) finish(cfg Config, res *Result, work, runFile string, began tim
 		}
 	}
 	if !res.Passed() {
-		logFile := filepath.Join(cfg.RecordDir, s.Name+".log")
+		logFile := filepath.Join(cfg.RecordDir, base+".log")
 		if err := os.WriteFile(logFile, []byte(r.w.Logs()), 0o644); err == nil {
 			res.Verdicts = append(res.Verdicts, Verdict{Rule: "podgate's output", Pass: true, Detail: "in " + logFile})
 		}

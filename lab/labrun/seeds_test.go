@@ -21,13 +21,13 @@ import (
 func scenarioFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "scenarios", "*.yaml"))
-	if err != nil || len(files) != 7 {
-		t.Fatalf("examples/scenarios: %v, %v; want the seven seed scenarios", files, err)
+	if err != nil || len(files) != 8 {
+		t.Fatalf("examples/scenarios: %v, %v; want the eight seed scenarios", files, err)
 	}
 	return files
 }
 
-// The seven seed scenarios, from their files, through Run — what
+// The eight seed scenarios, from their files, through Run — what
 // `podgate lab run` does — in podgate run, all at once: each passes every
 // step and expectation, and leaves its recording (with its marks) and
 // its picture.

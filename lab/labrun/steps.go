@@ -36,6 +36,15 @@ type runner struct {
 	// stopping is when podgate was told to stop: kills from then on are
 	// the end of the run, not the scenario's.
 	stopping time.Time
+	// toggles are the toggles made, in order.
+	toggles []toggled
+}
+
+// toggled is one toggle made: of which pod, set to what, when.
+type toggled struct {
+	pod, kind string
+	set       bool
+	at        time.Time
 }
 
 // boundPod is a pod a step bound to a name, and its containers' restart
@@ -185,7 +194,12 @@ func (r *runner) toggle(ctx context.Context, t *scenario.Toggle) error {
 	}
 	bp.restarts = restarts(p)
 	name := map[string]string{"ready": lab.ToggleReady, "live": lab.ToggleLive, "exec": lab.ToggleExec}[t.Toggle]
-	return r.w.PodHTTP().Toggle(ctx, bp.ip, t.Port, name, *t.Set)
+	at := time.Now()
+	if err := r.w.PodHTTP().Toggle(ctx, bp.ip, t.Port, name, *t.Set); err != nil {
+		return err
+	}
+	r.toggles = append(r.toggles, toggled{pod: bp.name, kind: t.Toggle, set: *t.Set, at: at})
+	return nil
 }
 
 func restarts(p *corev1.Pod) map[string]int32 {

@@ -1,88 +1,84 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
 
-// Knative's autoscaling annotations on a revision template.
+// Knative's autoscaling annotations the lab sets on a revision template.
 const (
-	annotationMinScale      = "autoscaling.knative.dev/min-scale"
-	annotationMaxScale      = "autoscaling.knative.dev/max-scale"
-	annotationBurstCapacity = "autoscaling.knative.dev/target-burst-capacity"
+	MinScaleAnnotation            = "autoscaling.knative.dev/min-scale"
+	MaxScaleAnnotation            = "autoscaling.knative.dev/max-scale"
+	TargetBurstCapacityAnnotation = "autoscaling.knative.dev/target-burst-capacity"
 )
 
-// Knative's request paths: with BurstCapacityActivator (-1) Knative's
-// activator stays in the path of every request; with BurstCapacityDirect
-// (0) the ingress sends straight to the pods once they are ready (the
-// activator only while there are none).
-const (
-	BurstCapacityActivator = "-1"
-	BurstCapacityDirect    = "0"
-)
-
-// notInKnative are pod spec fields a scenario may set for `podgate run`
-// or a cluster that Knative's webhook refuses in a revision: a
-// revision's pods get timeoutSeconds as their grace period.
-var notInKnative = []string{"terminationGracePeriodSeconds"}
-
-// ForKnative is the manifest for a cluster with Knative Serving: every
-// Knative Service as it is, but scaled to exactly replicas pods (min-scale
-// = max-scale) with targetBurstCapacity burst ("-1" or "0", the request
-// path), and without the pod spec fields Knative refuses. Other documents
-// are left out: the scenario's Knative Services are what it runs.
-func (m *Manifest) ForKnative(replicas int, burst string) (*Manifest, error) {
+// ForKnative is the manifest as a cluster with Knative Serving takes it:
+// every Knative Service stays a Knative Service, its revision template
+// pinned to replicas pods (min-scale = max-scale) and given the
+// target-burst-capacity burst: -1 keeps Knative's activator in the
+// request path always, 0 takes it out once pods are ready (the ingress
+// sends to the pods). Other documents are left as they are. It returns
+// the Knative Services' names too.
+func (m *Manifest) ForKnative(replicas, burst int) (*Manifest, []string, error) {
+	if replicas < 1 {
+		return nil, nil, fmt.Errorf("lab: ForKnative: replicas %d, want at least 1", replicas)
+	}
+	if burst != -1 && burst != 0 {
+		return nil, nil, fmt.Errorf("lab: ForKnative: target-burst-capacity %d, want -1 or 0", burst)
+	}
 	out := &Manifest{}
+	var names []string
 	for i, doc := range m.docs {
-		api, _ := doc["apiVersion"].(string)
-		if doc["kind"] != "Service" || !strings.HasPrefix(api, "serving.knative.dev/") {
-			continue
-		}
 		doc, err := deepCopy(doc)
 		if err != nil {
-			return nil, fmt.Errorf("lab: document %d: %w", i+1, err)
+			return nil, nil, fmt.Errorf("lab: document %d: %w", i+1, err)
 		}
-		spec, err := podSpec(doc)
-		if err != nil {
-			return nil, fmt.Errorf("lab: document %d: %w", i+1, err)
+		api, _ := doc["apiVersion"].(string)
+		if doc["kind"] == "Service" && strings.HasPrefix(api, "serving.knative.dev/") {
+			md, _ := doc["metadata"].(map[string]any)
+			name, _ := md["name"].(string)
+			if name == "" {
+				return nil, nil, fmt.Errorf("lab: document %d: a Knative Service without metadata.name", i+1)
+			}
+			// The namespace is the world's (kubectl apply -n).
+			delete(md, "namespace")
+			spec, _ := doc["spec"].(map[string]any)
+			tmpl, _ := spec["template"].(map[string]any)
+			if tmpl == nil {
+				return nil, nil, fmt.Errorf("lab: document %d: Knative Service %s has no spec.template", i+1, name)
+			}
+			// Knative's revision spec has no terminationGracePeriodSeconds
+			// (its API refuses the field: Knative derives the pods' grace
+			// from the revision's timeoutSeconds); a scenario's shorter
+			// grace for podgate run goes.
+			if ps, _ := tmpl["spec"].(map[string]any); ps != nil {
+				delete(ps, "terminationGracePeriodSeconds")
+			}
+			setAnnotation(tmpl, MinScaleAnnotation, strconv.Itoa(replicas))
+			setAnnotation(tmpl, MaxScaleAnnotation, strconv.Itoa(replicas))
+			setAnnotation(tmpl, TargetBurstCapacityAnnotation, strconv.Itoa(burst))
+			names = append(names, name)
 		}
-		for _, f := range notInKnative {
-			delete(spec, f)
-		}
-		tmpl := doc["spec"].(map[string]any)["template"].(map[string]any)
-		md, _ := tmpl["metadata"].(map[string]any)
-		if md == nil {
-			md = map[string]any{}
-			tmpl["metadata"] = md
-		}
-		ann, _ := md["annotations"].(map[string]any)
-		if ann == nil {
-			ann = map[string]any{}
-			md["annotations"] = ann
-		}
-		ann[annotationMinScale] = strconv.Itoa(replicas)
-		ann[annotationMaxScale] = strconv.Itoa(replicas)
-		ann[annotationBurstCapacity] = burst
 		out.docs = append(out.docs, doc)
 	}
-	if len(out.docs) == 0 {
-		return nil, fmt.Errorf("lab: no Knative Service in the manifest")
+	if len(names) == 0 {
+		return nil, nil, errors.New("lab: ForKnative: the manifest has no Knative Service")
 	}
-	return out, nil
+	return out, names, nil
 }
 
-// KnativeServices are the names of the manifest's Knative Services.
-func (m *Manifest) KnativeServices() []string {
-	var out []string
-	for _, doc := range m.docs {
-		api, _ := doc["apiVersion"].(string)
-		md, _ := doc["metadata"].(map[string]any)
-		if doc["kind"] == "Service" && strings.HasPrefix(api, "serving.knative.dev/") && md != nil {
-			if n, ok := md["name"].(string); ok {
-				out = append(out, n)
-			}
-		}
+func setAnnotation(obj map[string]any, key, value string) {
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		obj["metadata"] = md
 	}
-	return out
+	a, _ := md["annotations"].(map[string]any)
+	if a == nil {
+		a = map[string]any{}
+		md["annotations"] = a
+	}
+	a[key] = value
 }

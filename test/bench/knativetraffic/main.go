@@ -1,11 +1,11 @@
-// Command knativeseeds runs the seed experiments on real Knative Serving
+// Command knativetraffic runs the seed experiments on real Knative Serving
 // with both queue sidecars in one run — podgate's gate and Knative's own
 // queue-proxy, each on a `podgate cluster up --knative` of its own, side
 // by side — through both request paths (Knative's activator in the path,
 // target-burst-capacity -1; the ingress straight to the pods, 0), and
 // prints what the clients saw as a markdown table (docs/comparison.md):
 //
-//	go run ./test/bench/knativeseeds            # as root: clusters need network namespaces
+//	go run ./test/bench/knativetraffic            # as root: clusters need network namespaces
 //
 // It measures; it asserts nothing. The gate's side of the same scenarios
 // is asserted in CI by lab's TestSeedsOnKnative.
@@ -46,7 +46,7 @@ func main() {
 	)
 	flag.Parse()
 	if err := run(strings.Split(*sidecars, ","), *examples, *outage); err != nil {
-		fmt.Fprintln(os.Stderr, "knativeseeds:", err)
+		fmt.Fprintln(os.Stderr, "knativetraffic:", err)
 		os.Exit(1)
 	}
 }
@@ -67,7 +67,7 @@ type result struct {
 }
 
 func run(sidecars []string, examples string, outage time.Duration) error {
-	dir, err := os.MkdirTemp("", "knativeseeds-")
+	dir, err := os.MkdirTemp("", "knativetraffic-")
 	if err != nil {
 		return err
 	}
@@ -182,10 +182,10 @@ func onCluster(bin, dir, cidr, sidecar, examples string, outage time.Duration) (
 		wg  sync.WaitGroup
 	)
 	for i, sc := range scenarios() {
-		for _, path := range []struct{ name, burst string }{{"activator", manifest.BurstCapacityActivator}, {"ingress", manifest.BurstCapacityDirect}} {
+		for _, path := range []kubelab.Path{kubelab.ThroughActivator, kubelab.ThroughIngress} {
 			wg.Go(func() {
-				r := runScenario(ctx, c, fmt.Sprintf("s%d-%s", i, path.name), path.burst, sc, examples, outage)
-				r.sidecar, r.path = sidecar, path.name
+				r := runScenario(ctx, c, fmt.Sprintf("s%d-%s", i, path), path, sc, examples, outage)
+				r.sidecar, r.path = sidecar, string(path)
 				mu.Lock()
 				out = append(out, r)
 				mu.Unlock()
@@ -196,7 +196,7 @@ func onCluster(bin, dir, cidr, sidecar, examples string, outage time.Duration) (
 	return out, nil
 }
 
-func runScenario(ctx context.Context, c *kubelab.Cluster, ns, burst string, sc scenario, examples string, outage time.Duration) (r result) {
+func runScenario(ctx context.Context, c *kubelab.Cluster, ns string, path kubelab.Path, sc scenario, examples string, outage time.Duration) (r result) {
 	r = result{scenario: sc.name, replicas: sc.replicas, readiness: sc.readiness}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -209,14 +209,19 @@ func runScenario(ctx context.Context, c *kubelab.Cluster, ns, burst string, sc s
 		r.err = err
 		return r
 	}
-	w, err := c.KnativeNamespace(ctx, ns, burst)
+	w, err := c.KnativeNamespace(ctx, ns)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer func() { _ = w.Stop(3 * time.Minute) }()
-	service := m.KnativeServices()[0]
-	if err := w.Apply(ctx, m, sc.replicas); err != nil {
+	_, services, err := m.ForKnative(sc.replicas, -1)
+	if err != nil || len(services) == 0 {
+		r.err = fmt.Errorf("no Knative Service in %s: %v", sc.example, err)
+		return r
+	}
+	service := services[0]
+	if err := w.Apply(ctx, m, sc.replicas, path, true); err != nil {
 		r.err = err
 		return r
 	}
