@@ -7,8 +7,8 @@
 //
 //	go run ./test/bench/knativetraffic            # as root: clusters need network namespaces
 //
-// It measures; it asserts nothing. The gate's side of the same scenarios
-// is asserted in CI by lab's TestSeedsOnKnative.
+// It measures; it asserts nothing. `podgate lab run --knative` judges the
+// scenario files with verdicts.
 package main
 
 import (
