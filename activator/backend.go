@@ -26,6 +26,8 @@ type backend struct {
 	removed   bool
 	// unrouted: the gate was told it gets no more traffic from here.
 	unrouted bool
+	// routable is usable() as last recorded (pod-in, pod-out).
+	routable bool
 
 	proxy *httputil.ReverseProxy
 	// kick asks the prober for a health check now.

@@ -118,3 +118,25 @@ func (rr *requestRecord) done(code int) {
 		},
 	})
 }
+
+// noteRoutableLocked records when b starts or stops being a backend the
+// balancer may pick: the front door's own word on when it learnt of a
+// pod's readiness, which the recording's watch of the API only
+// approximates (on a loaded machine by tens of milliseconds, either way).
+func (t *Target) noteRoutableLocked(b *backend, routable bool) {
+	if b.routable == routable {
+		return
+	}
+	b.routable = routable
+	if t.cfg.Recorder == nil {
+		return
+	}
+	decision := record.DecisionPodOut
+	if routable {
+		decision = record.DecisionPodIn
+	}
+	t.cfg.Recorder.Record(record.Fact{
+		Time: t.cfg.Clock.Now(), Kind: record.KindRoute, Namespace: t.namespace(), Pod: b.name,
+		Route: &record.Route{Target: t.name, Decision: decision},
+	})
+}

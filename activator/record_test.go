@@ -34,7 +34,8 @@ func brief(f record.Fact) string {
 // TestTheRecorderHearsEveryDecisionAndRequest: with Config.Recorder, one
 // request's decisions (routed; held then released; held then timed out)
 // and its end, all naming the request's ID, the target and its
-// namespace, with the fake clock's times.
+// namespace, with the fake clock's times; and when the pod came into
+// routing and left it (pod-in, pod-out: no request's).
 func TestTheRecorderHearsEveryDecisionAndRequest(t *testing.T) {
 	const timeout = 30 * time.Second
 	for _, tc := range []struct {
@@ -53,7 +54,21 @@ func TestTheRecorderHearsEveryDecisionAndRequest(t *testing.T) {
 				return h.get()
 			},
 			code: http.StatusOK,
-			want: []string{`route routed pod="a"`, `request GET /x 200 pod="a"`},
+			want: []string{`route pod-in pod="a"`, `route routed pod="a"`, `request GET /x 200 pod="a"`},
+		},
+		{
+			name: "a pod whose endpoint turns unready: out before the next request, which is held",
+			run: func(h *harness, a *testGate) result {
+				h.target.Update([]Pod{a.pod(true, false)})
+				h.probed(1, a)
+				h.target.Update([]Pod{a.pod(false, false)})
+				held := h.goGet()
+				h.queued(1)
+				h.target.Update([]Pod{a.pod(true, false)})
+				return await(h.t, held)
+			},
+			code: http.StatusOK,
+			want: []string{`route pod-in pod="a"`, `route pod-out pod="a"`, `route held pod=""`, `route pod-in pod="a"`, `route released pod="a"`, `request GET /x 200 pod="a"`},
 		},
 		{
 			name: "no ready pod, then one: held and released after the wait",
@@ -67,7 +82,7 @@ func TestTheRecorderHearsEveryDecisionAndRequest(t *testing.T) {
 				return await(h.t, held)
 			},
 			code: http.StatusOK,
-			want: []string{`route held pod=""`, `route released pod="a" held=2s`, `request GET /x 200 pod="a"`},
+			want: []string{`route held pod=""`, `route pod-in pod="a"`, `route released pod="a" held=2s`, `request GET /x 200 pod="a"`},
 		},
 		{
 			name: "no ready pod until the request timeout: held and timed out",
@@ -107,6 +122,12 @@ func TestTheRecorderHearsEveryDecisionAndRequest(t *testing.T) {
 			for _, f := range facts {
 				if f.Namespace != "ns" || f.Time.Before(start) {
 					t.Errorf("%s: namespace %q at %v, want ns at or after %v", brief(f), f.Namespace, f.Time, start)
+				}
+				if f.Route != nil && (f.Route.Decision == record.DecisionPodIn || f.Route.Decision == record.DecisionPodOut) {
+					if f.Route.Request != 0 || f.Route.Target != "ns/svc" {
+						t.Errorf("%s: request %d of %q, want 0 of ns/svc", brief(f), f.Route.Request, f.Route.Target)
+					}
+					continue
 				}
 				if f.Route != nil && (f.Route.Request != req.Request.ID || f.Route.Target != "ns/svc") {
 					t.Errorf("%s: request %d of %q, want %d of ns/svc", brief(f), f.Route.Request, f.Route.Target, req.Request.ID)

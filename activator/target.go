@@ -167,19 +167,24 @@ func (t *Target) removeLocked(b *backend) {
 	b.stop()
 	delete(t.byName, b.name)
 	t.bal.drop(b)
+	t.noteRoutableLocked(b, false)
 	t.cfg.Logger.Info("backend removed", "target", t.name, "pod", b.name)
 }
 
 // refreshLocked hands freed or new capacity to held requests and reports
 // the counts.
 func (t *Target) refreshLocked() {
-	t.bal.dispatch()
 	ready := 0
 	for _, b := range t.bal.backends {
-		if b.usable() {
+		u := b.usable()
+		if u {
 			ready++
 		}
+		// Before the dispatch: a pod comes in before a request is
+		// released to it.
+		t.noteRoutableLocked(b, u)
 	}
+	t.bal.dispatch()
 	if ready != t.ready {
 		// Coalesced: a reader that falls behind sees one signal and reads
 		// the newest Status.

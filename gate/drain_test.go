@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -381,4 +382,60 @@ func TestDrainReportsItsProgress(t *testing.T) {
 		t.Errorf("Serve: %v", err)
 	}
 	contains(t, "logs", tg.logs.String(), `msg="drained: no request for the quiet period and none in flight"`)
+}
+
+// A keep-alive client of a draining gate is told to dial again: a router
+// behind a Service's ClusterIP would otherwise keep its connections to
+// the terminating pod (conntrack pins them) and the quiet period would
+// never pass while the load runs.
+func TestDrainingClosesKeepAliveConnectionsAfterEachAnswer(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	app := startApp(t, testapp.Config{})
+	cfg := gateConfig(t, app.Addr())
+	cfg.DrainQuietPeriod = 30 * time.Second
+	tg := startGate(t, cfg, Options{Clock: clk})
+	tg.waitReady(t, true)
+
+	dials := 0
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials++
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	get := func() *http.Response {
+		t.Helper()
+		resp, err := client.Get(tg.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for range 3 {
+		if resp := get(); resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("before the drain: %d, close %t; want 200 on a kept connection", resp.StatusCode, resp.Close)
+		}
+	}
+	if dials != 1 {
+		t.Fatalf("%d dials for 3 requests before the drain, want 1", dials)
+	}
+	tg.terminate()
+	eventually(t, "the gate drains", tg.Drainer().Draining)
+	before := dials
+	for range 3 {
+		if resp := get(); resp.StatusCode != http.StatusOK || !resp.Close {
+			t.Fatalf("while draining: %d, close %t; want 200 and Connection: close", resp.StatusCode, resp.Close)
+		}
+	}
+	// The first went on the connection kept from before; each answer
+	// closed its connection, so the next two dialled.
+	if dials-before != 2 {
+		t.Errorf("%d dials for 3 requests while draining, want 2 (each answer closes its connection)", dials-before)
+	}
+	clk.Step(30 * time.Second)
+	if err := tg.served(t); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
 }

@@ -333,6 +333,17 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	proxied := autoscalerstats.Proxied(r)
 	g.stats.In(start, proxied)
 	g.drainer.Arrive()
+	if g.drainer.Draining() {
+		// A router that reaches the pod through a Service's ClusterIP
+		// (Knative's ingress does) keeps its keep-alive connections
+		// pinned to this pod by conntrack after the pod left the
+		// endpoints, and every request restarts the quiet period: the
+		// drain would last until the grace period's SIGKILL cut requests
+		// short. Closing the connection after each answer (a GOAWAY on
+		// HTTP/2) makes the router dial again, to a pod that is not
+		// terminating.
+		w.Header().Set("Connection", "close")
+	}
 	defer func() {
 		g.drainer.Leave()
 		g.stats.Out(time.Now(), proxied)

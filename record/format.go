@@ -170,6 +170,16 @@ const (
 	DecisionReleased = "released"
 	// DecisionTimedOut: a held request gave up.
 	DecisionTimedOut = "timed-out"
+	// DecisionPodIn: the front door may send Pod requests from now on
+	// (its endpoint and its gate both say ready). Not about one request:
+	// Request is 0.
+	DecisionPodIn = "pod-in"
+	// DecisionPodOut: the front door sends Pod no new request from now
+	// on (its endpoint or its gate said not ready, it is terminating, or
+	// it left). Request is 0. With pod-in, this is when the front door
+	// learnt, which a recorder's own watch of the API sees earlier or
+	// later.
+	DecisionPodOut = "pod-out"
 )
 
 // Route is one routing decision of the front door for one request.

@@ -196,13 +196,42 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 		{"noTrafficTo: a pod not bound", func(w *world) scenario.Expectation {
 			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
 		}, false, []string{`no pod was bound to "pod"`}},
-		{"noTrafficTo: while not ready, with no hold every request counts", func(w *world) scenario.Expectation {
+		{"noTrafficTo: once the endpoint left, a request sent to the pod counts", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.ready(5, false)
 			w.route(1, -1, 5.5, "web", 200)
 			w.ready(6, true)
 			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
 		}, false, []string{"the front door sent it 1 requests while it was not ready, after it knew", "request 1 sent at +00:05.500"}},
+		{"noTrafficTo: a request sent before the endpoint left is the news on its way", func(w *world) scenario.Expectation {
+			w.readyPod()
+			// Pod Ready=False at +5; the EndpointSlice follows 300 ms
+			// later (a loaded endpoint controller), and the front door
+			// routes by it.
+			notReady, ready := false, true
+			w.fact(5, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: "False"}})
+			w.route(1, -1, 5.1, "web", 200)
+			w.fact(5.3, record.Fact{Kind: record.KindEndpoint, Pod: "web", Endpoint: &record.Endpoint{Service: "web", Slice: "web", Address: "127.0.0.2", Ready: &notReady}})
+			w.fact(6, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: "True"}})
+			w.fact(6.001, record.Fact{Kind: record.KindEndpoint, Pod: "web", Endpoint: &record.Endpoint{Service: "web", Slice: "web", Address: "127.0.0.2", Ready: &ready}})
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
+		}, true, []string{"none while it was not ready", "1 sent before the front door learned of it", "request 1 sent at +00:05.100"}},
+		{"noTrafficTo: the front door's own pod-out says when it knew, not the recording's watch", func(w *world) scenario.Expectation {
+			w.readyPod()
+			w.ready(5, false) // the recording saw the endpoint leave at +5.001
+			w.route(1, -1, 5.005, "web", 200)
+			w.fact(5.02, record.Fact{Kind: record.KindRoute, Pod: "web", Route: &record.Route{Target: "default/web", Decision: record.DecisionPodOut}})
+			w.route(2, -1, 5.5, "web", 200)
+			w.ready(6, true)
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
+		}, false, []string{"the front door sent it 1 requests while it was not ready, after it knew", "request 2 sent at +00:05.500"}},
+		{"noTrafficTo: with neither a hold nor an endpoint change every request counts", func(w *world) scenario.Expectation {
+			w.readyPod()
+			w.fact(5, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: "False"}})
+			w.route(1, -1, 5.1, "web", 200)
+			w.fact(6, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: "True"}})
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
+		}, false, []string{"the front door sent it 1 requests while it was not ready, after it knew", "request 1 sent at +00:05.100"}},
 		{"event: found", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.fact(3, record.Fact{Kind: record.KindEvent, Pod: "web", Container: "app", Event: &record.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})

@@ -1,6 +1,7 @@
 package labrun
 
 import (
+	"slices"
 	"time"
 
 	"github.com/podgate/podgate/record"
@@ -8,36 +9,60 @@ import (
 )
 
 // frontDoor is what a recording shows the front door knew: the workload
-// (target) of each request, and when it held a request of each workload
-// for want of a ready pod.
+// (target) of each request, when it held a request of each workload for
+// want of a ready pod, and when it took each pod out of routing — in its
+// own words (pod-out) when it recorded them, else when the pod's
+// endpoint stopped being ready (the EndpointSlice change it routes by, as
+// the recording's own watch saw it).
 type frontDoor struct {
 	target map[uint64]string
 	held   map[string][]time.Time
+	left   map[string][]time.Time
 }
 
 func (j *judge) frontDoor() frontDoor {
-	fd := frontDoor{target: map[uint64]string{}, held: map[string][]time.Time{}}
+	fd := frontDoor{target: map[uint64]string{}, held: map[string][]time.Time{}, left: map[string][]time.Time{}}
+	said := map[string][]time.Time{}
 	for _, f := range j.m.Sorted() {
 		switch {
 		case f.Kind == record.KindRequest:
 			fd.target[f.Request.ID] = f.Request.Target
 		case f.Kind == record.KindRoute && f.Route.Decision == record.DecisionHeld:
 			fd.held[f.Route.Target] = append(fd.held[f.Route.Target], f.Time)
+		case f.Kind == record.KindRoute && f.Route.Decision == record.DecisionPodOut:
+			key := f.Namespace + "/" + f.Pod
+			said[key] = append(said[key], f.Time)
 		}
+	}
+	for _, e := range j.m.Endpoints {
+		for _, s := range e.Spans {
+			if e.Pod != "" && s.State == "ready" && !s.Open {
+				fd.left[e.Pod] = append(fd.left[e.Pod], s.To)
+			}
+		}
+	}
+	for _, ts := range fd.left {
+		slices.SortFunc(ts, time.Time.Compare)
+	}
+	for key, ts := range said {
+		fd.left[key] = ts
 	}
 	return fd
 }
 
 // inWindow splits the requests sent to p in [from, to) (to zero: open)
-// in two: those the front door sent once it had shown that it knew no
-// pod of the workload was ready — it held a request of the workload in
-// the window — which count, and those it sent before: the news on its
-// way. The front door learns of a pod's state through a watch of the
-// API, as the recording does, milliseconds after the node agent wrote
-// it; a request it sends in those milliseconds reaches the pod's gate,
-// which holds it while the pod's containers are not ready. Without a
-// hold in the window (a workload with other pods ready, or a front door
-// that never learnt) every request counts. learned is the first hold.
+// in two: those the front door sent once it showed it knew the pod was
+// not ready — it held a request of the workload for want of a ready pod
+// in the window, or, with no hold (another pod was ready), it took the
+// pod out of routing in the window — which count, and
+// those it sent before: the news on its way. The front door learns of a
+// pod's state through a watch of the API's EndpointSlices, as the
+// recording does, after the node agent wrote the pod's status and the
+// endpoint controller followed (milliseconds idle, a few hundred on a
+// loaded machine); a request it sends meanwhile reaches the pod's gate,
+// which holds it while the pod's containers are not ready. A hold is the
+// front door's own word, so it wins; with neither in the window (a front
+// door that never learnt) every request counts. learned is when it knew.
 func (fd frontDoor) inWindow(p *timeline.Pod, from, to time.Time) (counted, early []timeline.Request, learned time.Time) {
 	var in []timeline.Request
 	for _, q := range p.Requests {
@@ -49,11 +74,21 @@ func (fd frontDoor) inWindow(p *timeline.Pod, from, to time.Time) (counted, earl
 		return nil, nil, time.Time{}
 	}
 	learned = from
-	for _, h := range fd.held[fd.target[in[0].ID]] {
-		if !h.Before(from) && (to.IsZero() || h.Before(to)) {
-			learned = h
-			break
+	within := func(ts []time.Time) (time.Time, bool) {
+		for _, t := range ts {
+			if !t.Before(from) && (to.IsZero() || t.Before(to)) {
+				return t, true
+			}
 		}
+		return time.Time{}, false
+	}
+	h, held := within(fd.held[fd.target[in[0].ID]])
+	l, left := within(fd.left[p.Key])
+	switch {
+	case held:
+		learned = h
+	case left:
+		learned = l
 	}
 	for _, q := range in {
 		if q.Sent.Before(learned) {

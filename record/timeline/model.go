@@ -316,6 +316,9 @@ func (m *Model) apply(f record.Fact, routes map[uint64]route) {
 }
 
 func (m *Model) applyRoute(f record.Fact, routes map[uint64]route) {
+	if f.Route.Decision == record.DecisionPodIn || f.Route.Decision == record.DecisionPodOut {
+		return // about a pod, not a request
+	}
 	r := routes[f.Route.Request]
 	switch f.Route.Decision {
 	case record.DecisionRouted, record.DecisionReleased:
