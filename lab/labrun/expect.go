@@ -343,16 +343,26 @@ func (j *judge) noTraffic(n *scenario.NoTraffic) (string, error) {
 		}
 	}
 	where := strings.Join(windows, ", ")
+	if fd.answered {
+		if len(bad) > 0 {
+			return "", fmt.Errorf("it answered %d requests while it was not ready, from %s after it turned so (%s):\n%s", len(bad), NewsAllowance, where, j.timelineList(bad))
+		}
+		return fmt.Sprintf("it answered %d requests, none while it was not ready from %s after it turned so (%s)%s", len(p.Requests), NewsAllowance, where, j.earlyWords(fd, early)), nil
+	}
 	if len(bad) > 0 {
 		return "", fmt.Errorf("the front door sent it %d requests while it was not ready, after it knew (%s):\n%s", len(bad), where, j.timelineList(bad))
 	}
-	return fmt.Sprintf("the front door sent it %d requests, none while it was not ready (%s)%s", len(p.Requests), where, j.earlyWords(early)), nil
+	return fmt.Sprintf("the front door sent it %d requests, none while it was not ready (%s)%s", len(p.Requests), where, j.earlyWords(fd, early)), nil
 }
 
-// earlyWords reports the requests sent while the news was on its way.
-func (j *judge) earlyWords(early []timeline.Request) string {
+// earlyWords reports the requests sent (or, judged by answers, answered)
+// while the news was on its way.
+func (j *judge) earlyWords(fd frontDoor, early []timeline.Request) string {
 	if len(early) == 0 {
 		return ""
+	}
+	if fd.answered {
+		return fmt.Sprintf("; %d answered within %s of it turning not ready:\n%s", len(early), NewsAllowance, j.timelineList(early))
 	}
 	return fmt.Sprintf("; %d sent before the front door learned of it:\n%s", len(early), j.timelineList(early))
 }
@@ -395,9 +405,12 @@ func (j *judge) killed(most int) (string, error) {
 	}
 	detail := strings.Join(windows, "\n")
 	if len(bad) > most {
+		if fd.answered {
+			return "", fmt.Errorf("%d requests answered by a pod in a kill's window from %s after it turned not ready, want at most %d:\n%s\n%s", len(bad), NewsAllowance, most, detail, j.timelineList(bad))
+		}
 		return "", fmt.Errorf("%d requests sent to a pod in a kill's window after the front door knew, want at most %d:\n%s\n%s", len(bad), most, detail, j.timelineList(bad))
 	}
-	return detail + j.earlyWords(early), nil
+	return detail + j.earlyWords(fd, early), nil
 }
 
 func (j *judge) eventWords(e *scenario.EventRule) string {
@@ -444,7 +457,8 @@ func (j *judge) drainedFirst(alias string) (string, error) {
 	}
 	var containers []string
 	for _, c := range p.Containers {
-		if c.Name != contract.GateContainerName {
+		// The gate is the pod's queue container under Knative.
+		if c.Name != contract.GateContainerName && c.Name != contract.KnativeQueueContainerName {
 			containers = append(containers, c.Name)
 		}
 	}

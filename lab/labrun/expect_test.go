@@ -82,6 +82,12 @@ func (w *world) route(id uint64, heldSec, sec float64, pod string, status int) {
 	w.fact(sec+0.01, record.Fact{Kind: record.KindRequest, Pod: pod, Request: &record.Request{ID: id, Target: "default/web", Start: w.at(start), Status: status, Latency: w.at(sec + 0.01).Sub(w.at(start))}})
 }
 
+// answer is a request as a client saw it, with no routing decision: sent
+// at sec, answered by pod web at end.
+func (w *world) answer(id uint64, sec, end float64) {
+	w.fact(end, record.Fact{Kind: record.KindRequest, Pod: "web", Request: &record.Request{ID: id, Target: "default/web", Start: w.at(sec), Status: 200, Latency: w.at(end).Sub(w.at(sec))}})
+}
+
 func (w *world) judge() *judge {
 	w.t.Helper()
 	m, err := timeline.Build(record.Header{Started: w.t0}, w.facts, timeline.Options{})
@@ -225,6 +231,22 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.ready(6, true)
 			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
 		}, false, []string{"the front door sent it 1 requests while it was not ready, after it knew", "request 2 sent at +00:05.500"}},
+		{"noTrafficTo without routing decisions (Knative): an answer from 1 s after the pod turned not ready counts", func(w *world) scenario.Expectation {
+			w.readyPod()
+			w.ready(5, false)
+			w.answer(1, 5.2, 5.3)  // the news on its way
+			w.answer(2, 5.9, 6.05) // answered at +6.05, not ready until +7
+			w.ready(7, true)
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
+		}, false, []string{"it answered 1 requests while it was not ready, from 1s after it turned so", "request 2 sent at +00:05.900"}},
+		{"noTrafficTo without routing decisions (Knative): a request the gate held until ready again does not count", func(w *world) scenario.Expectation {
+			w.readyPod()
+			w.ready(5, false)
+			w.answer(1, 5.2, 5.3)
+			w.answer(2, 5.9, 7.2) // held by the gate, answered once ready at +7
+			w.ready(7, true)
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
+		}, true, []string{"it answered 2 requests, none while it was not ready from 1s after it turned so", "1 answered within 1s of it turning not ready"}},
 		{"noTrafficTo: with neither a hold nor an endpoint change every request counts", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.fact(5, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: "False"}})

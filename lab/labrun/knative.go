@@ -65,6 +65,20 @@ type KnativeRun struct {
 	Replicas int
 	*Result
 	Counts Counts
+	// NotRun says why the scenario was not run on Knative; empty when it
+	// was. Such a run neither passes nor fails: the table says not run.
+	NotRun string
+}
+
+// NotRunOnKnative is why a scenario whose pods are never ready is not run
+// on Knative: Knative routes a revision only once it has been Ready, so
+// with either queue sidecar the ingress answers 404 and no request
+// reaches a pod; there is nothing of the gate's to judge.
+const NotRunOnKnative = "its pods are never ready, and Knative routes a revision only once it has been Ready (the ingress answers 404 with either queue sidecar)"
+
+// neverReady: the scenario does not start by waiting for ready pods.
+func neverReady(s *scenario.Scenario) bool {
+	return len(s.Steps) == 0 || s.Steps[0].Wait == nil || s.Steps[0].Wait.PodsReady == 0
 }
 
 // Counts are the load's requests as the clients saw them.
@@ -74,8 +88,8 @@ type Counts struct {
 	// no answer).
 	Failed map[string]int
 	// ToUnready is how many requests the pod whose container a toggle
-	// made unready answered (the test app answers with its pod's name),
-	// sent from 1 s after that toggle until it was toggled back; -1 when
+	// made unready answered (the test app answers with its pod's name)
+	// from 1 s after that toggle until it was toggled back; -1 when
 	// the scenario has no such toggle.
 	ToUnready int
 }
@@ -223,7 +237,13 @@ func RunKnative(ctx context.Context, cfg KnativeConfig, scenarios []*scenario.Sc
 				return
 			}
 			defer func() { <-sem }()
-			runs[i] = runKnativeOne(ctx, cfg, clusters[jb.sidecar], jb)
+			if neverReady(jb.s) {
+				res := &Result{Scenario: jb.s}
+				res.Report = fmt.Sprintf("=== %s: not run on Knative: %s\n", jb.s.Name, NotRunOnKnative)
+				runs[i] = &KnativeRun{Sidecar: jb.sidecar, Path: jb.path, Replicas: jb.replicas, Result: res, Counts: Counts{ToUnready: -1}, NotRun: NotRunOnKnative}
+			} else {
+				runs[i] = runKnativeOne(ctx, cfg, clusters[jb.sidecar], jb)
+			}
 			if cfg.Out != nil {
 				mu.Lock()
 				_, _ = io.WriteString(cfg.Out, runs[i].Report)
@@ -340,7 +360,7 @@ func runKnativeOne(ctx context.Context, cfg KnativeConfig, c *kubelab.Cluster, j
 // that starts by waiting for ready pods needs them routed before its
 // load; one whose pods never get ready is not waited for.
 func applyAll(ctx context.Context, kn *kubelab.KnativeNamespace, files []string, jb job) error {
-	routed := len(jb.s.Steps) > 0 && jb.s.Steps[0].Wait != nil && jb.s.Steps[0].Wait.PodsReady > 0
+	routed := !neverReady(jb.s)
 	for _, f := range files {
 		m, err := manifest.Read(f)
 		if err != nil {
@@ -398,7 +418,9 @@ func countsOf(r *runner) Counts {
 		switch {
 		case q.OK():
 			c.OK++
-			if pod != "" && strings.TrimSpace(q.Body) == pod && !q.Start.Before(from) && (to.IsZero() || q.Start.Before(to)) {
+			// By when the pod answered: a request its gate held until the
+			// container was ready again never reached it while unready.
+			if end := q.End(); pod != "" && strings.TrimSpace(q.Body) == pod && !end.Before(from) && (to.IsZero() || end.Before(to)) {
 				c.ToUnready++
 			}
 		case q.Err == "" && (q.Status == 502 || q.Status == 503 || q.Status == 504):

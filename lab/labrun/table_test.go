@@ -49,6 +49,27 @@ func TestOnlyTheGatesVerdictsDecide(t *testing.T) {
 	}
 }
 
+// A scenario whose pods are never ready is not run on Knative (its
+// revision is never routed): the table says so, neither PASS nor FAIL,
+// and it does not decide the exit status.
+func TestAScenarioNotRunOnKnativeIsNeitherPassNorFail(t *testing.T) {
+	notRun := knRun("never", "gate", kubelab.ThroughActivator, false, Counts{ToUnready: -1, Failed: map[string]int{}})
+	notRun.NotRun = NotRunOnKnative
+	notRun.Verdicts = nil
+	md := Table([]*KnativeRun{notRun}, true)
+	if !strings.Contains(md, "| gate | activator | 1 | 0 | 0 | 0 | 0 | 0 | 0 | - | not run (never ready: Knative answers 404) |") || strings.Contains(md, "PASS") || strings.Contains(md, "FAIL") {
+		t.Errorf("table:\n%s", md)
+	}
+	if !GatePassed([]*KnativeRun{notRun}) {
+		t.Error("a scenario not run decided the exit status")
+	}
+	never := &scenario.Scenario{Steps: []scenario.Step{{Wait: &scenario.Wait{Served: 10}}}}
+	ready := &scenario.Scenario{Steps: []scenario.Step{{Wait: &scenario.Wait{PodsReady: 1}}}}
+	if !neverReady(never) || neverReady(ready) {
+		t.Errorf("neverReady: %t for a scenario not waiting for ready pods, %t for one that does", neverReady(never), neverReady(ready))
+	}
+}
+
 func TestClusterPodCIDRsAreConsecutiveOutsideLoopback(t *testing.T) {
 	got, err := ClusterPodCIDRs("10.252.1.0/24", 2)
 	if err != nil || strings.Join(got, ",") != "10.252.1.0/24,10.252.2.0/24" {

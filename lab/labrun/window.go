@@ -18,12 +18,20 @@ type frontDoor struct {
 	target map[uint64]string
 	held   map[string][]time.Time
 	left   map[string][]time.Time
+	// answered: the recording has no routing decisions (Knative's
+	// activator and ingress record none); its requests are the clients'
+	// own, each with the pod that answered it.
+	answered bool
 }
 
 func (j *judge) frontDoor() frontDoor {
 	fd := frontDoor{target: map[uint64]string{}, held: map[string][]time.Time{}, left: map[string][]time.Time{}}
 	said := map[string][]time.Time{}
+	fd.answered = true
 	for _, f := range j.m.Sorted() {
+		if f.Kind == record.KindRoute {
+			fd.answered = false
+		}
 		switch {
 		case f.Kind == record.KindRequest:
 			fd.target[f.Request.ID] = f.Request.Target
@@ -64,6 +72,9 @@ func (j *judge) frontDoor() frontDoor {
 // front door's own word, so it wins; with neither in the window (a front
 // door that never learnt) every request counts. learned is when it knew.
 func (fd frontDoor) inWindow(p *timeline.Pod, from, to time.Time) (counted, early []timeline.Request, learned time.Time) {
+	if fd.answered {
+		return answeredInWindow(p, from, to)
+	}
 	var in []timeline.Request
 	for _, q := range p.Requests {
 		if !q.Sent.Before(from) && (to.IsZero() || q.Sent.Before(to)) {
@@ -92,6 +103,33 @@ func (fd frontDoor) inWindow(p *timeline.Pod, from, to time.Time) (counted, earl
 	}
 	for _, q := range in {
 		if q.Sent.Before(learned) {
+			early = append(early, q)
+		} else {
+			counted = append(counted, q)
+		}
+	}
+	return counted, early, learned
+}
+
+// NewsAllowance is how long after a pod turned not ready an answer from
+// it is still the news on its way when nothing says when the routers
+// learnt (a recording without routing decisions: Knative's routers).
+// It is the goal podgate sets under Knative: from 1 s after a container
+// turns unready, its pod's serving container gets no request.
+const NewsAllowance = time.Second
+
+// answeredInWindow judges by when the pod answered, which is all a
+// client sees: an answer in [from+NewsAllowance, to) counts, an earlier
+// one is the news on its way. A request sent while the pod was not
+// ready and held by its gate until it was ready again is answered after
+// to: the serving container never had it while the pod was not ready.
+func answeredInWindow(p *timeline.Pod, from, to time.Time) (counted, early []timeline.Request, learned time.Time) {
+	learned = from.Add(NewsAllowance)
+	for _, q := range p.Requests {
+		if q.End.Before(from) || (!to.IsZero() && !q.End.Before(to)) {
+			continue
+		}
+		if q.End.Before(learned) {
 			early = append(early, q)
 		} else {
 			counted = append(counted, q)
