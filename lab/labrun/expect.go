@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -158,6 +159,29 @@ func matches(q load.Request, a *scenario.Answer, t time.Time) bool {
 	return q.Err == "" && q.Status == a.Status && strings.HasPrefix(q.Body, a.Body) && !q.Start.Before(t)
 }
 
+// The answers to a request held past the revision's timeout: podgate's
+// and Knative's activators', and the queue container's (queue-proxy's
+// words, which the gate keeps).
+const (
+	activatorTimeoutBody = "activator request timeout"
+	queueTimeoutBody     = "request timeout"
+)
+
+// matches is the package's matches, and on Knative a held request's
+// timeout is one answer whoever gave it: the request waits in Knative's
+// activator or in the gate (which holds it while the pod is not ready,
+// then hands it to the activator), and whichever's revision timeout ends
+// first answers 504.
+func (j *judge) matches(q load.Request, a *scenario.Answer, t time.Time) bool {
+	if matches(q, a, t) {
+		return true
+	}
+	if j.r.onKnative && a.Status == http.StatusGatewayTimeout && a.Body == activatorTimeoutBody {
+		return matches(q, &scenario.Answer{Status: a.Status, Body: queueTimeoutBody}, t)
+	}
+	return false
+}
+
 func (j *judge) failedOnly(a *scenario.Answer) (string, error) {
 	rec, err := j.requests()
 	if err != nil {
@@ -170,7 +194,7 @@ func (j *judge) failedOnly(a *scenario.Answer) (string, error) {
 	f := rec.Failures()
 	var other []load.Request
 	for _, q := range f {
-		if !matches(q, a, t) {
+		if !j.matches(q, a, t) {
 			other = append(other, q)
 		}
 	}
@@ -191,7 +215,7 @@ func (j *judge) answered(a *scenario.Answer) (string, error) {
 	}
 	var got []load.Request
 	for _, q := range rec.Requests {
-		if matches(q, a, t) {
+		if j.matches(q, a, t) {
 			got = append(got, q)
 		}
 	}
@@ -345,9 +369,9 @@ func (j *judge) noTraffic(n *scenario.NoTraffic) (string, error) {
 	where := strings.Join(windows, ", ")
 	if fd.answered {
 		if len(bad) > 0 {
-			return "", fmt.Errorf("it answered %d requests while it was not ready, from %s after it turned so (%s):\n%s", len(bad), NewsAllowance, where, j.timelineList(bad))
+			return "", fmt.Errorf("it answered %d requests while it was not ready, more than %s from either end of the window (%s):\n%s", len(bad), NewsAllowance, where, j.timelineList(bad))
 		}
-		return fmt.Sprintf("it answered %d requests, none while it was not ready from %s after it turned so (%s)%s", len(p.Requests), NewsAllowance, where, j.earlyWords(fd, early)), nil
+		return fmt.Sprintf("it answered %d requests, none while it was not ready more than %s from either end of the window (%s)%s", len(p.Requests), NewsAllowance, where, j.earlyWords(fd, early)), nil
 	}
 	if len(bad) > 0 {
 		return "", fmt.Errorf("the front door sent it %d requests while it was not ready, after it knew (%s):\n%s", len(bad), where, j.timelineList(bad))
@@ -362,7 +386,7 @@ func (j *judge) earlyWords(fd frontDoor, early []timeline.Request) string {
 		return ""
 	}
 	if fd.answered {
-		return fmt.Sprintf("; %d answered within %s of it turning not ready:\n%s", len(early), NewsAllowance, j.timelineList(early))
+		return fmt.Sprintf("; %d answered within %s of its readiness changing:\n%s", len(early), NewsAllowance, j.timelineList(early))
 	}
 	return fmt.Sprintf("; %d sent before the front door learned of it:\n%s", len(early), j.timelineList(early))
 }
@@ -406,7 +430,7 @@ func (j *judge) killed(most int) (string, error) {
 	detail := strings.Join(windows, "\n")
 	if len(bad) > most {
 		if fd.answered {
-			return "", fmt.Errorf("%d requests answered by a pod in a kill's window from %s after it turned not ready, want at most %d:\n%s\n%s", len(bad), NewsAllowance, most, detail, j.timelineList(bad))
+			return "", fmt.Errorf("%d requests answered by a pod in a kill's window, more than %s from either end, want at most %d:\n%s\n%s", len(bad), NewsAllowance, most, detail, j.timelineList(bad))
 		}
 		return "", fmt.Errorf("%d requests sent to a pod in a kill's window after the front door knew, want at most %d:\n%s\n%s", len(bad), most, detail, j.timelineList(bad))
 	}

@@ -122,6 +122,18 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.req(off+0.1, 3, 504, "activator request timeout")
 			return scenario.Expectation{FailedOnly: &scenario.Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
 		}, true, []string{"1 of 1 requests failed, each so"}},
+		{"failedOnly on Knative: the gate's 504 request timeout is the held request's timeout too", func(w *world) scenario.Expectation {
+			w.r.onKnative = true
+			off := w.mark("off")
+			w.req(off+0.1, 3, 504, "activator request timeout")
+			w.req(off+0.2, 3, 504, "request timeout")
+			return scenario.Expectation{FailedOnly: &scenario.Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
+		}, true, []string{"2 of 2 requests failed, each so"}},
+		{"failedOnly under podgate run: the gate's 504 is something else", func(w *world) scenario.Expectation {
+			off := w.mark("off")
+			w.req(off+0.2, 3, 504, "request timeout")
+			return scenario.Expectation{FailedOnly: &scenario.Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
+		}, false, []string{"1 of 1 failed requests were something else"}},
 		{"failedOnly: a timeout before the mark is something else", func(w *world) scenario.Expectation {
 			w.req(-1, 3, 504, "activator request timeout")
 			w.mark("off")
@@ -235,10 +247,11 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.readyPod()
 			w.ready(5, false)
 			w.answer(1, 5.2, 5.3)  // the news on its way
-			w.answer(2, 5.9, 6.05) // answered at +6.05, not ready until +7
-			w.ready(7, true)
+			w.answer(2, 5.9, 6.05) // answered at +6.05, not ready until +8
+			w.answer(3, 7.1, 7.2)  // the gate knew first: the pod's Ready follows
+			w.ready(8, true)
 			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
-		}, false, []string{"it answered 1 requests while it was not ready, from 1s after it turned so", "request 2 sent at +00:05.900"}},
+		}, false, []string{"it answered 1 requests while it was not ready, more than 1s from either end of the window", "request 2 sent at +00:05.900"}},
 		{"noTrafficTo without routing decisions (Knative): a request the gate held until ready again does not count", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.ready(5, false)
@@ -246,7 +259,7 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.answer(2, 5.9, 7.2) // held by the gate, answered once ready at +7
 			w.ready(7, true)
 			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
-		}, true, []string{"it answered 2 requests, none while it was not ready from 1s after it turned so", "1 answered within 1s of it turning not ready"}},
+		}, true, []string{"it answered 2 requests, none while it was not ready more than 1s from either end of the window", "1 answered within 1s of its readiness changing"}},
 		{"noTrafficTo: with neither a hold nor an endpoint change every request counts", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.fact(5, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: "False"}})

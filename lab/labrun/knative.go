@@ -331,7 +331,7 @@ func runKnativeOne(ctx context.Context, cfg KnativeConfig, c *kubelab.Cluster, j
 		_ = kn.Stop(scenario.DefaultStepTimeout)
 		return fail("recording starts", err)
 	}
-	r := &runner{s: s, w: kn, pods: map[string]*boundPod{}}
+	r := &runner{s: s, w: kn, pods: map[string]*boundPod{}, onKnative: true}
 	if err := applyAll(stepCtx, kn, files, jb); err != nil {
 		_ = kn.Stop(scenario.DefaultStepTimeout)
 		_ = watch.Stop(context.Background())

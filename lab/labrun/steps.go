@@ -38,6 +38,10 @@ type runner struct {
 	stopping time.Time
 	// toggles are the toggles made, in order.
 	toggles []toggled
+	// onKnative: the run is on Knative Serving (RunKnative), where
+	// nothing records routing decisions and a held request may time out
+	// in Knative's activator or in the gate.
+	onKnative bool
 }
 
 // toggled is one toggle made: of which pod, set to what, when.

@@ -111,25 +111,34 @@ func (fd frontDoor) inWindow(p *timeline.Pod, from, to time.Time) (counted, earl
 	return counted, early, learned
 }
 
-// NewsAllowance is how long after a pod turned not ready an answer from
-// it is still the news on its way when nothing says when the routers
-// learnt (a recording without routing decisions: Knative's routers).
-// It is the goal podgate sets under Knative: from 1 s after a container
-// turns unready, its pod's serving container gets no request.
+// NewsAllowance is how long after a pod's readiness changed an answer
+// from it is still the news on its way when nothing says when the
+// routers learnt (a recording without routing decisions: Knative's
+// routers). It is the goal podgate sets under Knative: from 1 s after a
+// container turns unready, its pod's serving container gets no request.
+// It applies at both ends of a not-ready window: the gate opens its door
+// as soon as its own probes pass, and the pod's Ready condition follows
+// only at the kubelet's next probe of the queue container (1 s × 1),
+// so answers in the window's last second are the gate knowing first.
 const NewsAllowance = time.Second
 
 // answeredInWindow judges by when the pod answered, which is all a
-// client sees: an answer in [from+NewsAllowance, to) counts, an earlier
-// one is the news on its way. A request sent while the pod was not
-// ready and held by its gate until it was ready again is answered after
-// to: the serving container never had it while the pod was not ready.
+// client sees: an answer in [from+NewsAllowance, to−NewsAllowance)
+// counts, one nearer the window's ends is the news on its way. A request
+// sent while the pod was not ready and held by its gate until it was
+// ready again is answered after that: the serving container never had it
+// while the pod was not ready.
 func answeredInWindow(p *timeline.Pod, from, to time.Time) (counted, early []timeline.Request, learned time.Time) {
 	learned = from.Add(NewsAllowance)
+	var until time.Time
+	if !to.IsZero() {
+		until = to.Add(-NewsAllowance)
+	}
 	for _, q := range p.Requests {
 		if q.End.Before(from) || (!to.IsZero() && !q.End.Before(to)) {
 			continue
 		}
-		if q.End.Before(learned) {
+		if q.End.Before(learned) || (!until.IsZero() && !q.End.Before(until)) {
 			early = append(early, q)
 		} else {
 			counted = append(counted, q)
