@@ -89,7 +89,9 @@ type Counts struct {
 	Failed map[string]int
 	// ToUnready is how many requests the pod whose container a toggle
 	// made unready answered (the test app answers with its pod's name)
-	// from 1 s after that toggle until it was toggled back; -1 when
+	// from 1 s after that container's readiness probe called it unready
+	// (the toggle, plus the probe's period × failure threshold) until it
+	// was toggled back; -1 when
 	// the scenario has no such toggle.
 	ToUnready int
 }
@@ -343,7 +345,7 @@ func runKnativeOne(ctx context.Context, cfg KnativeConfig, c *kubelab.Cluster, j
 	if err := watch.Stop(context.Background()); err != nil {
 		res.Verdicts = append(res.Verdicts, Verdict{Rule: "recording", Detail: err.Error()})
 	}
-	run.Counts = countsOf(r)
+	run.Counts = countsOf(r, func(port int) time.Duration { return unreadyAfter(files, port) })
 	h := record.Header{Format: record.FormatName, Version: record.Version, Source: "kube/cluster", Started: started,
 		Detail: fmt.Sprintf("podgate lab run --knative %s: %s (queue sidecar %s, path %s, %d pods)", s.File, s.Name, jb.sidecar, jb.path, jb.replicas)}
 	r.finish(Config{RecordDir: cfg.RecordDir, SVGDir: cfg.SVGDir}, res, work, base, began, func(path string) (*timeline.Model, []record.Fact, error) {
@@ -392,8 +394,10 @@ func requestFacts(r *runner, ns string) []record.Fact {
 	return out
 }
 
-// countsOf counts the load's requests.
-func countsOf(r *runner) Counts {
+// countsOf counts the load's requests. unreadyAfter is how long the
+// toggled container's readiness probe takes to call it unready (its
+// period × failure threshold, from the scenario's manifests).
+func countsOf(r *runner, unreadyAfter func(port int) time.Duration) Counts {
 	c := Counts{Failed: map[string]int{}, ToUnready: -1}
 	if r.rec == nil {
 		return c
@@ -405,7 +409,7 @@ func countsOf(r *runner) Counts {
 			continue
 		}
 		if pod == "" && !t.set {
-			pod, from = t.pod, t.at.Add(time.Second)
+			pod, from = t.pod, t.at.Add(unreadyAfter(t.port)+time.Second)
 		} else if pod != "" && t.pod == pod && t.set && to.IsZero() {
 			to = t.at
 		}
@@ -430,6 +434,21 @@ func countsOf(r *runner) Counts {
 		}
 	}
 	return c
+}
+
+// unreadyAfter is UnreadyAfter of the first manifest file that has port;
+// 0 when none has.
+func unreadyAfter(files []string, port int) time.Duration {
+	for _, f := range files {
+		m, err := manifest.Read(f)
+		if err != nil {
+			continue
+		}
+		if d, ok := m.UnreadyAfter(port); ok {
+			return d
+		}
+	}
+	return 0
 }
 
 // knativeReport heads a run's report with its sidecar, path and pods.

@@ -47,6 +47,7 @@ type runner struct {
 // toggled is one toggle made: of which pod, set to what, when.
 type toggled struct {
 	pod, kind string
+	port      int
 	set       bool
 	at        time.Time
 }
@@ -202,7 +203,7 @@ func (r *runner) toggle(ctx context.Context, t *scenario.Toggle) error {
 	if err := r.w.PodHTTP().Toggle(ctx, bp.ip, t.Port, name, *t.Set); err != nil {
 		return err
 	}
-	r.toggles = append(r.toggles, toggled{pod: bp.name, kind: t.Toggle, set: *t.Set, at: at})
+	r.toggles = append(r.toggles, toggled{pod: bp.name, kind: t.Toggle, port: t.Port, set: *t.Set, at: at})
 	return nil
 }
 
