@@ -1,6 +1,7 @@
 package labrun
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,5 +49,50 @@ func TestEveryScenarioHasItsPictureInTheDocs(t *testing.T) {
 				t.Errorf("docs/comparison.md does not show comparison/%s.svg", s.Name)
 			}
 		})
+	}
+}
+
+// docs/comparison.md shows each seed scenario on real Knative, with the
+// gate and with Knative's queue-proxy, on both request paths: the
+// pictures `go run ./test/knativeseeds` leaves, committed (a scenario
+// whose pods are never ready is not run on Knative).
+func TestEveryScenarioOnKnativeHasItsPicturesInTheDocs(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "comparison.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range scenarioFiles(t) {
+		s, err := scenario.Read(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if neverReady(s) {
+			continue
+		}
+		for _, sidecar := range []string{SidecarGate, SidecarKnative} {
+			for _, path := range []string{"activator", "ingress"} {
+				name := fmt.Sprintf("%s.%s.%s.r%d.svg", s.Name, sidecar, path, max(s.Replicas, 1))
+				t.Run(name, func(t *testing.T) {
+					data, err := os.ReadFile(filepath.Join("..", "..", "docs", "comparison", "knative", name))
+					if err != nil {
+						t.Fatalf("%v: regenerate the pictures (docs/comparison.md says how)", err)
+					}
+					if len(data) > maxPicture {
+						t.Errorf("%d bytes, want at most %d", len(data), maxPicture)
+					}
+					if err := wellFormed(data); err != nil {
+						t.Error(err)
+					}
+					for _, machine := range []string{"/tmp/", os.TempDir() + "/", "podgate-scenario-"} {
+						if strings.Contains(string(data), machine) {
+							t.Errorf("names a path of the machine that made it (%q)", machine)
+						}
+					}
+					if !strings.Contains(string(doc), "](comparison/knative/"+name+")") {
+						t.Errorf("docs/comparison.md does not show comparison/knative/%s", name)
+					}
+				})
+			}
+		}
 	}
 }

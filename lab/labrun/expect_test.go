@@ -260,6 +260,15 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.ready(7, true)
 			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
 		}, true, []string{"it answered 2 requests, none while it was not ready more than 1s from either end of the window", "1 answered within 1s of its readiness changing"}},
+		{"noTrafficTo without routing decisions (Knative): the gate's condition ready again ends the window before the pod's Ready", func(w *world) scenario.Expectation {
+			w.readyPod()
+			w.ready(5, false)
+			w.fact(8, record.Fact{Kind: record.KindGate, Pod: "web", Gate: &record.Gate{Ready: true}})
+			w.answer(1, 7.5, 7.6) // within a second of the gate's word
+			w.answer(2, 8.1, 8.2) // the gate open, the pod's Ready not yet
+			w.ready(9.5, true)
+			return scenario.Expectation{NoTrafficTo: &scenario.NoTraffic{Pod: "pod"}}
+		}, true, []string{"none while it was not ready more than 1s from either end of the window", "2 answered within 1s of its readiness changing"}},
 		{"noTrafficTo: with neither a hold nor an endpoint change every request counts", func(w *world) scenario.Expectation {
 			w.readyPod()
 			w.fact(5, record.Fact{Kind: record.KindCondition, Pod: "web", Condition: &record.Condition{Type: "Ready", Status: "False"}})

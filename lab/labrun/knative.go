@@ -345,7 +345,7 @@ func runKnativeOne(ctx context.Context, cfg KnativeConfig, c *kubelab.Cluster, j
 	if err := watch.Stop(context.Background()); err != nil {
 		res.Verdicts = append(res.Verdicts, Verdict{Rule: "recording", Detail: err.Error()})
 	}
-	run.Counts = countsOf(r, func(port int) time.Duration { return unreadyAfter(files, port) })
+	run.Counts = countsOf(r, func(port int, exec bool) (time.Duration, bool) { return unreadyAfter(files, port, exec) })
 	h := record.Header{Format: record.FormatName, Version: record.Version, Source: "kube/cluster", Started: started,
 		Detail: fmt.Sprintf("podgate lab run --knative %s: %s (queue sidecar %s, path %s, %d pods)", s.File, s.Name, jb.sidecar, jb.path, jb.replicas)}
 	r.finish(Config{RecordDir: cfg.RecordDir, SVGDir: cfg.SVGDir}, res, work, base, began, func(path string) (*timeline.Model, []record.Fact, error) {
@@ -397,7 +397,7 @@ func requestFacts(r *runner, ns string) []record.Fact {
 // countsOf counts the load's requests. unreadyAfter is how long the
 // toggled container's readiness probe takes to call it unready (its
 // period × failure threshold, from the scenario's manifests).
-func countsOf(r *runner, unreadyAfter func(port int) time.Duration) Counts {
+func countsOf(r *runner, unreadyAfter func(port int, exec bool) (time.Duration, bool)) Counts {
 	c := Counts{Failed: map[string]int{}, ToUnready: -1}
 	if r.rec == nil {
 		return c
@@ -409,7 +409,13 @@ func countsOf(r *runner, unreadyAfter func(port int) time.Duration) Counts {
 			continue
 		}
 		if pod == "" && !t.set {
-			pod, from = t.pod, t.at.Add(unreadyAfter(t.port)+time.Second)
+			// A toggle that fails no readiness probe (an exec file that
+			// only liveness reads) makes nothing unready.
+			d, ok := unreadyAfter(t.port, t.kind == "exec")
+			if !ok {
+				continue
+			}
+			pod, from = t.pod, t.at.Add(d+time.Second)
 		} else if pod != "" && t.pod == pod && t.set && to.IsZero() {
 			to = t.at
 		}
@@ -436,19 +442,19 @@ func countsOf(r *runner, unreadyAfter func(port int) time.Duration) Counts {
 	return c
 }
 
-// unreadyAfter is UnreadyAfter of the first manifest file that has port;
-// 0 when none has.
-func unreadyAfter(files []string, port int) time.Duration {
+// unreadyAfter is UnreadyAfter of the first manifest file that has
+// port with such a readiness probe.
+func unreadyAfter(files []string, port int, exec bool) (time.Duration, bool) {
 	for _, f := range files {
 		m, err := manifest.Read(f)
 		if err != nil {
 			continue
 		}
-		if d, ok := m.UnreadyAfter(port); ok {
-			return d
+		if d, ok := m.UnreadyAfter(port, exec); ok {
+			return d, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // knativeReport heads a run's report with its sidecar, path and pods.

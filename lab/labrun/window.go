@@ -123,8 +123,9 @@ func (fd frontDoor) inWindow(p *timeline.Pod, from, to time.Time) (counted, earl
 const NewsAllowance = time.Second
 
 // answeredInWindow judges by when the pod answered, which is all a
-// client sees: an answer in [from+NewsAllowance, to−NewsAllowance)
-// counts, one nearer the window's ends is the news on its way. A request
+// client sees: an answer in [from+NewsAllowance, end−NewsAllowance)
+// counts, one nearer the window's ends is the news on its way; end is
+// to, or the gate's condition turning True when that came first. A request
 // sent while the pod was not ready and held by its gate until it was
 // ready again is answered after that: the serving container never had it
 // while the pod was not ready.
@@ -133,6 +134,15 @@ func answeredInWindow(p *timeline.Pod, from, to time.Time) (counted, early []tim
 	var until time.Time
 	if !to.IsZero() {
 		until = to.Add(-NewsAllowance)
+	}
+	// The gate's own word that the pod is ready again (its condition)
+	// comes before the pod's Ready, which waits for the kubelet's next
+	// probe of the queue container: the window's end is the earlier.
+	for _, g := range p.Gate {
+		if g.State == "ready" && g.From.After(from) && (to.IsZero() || g.From.Before(to)) {
+			until = g.From.Add(-NewsAllowance)
+			break
+		}
 	}
 	for _, q := range p.Requests {
 		if q.End.Before(from) || (!to.IsZero() && !q.End.Before(to)) {

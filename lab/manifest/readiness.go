@@ -18,9 +18,11 @@ const (
 // serves port (a containerPort of it, the test app's --port, or its
 // readiness probe's HTTP or TCP port) takes at most to call the container unready once its check
 // starts failing: periodSeconds × failureThreshold, with the kubelet's
-// defaults for unset fields. ok is false when no container of the
-// manifest has port with a readiness probe.
-func (m *Manifest) UnreadyAfter(port int) (d time.Duration, ok bool) {
+// defaults for unset fields. exec says which readiness probe a toggle
+// fails: an exec one (the test app's exec file) or an HTTP one (its
+// /readyz). ok is false when no container of the manifest has port
+// with such a readiness probe.
+func (m *Manifest) UnreadyAfter(port int, exec bool) (d time.Duration, ok bool) {
 	for _, doc := range m.docs {
 		raw, err := podSpec(doc)
 		if err != nil {
@@ -35,7 +37,7 @@ func (m *Manifest) UnreadyAfter(port int) (d time.Duration, ok bool) {
 			continue
 		}
 		for _, c := range append(spec.InitContainers, spec.Containers...) {
-			if c.ReadinessProbe == nil || !servesPort(c, port) {
+			if c.ReadinessProbe == nil || !servesPort(c, port) || (c.ReadinessProbe.Exec != nil) != exec {
 				continue
 			}
 			p := c.ReadinessProbe

@@ -34,20 +34,23 @@ spec:
 	for _, tc := range []struct {
 		name string
 		port int
+		exec bool
 		want time.Duration
 		ok   bool
 	}{
-		{"a containerPort, the threshold unset: 3 periods", 8080, 3 * time.Second, true},
-		{"a probe's own port", 8090, 2 * time.Second, true},
-		{"an exec probe's container by the test app's --port", 8091, time.Second, true},
-		{"the kubelet's defaults: 10 s × 3", 8092, 30 * time.Second, true},
-		{"a container without a readiness probe", 8093, 0, false},
-		{"no container", 9999, 0, false},
+		{"a containerPort, the threshold unset: 3 periods", 8080, false, 3 * time.Second, true},
+		{"a probe's own port", 8090, false, 2 * time.Second, true},
+		{"an exec probe's container by the test app's --port", 8091, true, time.Second, true},
+		{"an exec toggle of a container whose readiness is HTTP fails no readiness", 8080, true, 0, false},
+		{"an HTTP toggle of a container whose readiness is exec fails no readiness", 8091, false, 0, false},
+		{"the kubelet's defaults: 10 s × 3", 8092, false, 30 * time.Second, true},
+		{"a container without a readiness probe", 8093, false, 0, false},
+		{"no container", 9999, false, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := m.UnreadyAfter(tc.port)
+			got, ok := m.UnreadyAfter(tc.port, tc.exec)
 			if got != tc.want || ok != tc.ok {
-				t.Errorf("UnreadyAfter(%d) = %s, %t; want %s, %t", tc.port, got, ok, tc.want, tc.ok)
+				t.Errorf("UnreadyAfter(%d, %t) = %s, %t; want %s, %t", tc.port, tc.exec, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
