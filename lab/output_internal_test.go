@@ -53,3 +53,31 @@ podgate: curl -H 'Host: b.shop.example.com' http://127.0.0.1:42000/
 		})
 	}
 }
+
+func TestAChattyPodCannotPushOutAnotherPodsLines(t *testing.T) {
+	o := NewPodOutput()
+	// Split mid-line: exec.Cmd copies chunks, not lines.
+	_, _ = o.Write([]byte("victim/podgate | time=2026-11-29T01:18:08Z msg=\"drai"))
+	_, _ = o.Write([]byte("ned: confirmed\"\nno prefix at all\n"))
+	noise := []byte("activator-1/activator | " + strings.Repeat("x", 1000) + "\n")
+	for range 3 * maxOutput / len(noise) {
+		_, _ = o.Write(noise)
+	}
+	_, _ = o.Write([]byte("victim/app | time=2026-11-29T01:18:09Z msg=\"termination requested\"\nvictim/app | unfinished"))
+	got := o.String()
+	for _, want := range []string{
+		"victim/podgate | time=2026-11-29T01:18:08Z msg=\"drained: confirmed\"\n",
+		"no prefix at all\n",
+		"victim/app | time=2026-11-29T01:18:09Z msg=\"termination requested\"\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lost %q", want)
+		}
+	}
+	if !strings.HasSuffix(got, "victim/app | unfinished") {
+		t.Errorf("the unfinished line is not last: …%q", got[len(got)-40:])
+	}
+	if !strings.Contains(got, "earlier bytes dropped") || len(got) > maxOutput+1000 {
+		t.Errorf("the chatty pod was not capped on its own: %d bytes", len(got))
+	}
+}

@@ -68,10 +68,11 @@ var ingressLine = regexp.MustCompile(`podgate: Knative ingress \(Traefik\) on ht
 
 // Cluster is a running `podgate cluster up`.
 type Cluster struct {
-	cmd            *exec.Cmd
-	stdout, stderr *lab.Output
-	done           chan struct{} // closed once the process was reaped
-	err            error         // Wait's error, valid after done
+	cmd    *exec.Cmd
+	stdout *lab.PodOutput
+	stderr *lab.Output
+	done   chan struct{} // closed once the process was reaped
+	err    error         // Wait's error, valid after done
 
 	dir, door string
 	// knative is Config.Knative; ingress the Knative ingress's address.
@@ -114,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("kubelab: Config.Knative %q: want gate or knative", cfg.Knative)
 	}
 	args = append(args, cfg.Args...)
-	c := &Cluster{stdout: lab.NewOutput(), stderr: lab.NewOutput(), done: make(chan struct{}), dir: cfg.Dir, knative: cfg.Knative}
+	c := &Cluster{stdout: lab.NewPodOutput(), stderr: lab.NewOutput(), done: make(chan struct{}), dir: cfg.Dir, knative: cfg.Knative}
 	c.cmd = exec.Command(cfg.Binary, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
 	c.cmd.WaitDelay = 10 * time.Second

@@ -354,8 +354,57 @@ func runKnativeOne(ctx context.Context, cfg KnativeConfig, c *kubelab.Cluster, j
 		col.mu.Unlock()
 		return r.writeRecording(h, record.Sorted(facts), path)
 	})
+	if !res.Passed() {
+		col.mu.Lock()
+		pods := podsOf(col.facts)
+		col.mu.Unlock()
+		if err := appendFile(filepath.Join(cfg.RecordDir, base+".log"), containerLines(kn.Output(), pods, kn.Namespace())); err != nil {
+			res.Verdicts = append(res.Verdicts, Verdict{Rule: "containers' output", Detail: err.Error()})
+			res.Report = report(res, "")
+		}
+	}
 	res.Report = knativeReport(run, res.Report)
 	return run
+}
+
+// podsOf is every pod the facts name.
+func podsOf(facts []record.Fact) map[string]bool {
+	pods := map[string]bool{}
+	for _, f := range facts {
+		if f.Pod != "" {
+			pods[f.Pod] = true
+		}
+	}
+	return pods
+}
+
+// containerLines is what explains a failed run on Knative: every output
+// line of the run's pods' containers (the gate's and the app's), and
+// Knative's activator's lines that name the run's namespace (its proxy
+// errors name the revision), in the cluster's order.
+func containerLines(output string, pods map[string]bool, namespace string) string {
+	var b strings.Builder
+	b.WriteString("\ncontainers' output (the run's pods; the activator's lines naming " + namespace + "):\n")
+	for _, l := range strings.Split(output, "\n") {
+		pod, _, ok := strings.Cut(l, "/")
+		if !ok {
+			continue
+		}
+		if pods[pod] || (strings.HasPrefix(pod, "activator-") && strings.Contains(l, namespace)) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// appendFile adds text at the end of the file at path.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // applyAll applies each manifest file as Knative Services. A scenario

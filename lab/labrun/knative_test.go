@@ -9,7 +9,9 @@ package labrun
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +31,19 @@ func TestTheSeedScenariosOnKnativeWithTheGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	// Kept when the test fails: the recordings, pictures and logs explain
+	// it, and a loaded CI machine may not fail the same way twice.
+	dir, err := os.MkdirTemp("", "podgate-knative-seeds-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the runs' recordings, pictures and logs are kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
 	var out bytes.Buffer
 	began := time.Now()
 	runs, err := RunKnative(t.Context(), KnativeConfig{
@@ -47,11 +61,58 @@ func TestTheSeedScenariosOnKnativeWithTheGate(t *testing.T) {
 				t.Skipf("not run on Knative: %s", r.NotRun)
 			}
 			if !r.Passed() {
-				t.Errorf("FAIL:\n%s", r.Report)
+				t.Errorf("FAIL:\n%s%s", r.Report, failureExcerpt(r.Result))
 			}
 			if r.Recording != "" {
 				checkPicture(t, r.Picture)
 			}
 		})
 	}
+}
+
+// failureExcerpt is what a failed run's log says went wrong: its warning
+// and error lines but the expected ones (the gate's failed proxying, the
+// activator's), so a CI log explains a failure the machine may not
+// repeat.
+func failureExcerpt(res *Result) string {
+	for _, v := range res.Verdicts {
+		path, ok := strings.CutPrefix(v.Detail, "in ")
+		if v.Rule != "podgate's output" || !ok {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "\n(the run's log: " + err.Error() + ")"
+		}
+		var out strings.Builder
+		out.WriteString("\nwarnings and errors in " + path + ":\n")
+		n := 0
+		for _, l := range strings.Split(string(b), "\n") {
+			if noise(l) {
+				continue
+			}
+			lower := strings.ToLower(l)
+			if strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") || strings.Contains(lower, `"level":"error"`) || strings.Contains(lower, `"severity":"error"`) {
+				if n++; n > 80 {
+					out.WriteString("…\n")
+					break
+				}
+				out.WriteString(l + "\n")
+			}
+		}
+		return out.String()
+	}
+	return ""
+}
+
+// noise is a warning every run has: the events of probes failing as the
+// scenario wants, the node's seccomp notice, and Knative's activator
+// probing pods that are not ready (with a stack trace each).
+func noise(line string) bool {
+	for _, n := range []string{"reason=Unhealthy", "reason=SecurityContextNotEnforced", "revision_backends.go"} {
+		if strings.Contains(line, n) {
+			return true
+		}
+	}
+	return false
 }
