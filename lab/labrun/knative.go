@@ -381,16 +381,17 @@ func podsOf(facts []record.Fact) map[string]bool {
 // containerLines is what explains a failed run on Knative: every output
 // line of the run's pods' containers (the gate's and the app's), and
 // Knative's activator's lines that name the run's namespace (its proxy
-// errors name the revision), in the cluster's order.
+// errors name the revision) or no revision at all (a panic, its
+// server's errors), pod by pod.
 func containerLines(output string, pods map[string]bool, namespace string) string {
 	var b strings.Builder
-	b.WriteString("\ncontainers' output (the run's pods; the activator's lines naming " + namespace + "):\n")
+	b.WriteString("\ncontainers' output (the run's pods; the activator's lines naming " + namespace + " or no revision):\n")
 	for _, l := range strings.Split(output, "\n") {
 		pod, _, ok := strings.Cut(l, "/")
 		if !ok {
 			continue
 		}
-		if pods[pod] || (strings.HasPrefix(pod, "activator-") && strings.Contains(l, namespace)) {
+		if pods[pod] || (strings.HasPrefix(pod, "activator-") && (strings.Contains(l, namespace) || !strings.Contains(l, "knative.dev/key"))) {
 			b.WriteString(l + "\n")
 		}
 	}
