@@ -640,3 +640,73 @@ func TestARefusedConnectionHoldsNewRequestsAtTheDoorAndTheOneInFlightRidesThroug
 		}
 	}
 }
+
+// TestAHandOffTheActivatorDroppedWithoutAnAnswer: Knative's activator
+// (v0.50) closes the connection without an answer when its handler
+// panics — it does when a request races the removal of the revision's
+// last ready pod, the moment a gate hands requests off. An idempotent
+// request goes back to the door and is handed off again after its
+// backoff; one that may not be sent twice gets the 502 (the activator
+// may have passed it on).
+func TestAHandOffTheActivatorDroppedWithoutAnAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		method     string
+		body       string
+		wantCode   int
+		wantHanded int
+	}{
+		{name: "an idempotent request is handed off again after its backoff", method: http.MethodGet, wantCode: http.StatusCreated, wantHanded: 2},
+		{name: "a request with a body is answered 502", method: http.MethodPost, body: "once only", wantCode: http.StatusBadGateway, wantHanded: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			var calls atomic.Int32
+			answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					// What the server does after a handler's panic: the
+					// connection closes, nothing is answered.
+					panic(http.ErrAbortHandler)
+				}
+				w.WriteHeader(http.StatusCreated)
+				_, _ = io.WriteString(w, "from the activator\n")
+			})
+			act := startActivator(t, clk, answer)
+			tg, app, feed := delegatedGate(t, clk, act.url, nil)
+			feed.set(func(ps *PodStatus) { ps.Ready = false; ps.Containers[1].Ready = false })
+			eventually(t, "the gate knows the pod is out", func() bool { return !tg.agg.Ready() && tg.podOut.Load() })
+
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(tc.body)
+			}
+			req, err := http.NewRequest(tc.method, tg.url("/once"), body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := tg.send(t, req)
+			eventually(t, "the first hand-off reached the activator", func() bool { return len(act.requests()) == 1 })
+			if tc.wantHanded > 1 {
+				eventually(t, "the request waits at the door again", func() bool { return tg.RequestsHeld() == 1 })
+				notYet(t, "the request", res)
+				clk.Step(100 * time.Millisecond) // the second hand-off's backoff
+			}
+			r := await(t, "the request", res)
+			if r.code != tc.wantCode {
+				t.Errorf("client got %d %q, want %d", r.code, r.body, tc.wantCode)
+			}
+			got := act.requests()
+			if len(got) != tc.wantHanded {
+				t.Fatalf("the activator got %d hand-offs, want %d", len(got), tc.wantHanded)
+			}
+			for i, h := range got {
+				if m := h.header.Get(contract.HandoffHeader); m != contract.FormatHandoff("hello-00001-deployment-abc", i+1) {
+					t.Errorf("hand-off %d carries marker %q", i+1, m)
+				}
+			}
+			if app.Traffic() != 0 {
+				t.Errorf("the serving container got %d request(s)", app.Traffic())
+			}
+		})
+	}
+}

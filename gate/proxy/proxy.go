@@ -216,8 +216,12 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 				return
 			}
 			if handoff != nil {
-				p.handOff(w, r, handoff)
-				return
+				if p.handOff(w, r, handoff) {
+					return
+				}
+				// The activator closed the connection before any answer:
+				// the request waits at the door again (see failHandoff).
+				continue
 			}
 		}
 		if p.limiter == nil {
@@ -312,10 +316,12 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 
 // handOff sends r to the activator with the headers the door gave,
 // within r's time limits; the activator's answer goes back unchanged.
-func (p *Proxy) handOff(w *Recorder, r *http.Request, h http.Header) {
+// It reports false when the hand-off failed before any answer and r may
+// go to the door again: nothing was written to w then.
+func (p *Proxy) handOff(w *Recorder, r *http.Request, h http.Header) bool {
 	if p.ho == nil {
 		p.fail(w, r, errors.New("the gate's door handed a request off, but no hand-off URL is configured"))
-		return
+		return true
 	}
 	for k, vs := range h {
 		r.Header[k] = vs
@@ -323,8 +329,16 @@ func (p *Proxy) handOff(w *Recorder, r *http.Request, h http.Header) {
 	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		_ = http.NewResponseController(w).EnableFullDuplex()
 	}
-	p.ho.ServeHTTP(w, r)
+	var failed handoffFailure
+	p.ho.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), handoffFailureKey{}, &failed)))
+	return failed.err == nil
 }
+
+// handoffFailure notes a hand-off that failed before any answer, for a
+// request that may be sent again.
+type handoffFailure struct{ err error }
+
+type handoffFailureKey struct{}
 
 // rewriteHandoff aims a request at the activator as it came: method,
 // path, query, Host and headers (K-Original-Host and X-Forwarded-* too:
@@ -343,10 +357,25 @@ func (p *Proxy) rewriteHandoff(pr *httputil.ProxyRequest) {
 	pr.Out.Trailer = pr.In.Trailer
 }
 
-// failHandoff answers a request the activator did not answer.
+// failHandoff answers a request the activator did not answer — unless
+// the request is idempotent (the rule Go's transport and the ride-through
+// resend by): then nothing is written and it waits at the door again,
+// where it is handed off again after its backoff (counted against
+// contract.MaxHandoffs) or proxied once the pod is ready. Knative's
+// activator (v0.50) closes the connection without an answer when its
+// handler panics, which it does when a request races the removal of a
+// revision's last ready pod with containerConcurrency 0 (its
+// power-of-two-choices balancer indexes an empty target list) — the very
+// moment a gate hands requests off.
 func (p *Proxy) failHandoff(rw http.ResponseWriter, r *http.Request, err error) {
 	if context.Cause(r.Context()) != nil {
 		p.fail(rw, r, err)
+		return
+	}
+	if f, _ := r.Context().Value(handoffFailureKey{}).(*handoffFailure); f != nil && idempotent(r) {
+		f.err = err
+		p.log.Warn("hand-off to the activator failed before an answer; the request waits at the door again",
+			"handoff", p.handoff.String(), "method", r.Method, "path", r.URL.Path, "error", err)
 		return
 	}
 	p.log.Warn("hand-off to the activator failed", "handoff", p.handoff.String(), "method", r.Method, "path", r.URL.Path, "error", err)
