@@ -1,10 +1,3 @@
-//go:build knativeseeds
-
-// Not in the default test run yet: under the whole suite's load on 2
-// cores one run in about three lost a request (one 502 "EOF" through the
-// ingress as a sidecar turned unready; never alone, 0 of 8 in a row).
-// Run it with: go test -tags knativeseeds ./lab/labrun -run TestTheSeedScenariosOnKnativeWithTheGate
-
 package labrun
 
 import (
