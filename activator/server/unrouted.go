@@ -88,11 +88,18 @@ func (g *gateTeller) sweep(final bool) {
 	var tell []kubebackends.Gate
 	for _, gt := range gates {
 		present[gt.UID] = true
-		if g.told[gt.UID] || !(final || (gt.Pod.Terminating && !gt.Followed)) {
+		if g.told[gt.UID] || !(final || gt.Pod.Terminating) {
 			continue
 		}
 		if gt.Pod.Terminating {
-			g.told[gt.UID] = true // a conditional one may be needed again
+			// Told once, by its target if one followed it as it turned
+			// terminating (once the target's requests to it ended): not
+			// again here when the target drops it. A conditional one
+			// (final, not terminating) is not remembered.
+			g.told[gt.UID] = true
+			if gt.Followed && !final {
+				continue
+			}
 		}
 		tell = append(tell, gt)
 	}
