@@ -45,6 +45,9 @@ spec:
 		{"a Deployment's template annotation is checked against its grace period", deployment(`"10s"`),
 			[]string{`spec.template.metadata.annotations[podgate.dev/drain-quiet-period]: Invalid value: "10s": must be shorter than the pod's terminationGracePeriodSeconds (10)`}},
 		{"a Deployment's template annotation that fits", deployment(`"9s"`), nil},
+		{"a Knative Service's revision template is checked against its timeoutSeconds, its pods' grace period",
+			ksvc("      - {image: i}\n", "      timeoutSeconds: 20\n", "    metadata: {annotations: {podgate.dev/drain-quiet-period: 20s}}\n"),
+			[]string{`spec.template.metadata.annotations[podgate.dev/drain-quiet-period]: Invalid value: "20s": must be shorter than the pod's terminationGracePeriodSeconds (20)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := validationLines(t, tc.manifest)
