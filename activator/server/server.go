@@ -301,9 +301,6 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 		}
 		s.stopInformers()
 		s.informers.Wait()
-		if s.tell != nil {
-			s.tell.wg.Wait() // a sweep of run's after stop's
-		}
 		s.sweeps.Wait()
 		s.targets.waitFeeds()
 		if s.metricsSrv != nil {

@@ -40,10 +40,11 @@ type gateTeller struct {
 	log  func(msg string, args ...any)
 	warn func(msg string, args ...any)
 
-	mu   sync.Mutex
-	told map[types.UID]bool
-	sem  chan struct{}
-	wg   sync.WaitGroup
+	mu      sync.Mutex
+	told    map[types.UID]bool
+	stopped bool // stop's sweep ran: run's do nothing (no Add after the Wait)
+	sem     chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newGateTeller(cfg *Config, feed *kubebackends.Feed) *gateTeller {
@@ -84,6 +85,11 @@ func (g *gateTeller) run(ctx context.Context) {
 func (g *gateTeller) sweep(final bool) {
 	gates := g.feed.Gates()
 	g.mu.Lock()
+	if g.stopped {
+		g.mu.Unlock()
+		return
+	}
+	g.stopped = final
 	present := make(map[types.UID]bool, len(gates))
 	var tell []kubebackends.Gate
 	for _, gt := range gates {
@@ -108,9 +114,10 @@ func (g *gateTeller) sweep(final bool) {
 			delete(g.told, uid)
 		}
 	}
+	// Added under the lock: stop's Wait comes after every Add.
+	g.wg.Add(len(tell))
 	g.mu.Unlock()
 	for _, gt := range tell {
-		g.wg.Add(1)
 		g.sem <- struct{}{}
 		go func() {
 			defer func() { <-g.sem; g.wg.Done() }()
@@ -139,7 +146,7 @@ func (g *gateTeller) tell(gt kubebackends.Gate) {
 // confirmation in flight, and closes the transport's connections.
 func (g *gateTeller) stop() {
 	g.sweep(true)
-	g.wg.Wait()
+	g.wg.Wait() // run's sweeps add nothing any more
 	if c, ok := g.rt.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
