@@ -2,8 +2,8 @@ package cluster
 
 import (
 	"fmt"
-	"net"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
