@@ -71,6 +71,12 @@ type Config struct {
 	// --record`). It is called on the request's goroutine, outside the
 	// target's lock. Nil records nothing and costs a request nothing.
 	Recorder record.Sink
+	// UnroutedIfDraining: a pod not known to be terminating is told that
+	// it gets nothing more (the target closing) only on the condition that
+	// its gate drains already (contract.UnroutedIf). On a cluster a target
+	// closes when idle and the activator may be replaced while its pods
+	// run on: a confirmation to such a pod would be stale by its deletion.
+	UnroutedIfDraining bool
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -50,7 +50,7 @@ func (t *Target) tellUnroutedAsync(pods []Pod) {
 func (t *Target) tellUnrouted(p Pod) {
 	ctx, cancel := context.WithTimeout(context.Background(), unroutedTimeout)
 	defer cancel()
-	answer, err := tellGateUnrouted(ctx, t.cfg.ProbeTransport, p)
+	answer, err := TellGateUnrouted(ctx, t.cfg.ProbeTransport, p, t.cfg.UnroutedIfDraining && !p.Terminating)
 	if err != nil {
 		t.cfg.Logger.Warn("could not tell the gate it gets no more traffic: it drains for its full quiet period",
 			"target", t.name, "pod", p.Name, "err", err)
@@ -59,10 +59,14 @@ func (t *Target) tellUnrouted(p Pod) {
 	t.cfg.Logger.Info("told the gate it gets no more traffic", "target", t.name, "pod", p.Name, "answer", answer)
 }
 
-// tellGateUnrouted POSTs the gate's /unrouted?pod=NAME and returns its
-// answer. The connection is not kept: the pod is going away.
-func tellGateUnrouted(ctx context.Context, rt http.RoundTripper, p Pod) (string, error) {
+// TellGateUnrouted POSTs the gate's /unrouted?pod=NAME (with ifDraining,
+// &if=draining: it counts only if the gate drains already) and returns
+// its answer. The connection is not kept: the pod is going away.
+func TellGateUnrouted(ctx context.Context, rt http.RoundTripper, p Pod, ifDraining bool) (string, error) {
 	u := "http://" + p.AdminAddr + contract.UnroutedPath + "?pod=" + url.QueryEscape(p.Name)
+	if ifDraining {
+		u += "&" + contract.UnroutedIf + "=" + contract.UnroutedIfDraining
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
 		return "", err

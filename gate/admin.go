@@ -107,7 +107,8 @@ func (g *Gate) unrouted(w http.ResponseWriter, r *http.Request) {
 	if !g.allowAdmin(w, r, "end the drain early") {
 		return
 	}
-	switch pod := r.URL.Query().Get("pod"); {
+	q := r.URL.Query()
+	switch pod := q.Get("pod"); {
 	case g.cfg.OnlyRouter == "":
 		http.Error(w, "ignored: "+contract.EnvOnlyRouter+" is not set, so routers the gate does not know of may still send traffic; the drain waits out its quiet period", http.StatusConflict)
 		return
@@ -115,6 +116,12 @@ func (g *Gate) unrouted(w http.ResponseWriter, r *http.Request) {
 		// A pod IP is reused: a confirmation meant for an earlier pod
 		// must not shorten this one's drain.
 		http.Error(w, fmt.Sprintf("ignored: this is the gate of pod %q, not %q", g.cfg.Pod, pod), http.StatusConflict)
+		return
+	case q.Get(contract.UnroutedIf) == contract.UnroutedIfDraining && !g.drainer.Draining():
+		// The router stops but the pod does not (an activator replaced
+		// while its pods run on): its successor routes here, so the
+		// confirmation would be stale by the time the pod is deleted.
+		http.Error(w, "ignored: the gate is not draining", http.StatusConflict)
 		return
 	}
 	if g.drainer.Unrouted() {

@@ -439,3 +439,54 @@ func TestDrainingClosesKeepAliveConnectionsAfterEachAnswer(t *testing.T) {
 		t.Errorf("Serve: %v", err)
 	}
 }
+
+// TestUnroutedIfDrainingCountsOnlyDuringTheDrain: the confirmation of a
+// router that stops (?if=draining) is refused by a gate that is not
+// draining — its pod outlives the router, whose successor routes here —
+// so a later deletion waits out the quiet period; during the drain it
+// ends the drain as a plain confirmation does.
+func TestUnroutedIfDrainingCountsOnlyDuringTheDrain(t *testing.T) {
+	for _, draining := range []bool{false, true} {
+		t.Run(fmt.Sprintf("draining=%v", draining), func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			app := startApp(t, testapp.Config{})
+			cfg := gateConfig(t, app.Addr())
+			cfg.DrainQuietPeriod = time.Hour
+			cfg.Pod, cfg.OnlyRouter = "web-1", "activator"
+			tg := startGate(t, cfg, Options{Clock: clk})
+			tg.waitReady(t, true)
+			res := preStop(tg)
+			eventually(t, "the preStop hook waits", func() bool { return tg.PreStopsWaiting() == 1 })
+			if draining {
+				tg.terminate()
+				eventually(t, "the gate drains", tg.Drainer().Draining)
+			}
+			code, body, _ := tg.do(t, http.MethodPost, "http://"+tg.admin+"/unrouted?pod=web-1&if=draining", nil, nil)
+			if !draining {
+				if code != http.StatusConflict || !strings.Contains(body, "not draining") {
+					t.Errorf("answer %d %q before the drain, want 409 not draining", code, body)
+				}
+				tg.terminate()
+				eventually(t, "the gate drains", tg.Drainer().Draining)
+				eventually(t, "the drain waits on the clock", clk.HasWaiters)
+				select {
+				case got := <-res:
+					t.Fatalf("preStop released before the quiet period: %q", got)
+				default:
+				}
+				return // the cleanup steps the clock past the quiet period
+			}
+			if code != http.StatusOK {
+				t.Errorf("answer %d %q during the drain, want 200", code, body)
+			}
+			select {
+			case got := <-res:
+				if got != "200 drained\n" {
+					t.Errorf("preStop answer %q, want 200 drained", got)
+				}
+			case <-time.After(testWait):
+				t.Fatal("preStop not released after the confirmation")
+			}
+		})
+	}
+}

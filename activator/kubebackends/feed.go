@@ -40,6 +40,9 @@ const (
 type Feed struct {
 	slices, pods cache.SharedIndexInformer
 	onlyRouter   bool
+	// gatesChanged is rung when a pod turns terminating, goes, or gets
+	// its IP (GatesChanged).
+	gatesChanged chan struct{}
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{} // by NAMESPACE/SERVICE
@@ -65,7 +68,7 @@ func NewFeed(client kubernetes.Interface, opts Options) (*Feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Feed{subs: map[string]map[chan struct{}]struct{}{}, onlyRouter: opts.OnlyRouter}
+	c := &Feed{subs: map[string]map[chan struct{}]struct{}{}, onlyRouter: opts.OnlyRouter, gatesChanged: make(chan struct{}, 1)}
 	// Informers of their own, not a shared factory: the factory links every
 	// API group's informer into the binary (tens of MB).
 	c.slices = discoveryinformers.NewFilteredEndpointSliceInformer(client, namespace, 0,
@@ -81,14 +84,16 @@ func NewFeed(client kubernetes.Interface, opts Options) (*Feed, error) {
 		}
 	}
 	if _, err := c.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// A pod a slice no longer lists may have lost its last open target
+		// (Gates' Followed).
 		AddFunc:    func(o any) { c.ringSlice(o) },
-		UpdateFunc: func(old, o any) { c.ringSlice(old); c.ringSlice(o) },
-		DeleteFunc: func(o any) { c.ringSlice(o) },
+		UpdateFunc: func(old, o any) { c.ringSlice(old); c.ringSlice(o); c.ringGates() },
+		DeleteFunc: func(o any) { c.ringSlice(o); c.ringGates() },
 	}); err != nil {
 		return nil, fmt.Errorf("endpoint informers: %w", err)
 	}
 	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { c.ringPod(o) },
+		AddFunc: func(o any) { c.ringPod(o); c.ringGates() },
 		UpdateFunc: func(old, o any) {
 			// The pod's spec does not change; what the snapshot reads that
 			// does is its deletion, and a new pod under the old name.
@@ -96,8 +101,11 @@ func NewFeed(client kubernetes.Interface, opts Options) (*Feed, error) {
 			if op.UID != np.UID || (op.DeletionTimestamp == nil) != (np.DeletionTimestamp == nil) {
 				c.ringPod(o)
 			}
+			if op.UID != np.UID || (op.DeletionTimestamp == nil) != (np.DeletionTimestamp == nil) || op.Status.PodIP != np.Status.PodIP {
+				c.ringGates()
+			}
 		},
-		DeleteFunc: func(o any) { c.ringPod(o) },
+		DeleteFunc: func(o any) { c.ringPod(o); c.ringGates() },
 	}); err != nil {
 		return nil, fmt.Errorf("endpoint informers: %w", err)
 	}
@@ -292,9 +300,12 @@ func podTransform(o any) (any, error) {
 				ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe,
 			}
 			if c.Name == contract.GateContainerName {
-				// The gate's admin token, which its /unrouted asks for.
-				if tok := contract.AdminTokenOf(&c); tok != "" {
-					out[i].Env = []corev1.EnvVar{{Name: contract.EnvAdminToken, Value: tok}}
+				// The gate's admin token, which its /unrouted asks for,
+				// and whether it believes the activator's word (Gates).
+				for _, e := range c.Env {
+					if (e.Name == contract.EnvAdminToken || e.Name == contract.EnvOnlyRouter) && e.ValueFrom == nil {
+						out[i].Env = append(out[i].Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+					}
 				}
 			}
 		}
@@ -310,5 +321,7 @@ func podTransform(o any) (any, error) {
 			Containers:     keep(p.Spec.Containers),
 			ReadinessGates: p.Spec.ReadinessGates,
 		},
+		// Where its gate is told that it gets nothing more (Gates).
+		Status: corev1.PodStatus{PodIP: p.Status.PodIP},
 	}, nil
 }

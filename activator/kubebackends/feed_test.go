@@ -113,10 +113,11 @@ func TestFeedServesEveryServiceFromOneInformerPair(t *testing.T) {
 		now := metav1.Now()
 		deleting.DeletionTimestamp = &now
 		put(t, store.Pods, deleting)
+		// Terminating from the pod's deletion, before the slice says so.
 		until(t, web, []activator.Pod{
 			{Name: "web-a", Addr: "10.0.0.1:8012", Ready: true, FastPath: true},
 			{Name: "web-b", Addr: "10.0.0.2:8012", Ready: true},
-			{Name: "web-c", Addr: "10.0.0.3:8012", Ready: true},
+			{Name: "web-c", Addr: "10.0.0.3:8012", Ready: true, Terminating: true},
 		})
 	})
 	t.Run("a Service whose slices go is unknown and has no pods", func(t *testing.T) {

@@ -93,6 +93,10 @@ func podsOf(service string, port int32, slices []*discoveryv1.EndpointSlice, pod
 				p.Name = ref.Name
 				if pod := podByName(sl.Namespace, ref.Name); pod != nil && (ref.UID == "" || ref.UID == pod.UID) {
 					p.FastPath = pod.DeletionTimestamp == nil && activator.FastPathAllowed(&pod.Spec)
+					// The pod's deletion, seen before the EndpointSlice
+					// controller marks its endpoint terminating: no new
+					// request from now on, and its gate told sooner.
+					p.Terminating = p.Terminating || pod.DeletionTimestamp != nil
 					if port := gateAdminPort(&pod.Spec); port > 0 && withAdmin {
 						p.AdminAddr = net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port)))
 						p.AdminToken = contract.AdminTokenOf(contract.GateContainer(&pod.Spec))

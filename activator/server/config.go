@@ -98,8 +98,12 @@ type Config struct {
 	// the Host (`podgate run --service-port`), on Listen's host.
 	ServicePorts []ServicePort
 	// OnlyRouter says that this activator is the only router to the pods
-	// (`podgate run`): their gates are told when it sends them nothing
-	// any more, rather than draining for their quiet period.
+	// (`podgate run`; on a cluster `podgate activator --only-router`, which
+	// `podgate cluster up` without --knative runs: one replica, no
+	// kube-proxy, no ingress): their gates are told when it sends them
+	// nothing any more, rather than draining for their quiet period. On a
+	// cluster also the gates of terminating pods no target follows, and,
+	// as it stops, the gates that drain (unrouted.go).
 	OnlyRouter bool
 	// Recorder, when set, hears every target's routing decisions and
 	// requests (`podgate run --record`).
@@ -224,6 +228,8 @@ func (c *Config) targetConfig(m activator.Metrics, r *Route) activator.Config {
 		Logger:         c.Logger,
 		Metrics:        m,
 		Recorder:       c.Recorder,
+		// On a cluster a pod outlives an idle target and the activator.
+		UnroutedIfDraining: len(c.Routes) == 0,
 	}
 	if r != nil {
 		cfg.ContainerConcurrency = r.ContainerConcurrency

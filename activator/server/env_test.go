@@ -352,6 +352,13 @@ func (e *env) startNode() error {
 // account, through a kubeconfig since this node mounts no token, and
 // does not expect a single router.
 func (e *env) gatedPod(name string) (*corev1.Pod, error) {
+	return e.gatedPodRouted(name, false)
+}
+
+// gatedPodRouted is gatedPod; with onlyRouter its gate keeps
+// PODGATE_ONLY_ROUTER=activator, as `podgate cluster up`'s webhook injects
+// it.
+func (e *env) gatedPodRouted(name string, onlyRouter bool) (*corev1.Pod, error) {
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -391,7 +398,9 @@ spec:
 		case contract.EnvStatusSource:
 			v.Value = contract.StatusSourceKubernetes
 		case contract.EnvOnlyRouter:
-			continue
+			if !onlyRouter {
+				continue
+			}
 		}
 		env = append(env, v)
 	}
@@ -476,10 +485,15 @@ func dialPod(ctx context.Context, network, addr string) (net.Conn, error) {
 		return nil, err
 	}
 	ip := net.ParseIP(host).To4()
+	var d net.Dialer
+	if ip != nil && ip[0] == 127 && ip[1] == 3 {
+		// A pod IP as the Pod's status has it (the activator's gates of
+		// pods in no open target, read from the Pod informer).
+		return d.DialContext(ctx, network, addr)
+	}
 	if ip == nil || ip[0] != 10 || ip[1] != 244 {
 		return nil, fmt.Errorf("dialPod: %s is no pod address of this test", addr)
 	}
-	var d net.Dialer
 	return d.DialContext(ctx, network, net.JoinHostPort(fmt.Sprintf("127.3.%d.%d", ip[2], ip[3]), port))
 }
 

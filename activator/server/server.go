@@ -32,6 +32,9 @@ type Server struct {
 	cfg     Config
 	feed    *kubebackends.Feed
 	targets *targets
+	// tell, on a cluster where this activator is the only router, tells
+	// the gates of pods no target follows (unrouted.go); nil otherwise.
+	tell *gateTeller
 
 	ln, metricsLn   net.Listener
 	srv, metricsSrv *http.Server
@@ -125,6 +128,9 @@ func New(cfg Config) (*Server, error) {
 	if s.targets, err = newTargets(&s.cfg, feed, m, own); err != nil {
 		return nil, err
 	}
+	if cfg.OnlyRouter && !s.targets.fixed {
+		s.tell = newGateTeller(&s.cfg, feed)
+	}
 	if err := s.listen(); err != nil {
 		s.targets.closeAll()
 		s.closeListeners()
@@ -186,6 +192,9 @@ func (s *Server) listen() error {
 // ready from that listing on.
 func (s *Server) Serve() {
 	s.informers.Go(func() { s.feed.Run(s.informerCtx) })
+	if s.tell != nil {
+		s.informers.Go(func() { s.tell.run(s.informerCtx) })
+	}
 	s.targets.startFeeds(s.informerCtx, s.announceReady)
 	if !s.targets.fixed {
 		s.sweeps.Go(func() { s.targets.sweepEvery(s.informerCtx) })
@@ -287,6 +296,9 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 		// Shutdown closes only a listener that Serve took.
 		s.closeListeners()
 		s.targets.closeAll()
+		if s.tell != nil {
+			s.tell.stop()
+		}
 		s.stopInformers()
 		s.informers.Wait()
 		s.sweeps.Wait()

@@ -45,6 +45,14 @@ type Options struct {
 	// the preStop hooks written here send: "" is a fresh random one per
 	// injection (per pod through the webhook, which injects Pods).
 	AdminToken string
+	// OnlyRouter is contract.OnlyRouterActivator when podgate's activator
+	// is known to be the only router of every pod injected (`podgate
+	// cluster up` without --knative: one activator, no kube-proxy, no
+	// ingress; the webhook's --only-router): the gate then ends its drain
+	// on the activator's confirmation (PODGATE_ONLY_ROUTER). "" on a
+	// cluster whose routers podgate cannot know: the quiet period runs.
+	// Local injections set it regardless.
+	OnlyRouter string
 }
 
 // Gate returns a copy of the workload whose pod carries the gate:
@@ -205,6 +213,15 @@ func baseConfig(w *workload.Workload, opts Options) contract.Config {
 		cfg.IdleTimeout = time.Duration(k.IdleTimeoutSeconds) * time.Second
 	}
 	cfg.DrainQuietPeriod = drainQuietPeriod(w.PodSpec().TerminationGracePeriodSeconds)
+	if v, ok := w.Template.Annotations[contract.AnnotationDrainQuietPeriod]; ok {
+		// Validation refuses a value that is no duration or does not fit
+		// the grace period; such a pod is not injected, but the default
+		// stays if one gets here.
+		if q, err := contract.ParseDrainQuietPeriod(v); err == nil {
+			cfg.DrainQuietPeriod = q
+		}
+	}
+	cfg.OnlyRouter = opts.OnlyRouter
 	if opts.Local {
 		cfg.StatusSource = "http://" + opts.APIAddr
 		// Locally the pod's only way in is podgate run's front door (a

@@ -154,6 +154,18 @@ func AdoptKnativeQueue(pod *corev1.Pod, opts KnativeOptions) (*corev1.Pod, error
 	if q := drainQuietPeriod(spec.TerminationGracePeriodSeconds); q < contract.DefaultDrainQuietPeriodSeconds*time.Second {
 		set(contract.EnvDrainQuietPeriod, q.String())
 	}
+	// The revision template's annotations are its pods': the workload's
+	// own quiet period, when it is one that fits (validation names the
+	// others on the Knative Service).
+	if v, ok := out.Annotations[contract.AnnotationDrainQuietPeriod]; ok {
+		grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+		if g := spec.TerminationGracePeriodSeconds; g != nil {
+			grace = *g
+		}
+		if quiet, err := contract.ParseDrainQuietPeriod(v); err == nil && contract.QuietPeriodFits(quiet, grace) {
+			setEnv(q, contract.EnvDrainQuietPeriod, quiet.String())
+		}
+	}
 	if p := q.ReadinessProbe; p != nil {
 		p.PeriodSeconds = KnativeQueuePeriodSeconds
 		p.FailureThreshold = 1

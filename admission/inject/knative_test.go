@@ -179,16 +179,26 @@ func TestAdoptKnativeQueueNeedsTheServingContainer(t *testing.T) {
 
 func TestAdoptKnativeQueueKeepsTheDrainInsideTheGracePeriod(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		grace int64
-		want  string
+		name       string
+		grace      int64
+		annotation string // podgate.dev/drain-quiet-period, "" none
+		want       string
 	}{
-		{"Knative's default timeoutSeconds (300 s) keeps queue-proxy's 30 s", 300, ""},
-		{"a 20 s timeoutSeconds drains for half of it", 20, "10s"},
+		{"Knative's default timeoutSeconds (300 s) keeps queue-proxy's 30 s", 300, "", ""},
+		{"a 20 s timeoutSeconds drains for half of it", 20, "", "10s"},
+		{"the revision's annotation sets the quiet period", 300, "5s", "5s"},
+		{"an annotation that does not fit the grace period is ignored (validation names it)", 20, "25s", "10s"},
+		{"an annotation that is no duration is ignored", 300, "30", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := knativePod(t, "two-http")
 			pod.Spec.TerminationGracePeriodSeconds = &tc.grace
+			if tc.annotation != "" {
+				if pod.Annotations == nil {
+					pod.Annotations = map[string]string{}
+				}
+				pod.Annotations[contract.AnnotationDrainQuietPeriod] = tc.annotation
+			}
 			adopted, err := AdoptKnativeQueue(pod, KnativeOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"fmt"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Validate checks a defaulted workload (as Load returns it) against the
@@ -24,6 +26,7 @@ import (
 func Validate(w *workload.Workload) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateMeta(w)...)
+	errs = append(errs, validateDrainQuietPeriod(w)...)
 	if w.Kind == workload.KindDeployment {
 		errs = append(errs, validateDeployment(w)...)
 	}
@@ -62,6 +65,34 @@ func validateMeta(w *workload.Workload) field.ErrorList {
 		errs = append(errs, metavalidation.ValidateLabels(w.Template.Labels, tmeta.Child("labels"))...)
 	}
 	return errs
+}
+
+// validateDrainQuietPeriod checks the pod's podgate.dev/drain-quiet-period
+// annotation: a non-negative duration shorter than the pod's grace period
+// (the drain runs inside it).
+func validateDrainQuietPeriod(w *workload.Workload) field.ErrorList {
+	v, ok := w.Template.Annotations[contract.AnnotationDrainQuietPeriod]
+	if !ok {
+		return nil
+	}
+	path := field.NewPath("metadata")
+	if w.Kind != workload.KindPod {
+		path = field.NewPath("spec", "template", "metadata")
+	}
+	path = path.Child("annotations").Key(contract.AnnotationDrainQuietPeriod)
+	quiet, err := contract.ParseDrainQuietPeriod(v)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, v, err.Error())}
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if g := w.PodSpec().TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	if !contract.QuietPeriodFits(quiet, grace) {
+		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf(
+			"must be shorter than the pod's terminationGracePeriodSeconds (%d): the drain runs inside the grace period, and the kubelet's SIGKILL ends it", grace))}
+	}
+	return nil
 }
 
 func validateDeployment(w *workload.Workload) field.ErrorList {

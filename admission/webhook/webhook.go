@@ -104,6 +104,14 @@ type Config struct {
 	// inject` (default image contract.DefaultImage).
 	GateImage       string
 	GateAsContainer bool
+	// OnlyRouter, when contract.OnlyRouterActivator, tells every injected
+	// gate that podgate's activator is its pod's only router
+	// (PODGATE_ONLY_ROUTER): its drain then ends on the activator's
+	// confirmation instead of the quiet period. Only for a cluster where
+	// that holds — one activator, started with --only-router, and nothing
+	// else routing to the pods (no kube-proxy, no ingress): `podgate
+	// cluster up` without --knative. "" (the default): the quiet period.
+	OnlyRouter string
 	// KnativeHandoffURL is where an adopted Knative queue container hands
 	// the requests it holds while its pod is not ready (default
 	// DefaultKnativeHandoffURL, Knative's activator; "-" hands off
@@ -189,6 +197,9 @@ func (c Config) Check() error {
 		if net.ParseIP(h) == nil && len(validation.IsDNS1123Subdomain(h)) > 0 {
 			errs = append(errs, fmt.Errorf("--cert-host %q: neither an IP address nor a DNS name", h))
 		}
+	}
+	if c.OnlyRouter != "" && c.OnlyRouter != contract.OnlyRouterActivator {
+		errs = append(errs, fmt.Errorf("--only-router %q: the one router podgate knows is %q", c.OnlyRouter, contract.OnlyRouterActivator))
 	}
 	if h := c.knativeHandoff(); h != "" {
 		if u, err := url.Parse(h); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -327,7 +338,7 @@ func (s *Server) serve(ctx context.Context, wake time.Time) {
 // mux; the Knative Services webhook follows once discovery finds the CRD.
 func (s *Server) register() {
 	s.handle(PathInjectPods, &injector{optIn: s.optIn,
-		opts:    inject.Options{GateImage: s.cfg.GateImage, GateAsContainer: s.cfg.GateAsContainer},
+		opts:    inject.Options{GateImage: s.cfg.GateImage, GateAsContainer: s.cfg.GateAsContainer, OnlyRouter: s.cfg.OnlyRouter},
 		knative: inject.KnativeOptions{HandoffURL: s.cfg.knativeHandoff()}})
 	s.handle(PathValidatePods, &validator{optIn: s.optIn, kind: workload.KindPod})
 	s.handle(PathValidateDeployments, &validator{optIn: s.optIn, group: "apps", kind: workload.KindDeployment})

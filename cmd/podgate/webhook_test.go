@@ -41,6 +41,7 @@ func TestWebhookUsageAndStartErrors(t *testing.T) {
 		{[]string{"webhook", "--cert-host", "not a host"}, exitUsage, `--cert-host "not a host": neither an IP address nor a DNS name`},
 		{[]string{"webhook", "--cert-lifetime", "48h", "--ca-lifetime", "24h"}, exitUsage, "--cert-lifetime 48h0m0s is longer than --ca-lifetime 24h0m0s"},
 		{[]string{"webhook", "--gate-image", ""}, exitUsage, "--gate-image must not be empty"},
+		{[]string{"webhook", "--only-router", "kube-proxy"}, exitUsage, `--only-router "kube-proxy": the one router podgate knows is "activator"`},
 		{[]string{"webhook", "--knative-handoff-url", "activator:80"}, exitUsage, `--knative-handoff-url "activator:80": want an http:// or https:// URL, or - for none`},
 		{[]string{"webhook", "--kubeconfig", filepath.Join(t.TempDir(), "absent")}, exitInvalid, "absent: no such file or directory"},
 	}

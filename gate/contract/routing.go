@@ -33,6 +33,13 @@ const (
 	// UnroutedPath is where the router named by EnvOnlyRouter confirms,
 	// with POST and ?pod=<name>, that it sends the pod nothing any more.
 	UnroutedPath = "/unrouted"
+	// UnroutedIf, set to UnroutedIfDraining on an UnroutedPath call, makes
+	// the confirmation count only if the gate is draining already (409
+	// otherwise): what a router that stops sends to pods it does not know
+	// to be terminating, so that a pod that outlives it is not left with a
+	// confirmation its router's successor cannot speak for.
+	UnroutedIf         = "if"
+	UnroutedIfDraining = "draining"
 
 	// EnvAdminToken is the pod's admin token: a call that changes the
 	// gate's state (StartDrainPath, UnroutedPath, DrainPath) is accepted

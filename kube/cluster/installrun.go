@@ -57,7 +57,7 @@ func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info,
 		}
 		return install.Apply(ictx, install.Options{Dir: filepath.Join(cfg.Dir, installDir),
 			Kubeconfig: info.Kubeconfig, Kubectl: info.Kubectl, Image: image.img.Ref, GateImage: image.img.GateRef,
-			Timeout: cfg.InstallTimeout})
+			Timeout: cfg.InstallTimeout, OnlyRouter: !cfg.Knative})
 	})
 	if stopped {
 		return true, err

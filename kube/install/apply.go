@@ -38,6 +38,14 @@ type Options struct {
 	Image, GateImage string
 	// Timeout bounds the wait for readiness (default DefaultTimeout).
 	Timeout time.Duration
+	// OnlyRouter: the activator is the only router of the cluster's pods
+	// (no kube-proxy, no ingress: `cluster up` without --knative). The
+	// activator runs with --only-router and the webhook with
+	// --only-router=activator, so a gate's drain ends on the activator's
+	// confirmation; the activator's preStop sleeps 1 s, not 5 s, as its
+	// only client, the front door's forward, stops picking a terminating
+	// endpoint at once (onlyRouterOverlay).
+	OnlyRouter bool
 }
 
 // overlay is the kustomization cluster up applies: kube/deploy/base (copied
@@ -81,10 +89,31 @@ patches:
       value: 1
 `
 
+// onlyRouterOverlay is appended to overlay's patches with
+// Options.OnlyRouter.
+const onlyRouterOverlay = `- target:
+    kind: Deployment
+    name: %[1]s
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --only-router=activator
+- target:
+    kind: Deployment
+    name: %[2]s
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --only-router
+    - op: replace
+      path: /spec/template/spec/containers/0/lifecycle/preStop/sleep/seconds
+      value: 1
+`
+
 // writeOverlay writes kube/deploy/base and the overlay into dir, replacing
 // what a previous cluster left there: podgate's image of digest, and the
-// webhook injecting gateImage.
-func writeOverlay(dir, digest, gateImage string) error {
+// webhook injecting gateImage; with onlyRouter, onlyRouterOverlay too.
+func writeOverlay(dir, digest, gateImage string, onlyRouter bool) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -106,6 +135,9 @@ func writeOverlay(dir, digest, gateImage string) error {
 		return fmt.Errorf("write deploy/base to %s: %w", dir, err)
 	}
 	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator, gateImage)
+	if onlyRouter {
+		k = strings.TrimRight(k, "\n") + "\n" + fmt.Sprintf(onlyRouterOverlay, deploy.Webhook, deploy.Activator)
+	}
 	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
@@ -125,7 +157,7 @@ func Apply(ctx context.Context, opts Options) error {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	if err := writeOverlay(opts.Dir, digest, opts.GateImage); err != nil {
+	if err := writeOverlay(opts.Dir, digest, opts.GateImage, opts.OnlyRouter); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, opts.Kubectl, "--kubeconfig", opts.Kubeconfig, "apply", "-k", opts.Dir)

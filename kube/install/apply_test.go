@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -17,8 +18,15 @@ import (
 
 // The overlay as kubectl's kustomize builds it: every Deployment of
 // podgate's image by digest, the webhook injecting the gate's image by
-// its digest.
+// its digest; with OnlyRouter, the webhook and the activator told that the
+// activator is the only router, and the activator's preStop sleep 1 s.
 func TestTheOverlayPinsPodgatesImageAndInjectsTheGatesByDigest(t *testing.T) {
+	for _, onlyRouter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("onlyRouter=%v", onlyRouter), func(t *testing.T) { testOverlay(t, onlyRouter) })
+	}
+}
+
+func testOverlay(t *testing.T, onlyRouter bool) {
 	kubectl, err := k8sbin.Path(k8sbin.Kubectl)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +36,7 @@ func TestTheOverlayPinsPodgatesImageAndInjectsTheGatesByDigest(t *testing.T) {
 		gateRef = deploy.GateImage + "@sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	)
 	dir := t.TempDir()
-	if err := writeOverlay(dir, digest, gateRef); err != nil {
+	if err := writeOverlay(dir, digest, gateRef, onlyRouter); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(kubectl, "kustomize", dir).Output()
@@ -59,6 +67,19 @@ func TestTheOverlayPinsPodgatesImageAndInjectsTheGatesByDigest(t *testing.T) {
 		}
 		if gated := slices.Contains(c.Args, "--gate-image="+gateRef); gated != (name == deploy.Webhook) {
 			t.Errorf("%s: args %q; want --gate-image=%s on the webhook only", name, c.Args, gateRef)
+		}
+		flag := map[string]string{deploy.Webhook: "--only-router=activator", deploy.Activator: "--only-router"}[name]
+		if got := slices.Contains(c.Args, flag); got != onlyRouter {
+			t.Errorf("%s: args %q; want %s: %v", name, c.Args, flag, onlyRouter)
+		}
+		if name == deploy.Activator {
+			sleep, want := c.Lifecycle.PreStop.Sleep.Seconds, int64(5)
+			if onlyRouter {
+				want = 1
+			}
+			if sleep != want {
+				t.Errorf("%s: preStop sleeps %d s, want %d", name, sleep, want)
+			}
 		}
 	}
 }

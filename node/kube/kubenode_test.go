@@ -468,6 +468,14 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 		}
 		waitPod(t, core, "last", "Running and Ready", running)
 		pids := appPids("last")
+		// The drain marks the pod deleted with its grace period, as kubectl
+		// drain evicts it, before it stops it (then removes it with grace
+		// 0): its routers see it leave.
+		w, err := core.Pods("default").Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=last"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
 		cancel()
 		select {
 		case err := <-done:
@@ -477,6 +485,25 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 		}
 		if _, err := core.Pods("default").Get(t.Context(), "last", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("pod last after the node stopped: %v, want NotFound", err)
+		}
+		markedDeleted := false
+	events:
+		for {
+			select {
+			case ev := <-w.ResultChan():
+				if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != "DELETED" && p.DeletionTimestamp != nil &&
+					p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds > 0 {
+					markedDeleted = true
+				}
+				if ev.Type == "DELETED" {
+					break events
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no DELETED event for pod last")
+			}
+		}
+		if !markedDeleted {
+			t.Error("pod last was not marked deleted with its grace period before it went")
 		}
 		for _, pid := range pids {
 			if alive(pid) {

@@ -334,7 +334,7 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-ctrl.Done():
 		runErr = fmt.Errorf("node controller: %w", ctrl.Err())
 	}
-	return errors.Join(runErr, drain(cfg, core.Nodes(), agent, stopController, sigs))
+	return errors.Join(runErr, drain(cfg, core, agent, stopController, sigs))
 }
 
 // newAgent makes the node agent on the API server: pods, status and
@@ -362,9 +362,11 @@ func (cfg Config) newAgent(ctx context.Context, rc *rest.Config, core corev1clie
 }
 
 // drain ends the node's heartbeats, marks it NotReady (the scheduler
-// stops placing pods there at once, instead of after the Lease expires)
-// and stops its pods; a signal meanwhile kills them at once.
-func drain(cfg Config, nodes corev1client.NodeInterface, agent *node.Agent, stopController func(), sigs <-chan os.Signal) error {
+// stops placing pods there at once, instead of after the Lease expires),
+// marks its pods deleted in the API (deleteOwnPods) and stops them; a
+// signal meanwhile kills them at once.
+func drain(cfg Config, core corev1client.CoreV1Interface, agent *node.Agent, stopController func(), sigs <-chan os.Signal) error {
+	nodes := core.Nodes()
 	stopController()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
@@ -374,6 +376,7 @@ func drain(cfg Config, nodes corev1client.NodeInterface, agent *node.Agent, stop
 	if _, err := nodes.Patch(ctx, cfg.NodeName, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 		cfg.Logger.Warn("mark the node NotReady", "node", cfg.NodeName, "err", err)
 	}
+	deleteOwnPods(ctx, core, cfg.NodeName, cfg.Logger)
 	force, kill := context.WithCancel(context.Background())
 	defer kill()
 	go func() {

@@ -66,6 +66,7 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 	f.DurationVar(&cfg.ProbeTimeout, "probe-timeout", activator.DefaultProbeTimeout, "bound of one health check")
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "a Service without a request for this long stops being health-checked")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "after SIGTERM, time for requests in flight and held; then held ones get 503")
+	f.BoolVar(&cfg.OnlyRouter, "only-router", false, "this activator is the only router of the pods (one replica, no kube-proxy or ingress routing to them: podgate cluster up without --knative): tell a terminating pod's gate once it sends it nothing more, so its drain ends without the quiet period")
 	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	return cmd
 }

@@ -64,6 +64,7 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 	f.StringVar(&cfg.ValidatingConfiguration, "validating-configuration", webhook.DefaultConfiguration, "ValidatingWebhookConfiguration whose caBundle the webhook keeps")
 	f.StringVar(&cfg.GateImage, "gate-image", contract.DefaultImage, "image of the injected gate container")
 	f.BoolVar(&cfg.GateAsContainer, "gate-as-container", false, "inject the gate as a regular container, not a native sidecar (clusters before Kubernetes 1.29)")
+	f.StringVar(&cfg.OnlyRouter, "only-router", "", "activator: podgate's activator (run with --only-router) is the only router of every injected pod, so each gate ends its drain on its confirmation instead of the quiet period (podgate cluster up without --knative); default: routers unknown")
 	f.StringVar(&cfg.KnativeHandoffURL, "knative-handoff-url", webhook.DefaultKnativeHandoffURL, "where a gate adopted as a Knative revision's queue container hands requests it holds while its pod is not ready (Knative's activator; - for nowhere)")
 	f.DurationVar(&cfg.CALifetime, "ca-lifetime", webhook.DefaultCALifetime, "lifetime of the CA; its successor is published at half of it and signs from 2/3")
 	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", webhook.DefaultCertLifetime, "lifetime of the serving certificate; replaced at 2/3 of it")
