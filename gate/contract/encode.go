@@ -64,10 +64,17 @@ func (c Config) Encode() []corev1.EnvVar {
 	if len(c.Containers) > 0 {
 		add(EnvContainers, strings.Join(c.Containers, ","))
 	}
-	if len(c.RoutedProbes) > 0 {
+	if len(c.WatchedProbes) > 0 {
 		// Map keys are sorted by encoding/json: the output is stable.
-		b, _ := json.Marshal(c.RoutedProbes)
-		add(EnvRoutedProbes, string(b))
+		b, _ := json.Marshal(c.WatchedProbes)
+		name := EnvWatchedProbes
+		if c.ProbesRouted {
+			name = EnvRoutedProbes // an older injection's, as it was read
+		}
+		add(name, string(b))
+	}
+	if len(c.ExcludedContainers) > 0 {
+		add(EnvExcludedContainers, strings.Join(c.ExcludedContainers, ","))
 	}
 	add(EnvDrainQuietPeriod, c.DrainQuietPeriod.String())
 	add(EnvStatusSource, c.StatusSource)

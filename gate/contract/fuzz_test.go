@@ -8,15 +8,17 @@ import (
 // FuzzDecode: Decode never panics, and whatever it accepts encodes to an
 // environment that decodes to the same configuration.
 func FuzzDecode(f *testing.F) {
-	f.Add(`{"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1}`, "false", "", `{"a":{"liveness":{"httpGet":{"port":1}}}}`, "30s", "0123456789abcdef0123456789abcdef", "http://activator-service.knative-serving.svc.cluster.local:80")
-	f.Add(`[{"httpGet":{"path":"/","port":8080}},{"grpc":{"port":9000}}]`, "true", "a,b", "", "1m", "a b", "http://127.0.0.1:1/")
-	f.Add(`[]`, "true", "", `{}`, "", "", "http://[::1]:8080")
-	f.Fuzz(func(t *testing.T, probes, multi, containers, routed, drain, token, handoff string) {
+	f.Add(`{"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1}`, "false", "", `{"a":{"liveness":{"httpGet":{"port":1}}}}`, "", "x,y", "30s", "0123456789abcdef0123456789abcdef", "http://activator-service.knative-serving.svc.cluster.local:80")
+	f.Add(`[{"httpGet":{"path":"/","port":8080}},{"grpc":{"port":9000}}]`, "true", "a,b", "", `{"b":{"startup":{"tcpSocket":{"port":2}}}}`, "", "1m", "a b", "http://127.0.0.1:1/")
+	f.Add(`[]`, "true", "", `{}`, `{}`, ",", "", "", "http://[::1]:8080")
+	f.Fuzz(func(t *testing.T, probes, multi, containers, routed, watched, excluded, drain, token, handoff string) {
 		env := map[string]string{
 			EnvServingReadinessProbe: probes,
 			EnvMultiContainerProbes:  multi,
 			EnvReadinessContainers:   containers,
 			EnvRoutedProbes:          routed,
+			EnvWatchedProbes:         watched,
+			EnvExcludedContainers:    excluded,
 			EnvDrainQuietPeriod:      drain,
 			EnvAdminToken:            token,
 			EnvHandoffURL:            handoff,
