@@ -26,7 +26,7 @@ const gateStall = 60 * time.Second
 // TestAStalledGateRestartsNoContainer: the real gate (the podgate binary's
 // `gate`, injected as `podgate run` injects it) stopped with SIGSTOP for
 // 60 s under load, in a pod whose containers have liveness probes of
-// failureThreshold 1 every second. The node probes the containers
+// failureThreshold 1 every second (after 5 s: the apps' start). The node probes the containers
 // directly, so no container is restarted, the gate included (it has no
 // liveness probe); the gate's own readiness probe fails, so the pod leaves
 // the endpoints while it cannot pass traffic; on SIGCONT a new request is
@@ -43,12 +43,12 @@ func TestAStalledGateRestartsNoContainer(t *testing.T) {
   - name: app
     image: ghcr.io/podgate/testapp
     ports: [{containerPort: 8080}]
-    livenessProbe: {httpGet: {path: /livez, port: 8080}, periodSeconds: 1, failureThreshold: 1}
+    livenessProbe: {httpGet: {path: /livez, port: 8080}, initialDelaySeconds: 5, periodSeconds: 1, failureThreshold: 1}
     readinessProbe: {httpGet: {path: /readyz, port: 8080}, periodSeconds: 1}
   - name: side
     image: ghcr.io/podgate/testapp
     args: ["--port", "8081"]
-    livenessProbe: {tcpSocket: {port: 8081}, periodSeconds: 1, failureThreshold: 1}
+    livenessProbe: {tcpSocket: {port: 8081}, initialDelaySeconds: 5, periodSeconds: 1, failureThreshold: 1}
     readinessProbe: {httpGet: {path: /readyz, port: 8081}, periodSeconds: 1}
 `), inject.Options{})
 	p := h.waitPod("stall", "ready", podReady)
