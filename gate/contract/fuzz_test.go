@@ -2,6 +2,7 @@ package contract
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +62,30 @@ func FuzzParseHandoff(f *testing.F) {
 			if p2, n2, ok2 := ParseHandoff(FormatHandoff(pod, n)); !ok2 || p2 != pod || n2 != n {
 				t.Fatalf("round trip of %q, %d: %q, %d, %v", pod, n, p2, n2, ok2)
 			}
+		}
+	})
+}
+
+// FuzzSplitExcludedContainers: the annotation's parser never panics, its
+// names are distinct, trimmed and not empty, and they read back the same
+// with no problem once joined by commas.
+func FuzzSplitExcludedContainers(f *testing.F) {
+	f.Add("log-shipper,other")
+	f.Add(" a , b ,, a ")
+	f.Add(",")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, v string) {
+		names, _ := SplitExcludedContainers(v)
+		seen := map[string]bool{}
+		for _, n := range names {
+			if n == "" || n != strings.TrimSpace(n) || strings.Contains(n, ",") || seen[n] {
+				t.Fatalf("SplitExcludedContainers(%q) = %q: name %q empty, untrimmed, with a comma or repeated", v, names, n)
+			}
+			seen[n] = true
+		}
+		again, problems := SplitExcludedContainers(strings.Join(names, ","))
+		if len(problems) > 0 || !reflect.DeepEqual(again, names) {
+			t.Fatalf("%q read back as %q, problems %q", names, again, problems)
 		}
 	})
 }
