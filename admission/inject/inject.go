@@ -361,7 +361,7 @@ func gateContainer(cfg contract.Config, opts Options, readiness *corev1.Probe) c
 			{Name: "http-usermetric", ContainerPort: contract.GateMetricsPort, Protocol: corev1.ProtocolTCP},
 			{Name: contract.GateAutoscalerPortName, ContainerPort: contract.GateAutoscalerPort, Protocol: corev1.ProtocolTCP},
 		},
-		Env: env,
+		Env:            env,
 		ReadinessProbe: readiness,
 	}
 	if opts.GateAsContainer {
