@@ -122,9 +122,11 @@ func Gate(w *workload.Workload, opts Options) (*workload.Workload, error) {
 		if !sidecar {
 			addDrainHook(c, opts.AdminToken)
 		}
-		if slices.Contains(excluded, c.Name) {
+		if slices.Contains(excluded, c.Name) && c != &spec.Containers[serving] {
 			// Not aggregated: the gate neither probes nor counts it, and
-			// lists it in /readyz?verbose.
+			// lists it in /readyz?verbose. (Validation refuses to exclude
+			// the serving container; the gate's traffic goes to it, so
+			// it is never left out here either.)
 			cfg.ExcludedContainers = append(cfg.ExcludedContainers, c.Name)
 			continue
 		}
