@@ -33,6 +33,7 @@ func (g *Gate) AdminHandler() http.Handler {
 	mux.HandleFunc(contract.DrainPath, g.waitForDrain)
 	mux.HandleFunc(contract.ProbePathPrefix, g.routedProbe)
 	mux.HandleFunc("/readyz", g.readyz)
+	mux.HandleFunc(contract.GateReadyPath, g.gateReady)
 	mux.HandleFunc(contract.LivezPath, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
@@ -198,7 +199,10 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 }
 
 // routedProbe runs a container's original liveness or startup probe for
-// the kubelet (or node agent) that calls /probe/<container>/<kind>, and
+// the kubelet (or node agent) that calls /probe/<container>/<kind> — in a
+// pod injected by an older podgate, which routed those probes through the
+// gate (PODGATE_ROUTED_PROBES; the injector now leaves them on their
+// containers and the gate watches a copy) — and
 // answers so that the caller concludes what probing the container directly
 // would have: 200 for a success; for a warning (an HTTP 3xx not followed)
 // the same 3xx without Location and with the original body, which the
@@ -216,12 +220,19 @@ func (g *Gate) routedProbe(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	p := g.cfg.RoutedProbes[name].Probe(kind)
+	p := g.cfg.WatchedProbes[name].Probe(kind)
 	if p == nil {
 		http.Error(w, fmt.Sprintf("no %s probe of container %q is routed through the gate", kind, name), http.StatusNotFound)
 		return
 	}
 	out := g.runRouted(r.Context(), p)
+	if !g.cfg.ProbesRouted {
+		// The gate watches this probe itself (the kubelet probes the
+		// container directly): an answer here is a courtesy and counts
+		// for nothing, or the gate would count two schedules.
+		writeRouted(w, out)
+		return
+	}
 	g.metrics.ProbeResult(name, string(kind), out.Result)
 	if g.cfg.AdminToken != "" && !g.trustedAdmin(r) {
 		// Answered, as everyone may ask, but a stranger calling in a loop
@@ -336,6 +347,10 @@ func (g *Gate) readyz(w http.ResponseWriter, r *http.Request) {
 		b.WriteString("[+]gate ok\n")
 	}
 	for _, c := range g.agg.Report() {
+		if c.Excluded {
+			fmt.Fprintf(&b, "[~]%s excluded by %s\n", c.Name, contract.ExcludeContainersAnnotation)
+			continue
+		}
 		if c.Ready {
 			fmt.Fprintf(&b, "[+]%s ok", c.Name)
 		} else {
@@ -350,6 +365,9 @@ func (g *Gate) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 		if c.Delegated {
 			notes = append(notes, "readiness delegated to the node agent")
+		}
+		if c.Watched != "" {
+			notes = append(notes, c.Watched)
 		}
 		if c.Attempts > 0 {
 			last := "last " + c.LastResult
@@ -373,6 +391,27 @@ func (g *Gate) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, b.String())
+}
+
+// gateReady answers for the gate itself, not for the other containers:
+// 200 while it serves, is not draining and its status source (if any) has
+// reported; 503 with the reason otherwise. The injected gate container's
+// kubelet readiness probe calls it, so that a sidecar's failing probe
+// marks that sidecar unready in the pod's status, not the gate (the
+// sidecar's own probe stays on it; the gate's pod condition, under the
+// pod's readiness gate, still holds the pod's Ready while any container
+// is not ready in the gate's view).
+func (g *Gate) gateReady(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	switch {
+	case g.drainer.Draining():
+		http.Error(w, "draining: the pod is being deleted", http.StatusServiceUnavailable)
+	case g.status != nil && !g.statusSeen.Load():
+		http.Error(w, "waiting for the status source's first report", http.StatusServiceUnavailable)
+	default:
+		_, _ = io.WriteString(w, "ok\n")
+	}
 }
 
 // adminState is what the admin port's calls that change the gate's state

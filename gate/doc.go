@@ -16,8 +16,9 @@
 //   - health.go: the health-check protocol of queue-proxy (docs/facts.md
 //     §4): which requests are health checks and what they are answered.
 //   - admin.go: the admin port — /wait-for-drain holds every container's
-//     preStop until the drain is done, the routed liveness and startup
-//     probes, /readyz; calls that change the gate's state only from the
+//     preStop until the drain is done, /readyz, /readyz/gate (the gate
+//     alone, for its own kubelet probe), an older injection's routed
+//     liveness and startup probes; calls that change the gate's state only from the
 //     pod itself or with its admin token.
 //   - the pod condition (condition.go): the gate's verdict, naming each
 //     container that is not ready, written on its own pod through a

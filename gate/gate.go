@@ -204,6 +204,10 @@ func New(opts Options) (*Gate, error) {
 			g.metrics.ProbeResult(c, "readiness", out.Result)
 			g.cond.kick() // the condition's message quotes the probe's
 		},
+		OnWatched: func(c string, out probe.Outcome) {
+			g.metrics.ProbeResult(c, "liveness", out.Result)
+		},
+		Excluded: cfg.ExcludedContainers,
 	})
 	g.cond = newConditionPublisher(opts.Conditions, opts.Clock, opts.Logger, g.condition)
 	g.signalReadiness() // the aggregator's first verdict

@@ -19,8 +19,15 @@ import (
 	"github.com/podgate/podgate/test/testapp"
 )
 
-// kubeletCall runs the probe the kubelet has after injection: httpGet on
-// the admin port's /probe/<container>/<kind>, with the kubelet's semantics.
+// The tests in this file pin the routed probes of pods injected by an
+// older podgate (PODGATE_ROUTED_PROBES), whose kubelet still calls the
+// admin port's /probe/<container>/<kind>: the gate answers and counts
+// those calls as it did. The injector now leaves the probes on their
+// containers and the gate watches a copy (watched_test.go).
+
+// kubeletCall runs the probe the kubelet has after an older injection:
+// httpGet on the admin port's /probe/<container>/<kind>, with the
+// kubelet's semantics.
 func kubeletCall(t *testing.T, tg *testGate, container string, kind contract.ProbeKind) probe.Outcome {
 	t.Helper()
 	host, port := splitHostPort(t, tg.admin)
@@ -30,7 +37,7 @@ func kubeletCall(t *testing.T, tg *testGate, container string, kind contract.Pro
 	return probe.NewRunner().Run(context.Background(), p, probe.Target{PodIP: host})
 }
 
-func TestRoutedLivenessDropsReadinessBeforeTheKill(t *testing.T) {
+func TestAnOlderInjectionsRoutedLivenessDropsReadinessBeforeTheKill(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		threshold int32
@@ -49,7 +56,7 @@ func TestRoutedLivenessDropsReadinessBeforeTheKill(t *testing.T) {
 			cfg.ReadinessContainers = []string{"app"}
 			live := httpProbe(portOf(t, app.Addr()), "/healthz", 10)
 			live.FailureThreshold = tc.threshold
-			cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
+			cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{"app": {Liveness: live}}, true
 			tg := startGate(t, cfg, Options{})
 			tg.waitReady(t, true)
 
@@ -97,7 +104,7 @@ func TestHungContainerLivenessCounts(t *testing.T) {
 	live := httpProbe(portOf(t, upstream), "/healthz", 10)
 	live.TimeoutSeconds = 1
 	live.FailureThreshold = 2
-	cfg.RoutedProbes = map[string]contract.RoutedProbes{readiness.DefaultServingContainer: {Liveness: live}}
+	cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{readiness.DefaultServingContainer: {Liveness: live}}, true
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	host, port := splitHostPort(t, tg.admin)
@@ -129,7 +136,7 @@ func TestLivenessHoldEndsWithTheReplacedContainer(t *testing.T) {
 	cfg.ReadinessContainers = []string{"app"}
 	live := httpProbe(portOf(t, addr), "/healthz", 10)
 	live.FailureThreshold = 1
-	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
+	cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{"app": {Liveness: live}}, true
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	app.SetLive(false)
@@ -152,7 +159,7 @@ func TestRoutedStartupProbe(t *testing.T) {
 	cfg := gateConfig(t, app.Addr())
 	cfg.ReadinessContainers = []string{"app"}
 	cfg.ReadinessProbes = []*corev1.Probe{tcpProbe(portOf(t, app.Addr()), 0)}
-	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Startup: httpProbe(portOf(t, app.Addr()), "/readyz", 1)}}
+	cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{"app": {Startup: httpProbe(portOf(t, app.Addr()), "/readyz", 1)}}, true
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	app.SetReady(false)
@@ -207,7 +214,7 @@ func TestRoutedProbeErrorStaysAnError(t *testing.T) {
 	cfg := gateConfig(t, app.Addr())
 	live := httpProbe(portOf(t, broken), "/", 10)
 	live.FailureThreshold = 1
-	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
+	cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{"app": {Liveness: live}}, true
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)
 	for i := 0; i < 3; i++ {
@@ -224,7 +231,7 @@ func TestRoutedProbeErrorStaysAnError(t *testing.T) {
 func TestRoutedProbeUnknown(t *testing.T) {
 	app := startApp(t, testapp.Config{})
 	cfg := gateConfig(t, app.Addr())
-	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: httpProbe(portOf(t, app.Addr()), "/healthz", 1)}}
+	cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{"app": {Liveness: httpProbe(portOf(t, app.Addr()), "/healthz", 1)}}, true
 	tg := startGate(t, cfg, Options{})
 	for _, tc := range []struct{ path, want string }{
 		{"/probe/app/startup", `no startup probe of container "app" is routed through the gate`},
@@ -316,7 +323,7 @@ func TestRoutedOutcomeIsWhatProbingDirectlyGives(t *testing.T) {
 				t.Fatalf("direct: %v %q, want %v", direct.Result, direct.Message, tc.want)
 			}
 			cfg := gateConfig(t, app.Addr())
-			cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: tc.probe, Startup: tc.probe}}
+			cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{"app": {Liveness: tc.probe, Startup: tc.probe}}, true
 			tg := startGate(t, cfg, Options{})
 			for _, kind := range []contract.ProbeKind{contract.Liveness, contract.Startup} {
 				kubelet := routedCall(t, tg, "app", kind, "")
@@ -375,7 +382,7 @@ func TestAStrangersRoutedProbeIsAnsweredButDoesNotCount(t *testing.T) {
 	cfg.ReadinessContainers = []string{"app"}
 	live := httpProbe(portOf(t, addr), "/healthz", 10)
 	live.FailureThreshold = 1
-	cfg.RoutedProbes = map[string]contract.RoutedProbes{"app": {Liveness: live}}
+	cfg.WatchedProbes, cfg.ProbesRouted = map[string]contract.ContainerProbes{"app": {Liveness: live}}, true
 	cfg.AdminToken = "0123456789abcdef0123456789abcdef"
 	tg := startGate(t, cfg, Options{})
 	tg.waitReady(t, true)

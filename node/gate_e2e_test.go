@@ -155,9 +155,9 @@ func (h *harness) waitOutputLine(pod, container, substr string) int {
 
 // TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt: the gate is a
 // native sidecar; the app's containers start only once its startup check
-// passed (no version of the pod shows one created before), so no routed
-// probe ever meets a gate that does not listen yet, and the gate's own
-// startup check records no failure either.
+// passed (no version of the pod shows one created before), no probe
+// fails against the gate, and the gate's own startup check records no
+// failure either.
 func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
 	t.Parallel()
 	h := newGateHarness(t)
@@ -179,7 +179,7 @@ func TestGateStartsBeforeTheAppAndNoProbeFailsAgainstIt(t *testing.T) {
 	if cs := containerStatus(p, contract.GateContainerName); cs.Started == nil || !*cs.Started || !cs.Ready {
 		t.Errorf("gate status %+v, want started and ready", cs)
 	}
-	// Liveness probes went through the gate.
+	// Liveness probes reached the app (the node's and the gate's copy).
 	h.waitOutputCount("web", "Liveness probe called", 2)
 
 	writes.mu.Lock()
@@ -254,12 +254,12 @@ spec:
     livenessProbe: {tcpSocket: {port: 8099}, periodSeconds: 1, failureThreshold: 1000}
 `
 
-// TestRoutedProbesRecordWhatDirectProbesRecord runs the same pod twice,
-// once as written and once with the gate, whose liveness and startup
-// probes then go through /probe/…: the node agent records the same
-// ProbeWarning and Unhealthy events, message for message (the pod IP
-// aside), as probing the containers directly.
-func TestRoutedProbesRecordWhatDirectProbesRecord(t *testing.T) {
+// TestInjectedProbesRecordWhatDirectProbesRecord runs the same pod twice,
+// once as written and once with the gate, whose containers keep their
+// liveness and startup probes (the gate watches a copy of the liveness
+// ones): the node agent records the same ProbeWarning and Unhealthy
+// events, message for message (the pod IP aside), as without the gate.
+func TestInjectedProbesRecordWhatDirectProbesRecord(t *testing.T) {
 	t.Parallel()
 	h := newGateHarness(t)
 	h.forceShutdown() // the failing containers would take their grace period
@@ -267,8 +267,8 @@ func TestRoutedProbesRecordWhatDirectProbesRecord(t *testing.T) {
 	h.startInjected(strings.ReplaceAll(routedVsDirect, "NAME", "routed"), inject.Options{})
 	direct := h.waitPod("direct", "running", func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
 	routed := h.waitPod("routed", "running", func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
-	if p := h.current("routed"); p.Spec.Containers[0].LivenessProbe.HTTPGet.Path != "/probe/web/liveness" {
-		t.Fatalf("the routed pod's liveness probe is %+v, not routed through the gate", p.Spec.Containers[0].LivenessProbe)
+	if p := h.current("routed"); p.Spec.Containers[0].LivenessProbe.HTTPGet.Path == "/probe/web/liveness" {
+		t.Fatalf("the injected pod's liveness probe is %+v, routed through the gate", p.Spec.Containers[0].LivenessProbe)
 	}
 
 	redirectBody := "Probe terminated redirects, Response body: <a href=\"http://192.0.2.1/elsewhere\">"

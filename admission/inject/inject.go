@@ -1,14 +1,16 @@
 // Package inject puts the gate into a workload's pod, as `podgate inject`,
 // `podgate run` and the admission webhook do: the gate container (a native
 // sidecar, or a regular container for older clusters) configured through
-// its environment (package gate/contract), the readiness probes moved into it,
-// the liveness and startup probes routed through it, the drain hooks, and
-// the readiness gate on the condition it writes.
+// its environment (package gate/contract) with a copy of every container's
+// readiness and liveness probe (the probes stay on their containers; in a
+// Knative Service readiness moves into the gate, by Knative's design), the
+// drain hooks, and the readiness gate on the condition it writes.
 package inject
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,9 +39,8 @@ type Options struct {
 	// instead of making it a native sidecar (an init container with
 	// restartPolicy: Always, Kubernetes 1.29 and later), for older
 	// clusters. It costs what the native sidecar guarantees: the other
-	// containers may start before the gate listens (their routed liveness
-	// and startup probes then fail until it does), and the gate is stopped
-	// together with them instead of after them.
+	// containers may start before the gate listens, and the gate is
+	// stopped together with them instead of after them.
 	GateAsContainer bool
 	// AdminToken is the pod's admin token (contract.EnvAdminToken), which
 	// the preStop hooks written here send: "" is a fresh random one per
@@ -61,31 +62,37 @@ type Options struct {
 //     Always): the kubelet starts the other containers once its startup
 //     probe says it serves, and stops it after them; with GateAsContainer
 //     it is the first regular container instead;
-//   - every container's httpGet/tcpSocket/grpc readiness probe moves into
-//     the gate's configuration (serving container first, then the other
-//     containers, then native sidecars); exec readiness probes stay on
-//     their container and are delegated to the node agent or kubelet;
-//   - in a Knative Service the serving container is always checked on its
+//   - every container's probes stay on it, so the kubelet marks the
+//     container that fails unready (or restarts it) with its own messages
+//     and events, and a stalled gate never fails a container's liveness;
+//   - the gate gets a copy of every httpGet/tcpSocket/grpc readiness probe
+//     (serving container first, then the other containers, then native
+//     sidecars), which it runs for fast aggregation; exec readiness probes
+//     are delegated (the gate reads the container's status);
+//   - the gate gets a copy of every httpGet/tcpSocket/grpc liveness probe
+//     (PODGATE_WATCHED_PROBES), which it runs with the same timing, taking
+//     the container out of traffic as the failures near the kubelet's
+//     threshold, before the kill;
+//   - in a Knative Service readiness probes move into the gate instead
+//     (Knative's design: the queue container probes, aggressively for
+//     periodSeconds 0) and the serving container is always checked on its
 //     port as well (Knative's contract); in a Pod or Deployment readiness
 //     comes only from the probes the user wrote;
-//   - every httpGet/tcpSocket/grpc liveness and startup probe is routed
-//     through the gate's /probe/<container>/<kind> with its timing, so the
-//     gate sees a failure before the kill; exec ones stay (the gate cannot
-//     run a command in another container);
+//   - containers named in the pod's podgate.dev/exclude-containers
+//     annotation are not aggregated: the gate neither probes nor counts
+//     them;
 //   - every regular container without a preStop hook waits for the gate's
 //     drain;
 //   - the serving container gets $PORT;
-//   - the gate gets a kubelet readiness probe as fast as the fastest
-//     container's;
+//   - the gate gets a kubelet readiness probe that answers for the gate
+//     itself (in a Knative Service: for every container, as fast as the
+//     fastest container's, as queue-proxy's);
 //   - the pod gets a readiness gate on the condition the gate writes
 //     (contract.ContainersReadyCondition), which names the container that is
 //     not ready.
 //
-// The user's native sidecars start after the gate (it is the first init
-// container) and stop before it, so their liveness and startup probes are
-// routed too; with GateAsContainer they start before the gate and stop
-// after it, so only their readiness moves. They never wait for the drain:
-// it is over by the time they stop.
+// The user's native sidecars are aggregated as the other containers. They
+// never wait for the drain: it is over by the time they stop.
 //
 // The workload should have passed validation (package
 // admission/validation). Injecting an injected workload returns an unchanged
@@ -116,27 +123,27 @@ func Gate(w *workload.Workload, opts Options) (*workload.Workload, error) {
 	cfg.AdminToken = opts.AdminToken
 	r := &rewriter{w: out, opts: opts, cfg: &cfg, fastest: -1}
 
+	excluded, _ := contract.SplitExcludedContainers(out.Template.Annotations[contract.ExcludeContainersAnnotation])
 	var errs []error
 	for _, c := range r.containersInOrder() {
+		sidecar := isNativeSidecar(c)
+		if !sidecar {
+			addDrainHook(c, opts.AdminToken)
+		}
+		if slices.Contains(excluded, c.Name) && c != &spec.Containers[serving] {
+			// Not aggregated: the gate neither probes nor counts it, and
+			// lists it in /readyz?verbose. (Validation refuses to exclude
+			// the serving container; the gate's traffic goes to it, so
+			// it is never left out here either.)
+			cfg.ExcludedContainers = append(cfg.ExcludedContainers, c.Name)
+			continue
+		}
 		cfg.Containers = append(cfg.Containers, c.Name)
 		if err := r.readiness(c, c == &spec.Containers[serving]); err != nil {
 			errs = append(errs, err)
 		}
-		sidecar := isNativeSidecar(c)
-		if sidecar && opts.GateAsContainer {
-			// This sidecar starts before the gate and stops after it:
-			// probes routed through the gate would fail while it is
-			// not there.
-			continue
-		}
-		if err := r.route(c, contract.Liveness, &c.LivenessProbe); err != nil {
+		if err := r.watch(c); err != nil {
 			errs = append(errs, err)
-		}
-		if err := r.route(c, contract.Startup, &c.StartupProbe); err != nil {
-			errs = append(errs, err)
-		}
-		if !sidecar {
-			addDrainHook(c, opts.AdminToken)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -145,7 +152,7 @@ func Gate(w *workload.Workload, opts Options) (*workload.Workload, error) {
 	setServingEnv(out, &spec.Containers[serving])
 	setDefaultContainer(out)
 	addReadinessGate(spec)
-	gate := gateContainer(cfg, opts, r.gatePeriod())
+	gate := gateContainer(cfg, opts, gateReadinessProbe(out, r))
 	if opts.GateAsContainer {
 		// First: the kubelet (and the node agent) start regular
 		// containers in order, so the gate usually listens before the
@@ -309,8 +316,56 @@ const (
 	gateStartupFailures = 6
 )
 
+// gateReadinessProbe is the kubelet's readiness probe of the gate.
+//
+// In a Pod or Deployment every container keeps its own readiness probe,
+// so the gate's answers for the gate alone (contract.GateReadyPath on the
+// admin port: it serves, is not draining, its status source has
+// reported): a failing sidecar is then the unready container in the
+// pod's status, not the gate, and the pod's Ready still waits for every
+// container in the gate's view through the readiness gate on the gate's
+// condition. Every second: the pod's Ready waits for the gate's first
+// passing probe, which usually comes right after its start (the startup
+// probe waited for it to serve) but may come before the status source's
+// first report; failureThreshold 2: one answer slower than the timeout
+// on a loaded node does not take the pod out, a stalled gate (which cannot
+// pass traffic either) leaves within 2 to 3 s.
+//
+// In a Knative Service the containers' readiness probes moved into the
+// gate, so its probe answers for all of them, as queue-proxy's: the
+// traffic port's health check, as fast as the fastest container's, and one
+// failed answer is the truth (the gate answers from state it keeps
+// current), so failureThreshold 1 takes the pod out within one period.
+func gateReadinessProbe(w *workload.Workload, r *rewriter) *corev1.Probe {
+	if w.Knative != nil {
+		return &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path:        "/",
+				Port:        intstr.FromInt32(contract.GatePort),
+				Scheme:      corev1.URISchemeHTTP,
+				HTTPHeaders: []corev1.HTTPHeader{{Name: contract.NetworkProbeHeader, Value: contract.NetworkProbeQueue}},
+			}},
+			PeriodSeconds:    r.gatePeriod(),
+			TimeoutSeconds:   prober.DefaultTimeoutSeconds,
+			SuccessThreshold: 1,
+			FailureThreshold: 1,
+		}
+	}
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path:   contract.GateReadyPath,
+			Port:   intstr.FromInt32(contract.GateAdminPort),
+			Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds:    1,
+		TimeoutSeconds:   prober.DefaultTimeoutSeconds,
+		SuccessThreshold: 1,
+		FailureThreshold: 2,
+	}
+}
+
 // gateContainer is the gate sidecar.
-func gateContainer(cfg contract.Config, opts Options, period int32) corev1.Container {
+func gateContainer(cfg contract.Config, opts Options, readiness *corev1.Probe) corev1.Container {
 	env := append(cfg.Encode(), contract.DownwardAPIEnv(opts.Local)...)
 	c := corev1.Container{
 		Name:  contract.GateContainerName,
@@ -325,22 +380,8 @@ func gateContainer(cfg contract.Config, opts Options, period int32) corev1.Conta
 			{Name: "http-usermetric", ContainerPort: contract.GateMetricsPort, Protocol: corev1.ProtocolTCP},
 			{Name: contract.GateAutoscalerPortName, ContainerPort: contract.GateAutoscalerPort, Protocol: corev1.ProtocolTCP},
 		},
-		Env: env,
-		// The gate answers from state it keeps current, so one failed
-		// answer is the truth: failureThreshold 1 takes the pod out of the
-		// endpoints within one period.
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-				Path:        "/",
-				Port:        intstr.FromInt32(contract.GatePort),
-				Scheme:      corev1.URISchemeHTTP,
-				HTTPHeaders: []corev1.HTTPHeader{{Name: contract.NetworkProbeHeader, Value: contract.NetworkProbeQueue}},
-			}},
-			PeriodSeconds:    period,
-			TimeoutSeconds:   prober.DefaultTimeoutSeconds,
-			SuccessThreshold: 1,
-			FailureThreshold: 1,
-		},
+		Env:            env,
+		ReadinessProbe: readiness,
 	}
 	if opts.GateAsContainer {
 		return c
@@ -348,8 +389,7 @@ func gateContainer(cfg contract.Config, opts Options, period int32) corev1.Conta
 	always := corev1.ContainerRestartPolicyAlways
 	c.RestartPolicy = &always
 	// Started = serving, not ready: the other containers start once the
-	// gate listens (their routed probes reach it), and the gate is ready
-	// only once they are. An httpGet probe's first attempt would usually
+	// gate listens (their preStop hooks reach it). An httpGet probe's first attempt would usually
 	// come before the gate listens and record a failure on every start;
 	// `podgate gate wait` waits for it instead.
 	c.StartupProbe = &corev1.Probe{

@@ -38,7 +38,7 @@ func injected(t *testing.T, manifest string, opts Options) (*workload.Workload, 
 }
 
 func TestInjectReadiness(t *testing.T) {
-	t.Run("network readiness probes move into the gate, serving container first", func(t *testing.T) {
+	t.Run("in a Knative Service network readiness probes move into the gate, serving container first", func(t *testing.T) {
 		m := ksvc("      - name: side\n        image: i\n        readinessProbe: {httpGet: {path: /s, port: 9001}, periodSeconds: 4}\n" +
 			"      - name: main\n        image: i\n        ports: [{containerPort: 8080}]\n        readinessProbe: {tcpSocket: {}, periodSeconds: 6}\n")
 		w, cfg := injected(t, m, Options{})
@@ -61,7 +61,7 @@ func TestInjectReadiness(t *testing.T) {
 			t.Errorf("gate readiness period %d, want the fastest container's 4 (Knative would copy the serving container's 6)", got)
 		}
 	})
-	t.Run("exec readiness stays and is delegated; the serving one gets a TCP check in the gate", func(t *testing.T) {
+	t.Run("in a Knative Service exec readiness stays and is delegated; the serving one gets a TCP check in the gate", func(t *testing.T) {
 		m := ksvc("      - name: main\n        image: i\n        ports: [{containerPort: 8080}]\n        readinessProbe: {exec: {command: [cat, /r]}, periodSeconds: 2}\n" +
 			"      - name: side\n        image: i\n        readinessProbe: {exec: {command: [cat, /s]}}\n")
 		w, cfg := injected(t, m, Options{})
@@ -89,7 +89,7 @@ func TestInjectReadiness(t *testing.T) {
 			t.Error("the container got a readiness probe")
 		}
 		if got := w.Container(contract.GateContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
-			t.Errorf("gate period %d, want 1: with no probe, ready as soon as the containers run", got)
+			t.Errorf("gate period %d, want 1", got)
 		}
 	})
 	t.Run("a pod's exec-probed serving container is delegated, with no TCP check of its port", func(t *testing.T) {
@@ -102,8 +102,30 @@ func TestInjectReadiness(t *testing.T) {
 		if p := w.Container("app").ReadinessProbe; p == nil || p.Exec == nil {
 			t.Error("the serving container lost its exec readiness probe")
 		}
-		if got := w.Container(contract.GateContainerName).ReadinessProbe.PeriodSeconds; got != 2 {
-			t.Errorf("gate period %d, want the exec probe's 2", got)
+		if p := w.Container("side").ReadinessProbe; p == nil || p.TCPSocket == nil || p.PeriodSeconds != 3 {
+			t.Errorf("side's readiness probe %+v, want its own tcp probe kept", p)
+		}
+		if got := w.Container(contract.GateContainerName).ReadinessProbe.PeriodSeconds; got != 1 {
+			t.Errorf("gate period %d, want 1: the gate's probe answers for the gate alone", got)
+		}
+	})
+	t.Run("a Deployment's readiness probes stay on their containers and the gate runs copies, serving container first", func(t *testing.T) {
+		w, cfg := injected(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec:\n      containers:\n"+
+			"      - {name: side, image: i, readinessProbe: {httpGet: {path: /s, port: 9001}, periodSeconds: 4}}\n"+
+			"      - {name: main, image: i, ports: [{name: http, containerPort: 8080}], readinessProbe: {tcpSocket: {port: http}, periodSeconds: 6}}\n", Options{})
+		assertStrings(t, "readiness containers", cfg.ReadinessContainers, []string{"main", "side"}, false)
+		if p := cfg.ReadinessProbes[0]; p.TCPSocket == nil || p.TCPSocket.Port != intstr.FromInt32(8080) || p.TCPSocket.Host != "127.0.0.1" || p.PeriodSeconds != 6 {
+			t.Errorf("gate's copy of the serving probe %+v, want tcp 127.0.0.1:8080 every 6s", p)
+		}
+		if p := w.Container("main").ReadinessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port != intstr.FromString("http") || p.TCPSocket.Host != "" {
+			t.Errorf("main's own probe %+v, want it as written (named port, no host)", p)
+		}
+		if p := w.Container("side").ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/s" || p.PeriodSeconds != 4 {
+			t.Errorf("side's own probe %+v, want it as written", p)
+		}
+		rp := w.Container(contract.GateContainerName).ReadinessProbe
+		if rp.HTTPGet == nil || rp.HTTPGet.Path != contract.GateReadyPath || rp.HTTPGet.Port != intstr.FromInt32(contract.GateAdminPort) || rp.PeriodSeconds != 1 {
+			t.Errorf("gate readiness %+v, want GET :8022/readyz/gate every second (the gate alone, not the fastest container's period)", rp)
 		}
 	})
 	t.Run("a Knative Service's serving container is always checked on its port", func(t *testing.T) {
@@ -126,27 +148,51 @@ func TestInjectReadiness(t *testing.T) {
 	})
 }
 
-func TestInjectRoutesLivenessAndStartup(t *testing.T) {
+func TestInjectLeavesLivenessAndStartupOnTheirContainersAndTheGateWatchesLiveness(t *testing.T) {
 	m := podWith("livenessProbe: {httpGet: {path: /l, port: http}, initialDelaySeconds: 2, periodSeconds: 3, timeoutSeconds: 4, failureThreshold: 5, terminationGracePeriodSeconds: 6}\n" +
 		"startupProbe: {grpc: {port: 9000}, periodSeconds: 1, failureThreshold: 30}")
 	w, cfg := injected(t, m, Options{})
 	c := w.Container("app")
 	l := c.LivenessProbe
-	if l.HTTPGet == nil || l.HTTPGet.Path != "/probe/app/liveness" || l.HTTPGet.Port != intstr.FromInt32(8022) || l.HTTPGet.Host != "" {
-		t.Fatalf("liveness handler %+v, want GET :8022/probe/app/liveness at the pod IP", l.HTTPGet)
+	if l.HTTPGet == nil || l.HTTPGet.Path != "/l" || l.HTTPGet.Port != intstr.FromString("http") || l.HTTPGet.Host != "" {
+		t.Fatalf("liveness handler %+v, want the container's own GET http/l, untouched", l.HTTPGet)
 	}
 	if l.InitialDelaySeconds != 2 || l.PeriodSeconds != 3 || l.TimeoutSeconds != 4 || l.FailureThreshold != 5 || *l.TerminationGracePeriodSeconds != 6 {
 		t.Errorf("liveness timing not kept: %+v", l)
 	}
-	if s := c.StartupProbe; s.HTTPGet == nil || s.HTTPGet.Path != "/probe/app/startup" || s.FailureThreshold != 30 {
-		t.Errorf("startup %+v", s)
+	if s := c.StartupProbe; s.GRPC == nil || s.GRPC.Port != 9000 || s.FailureThreshold != 30 {
+		t.Errorf("startup %+v, want the container's own grpc probe", s)
 	}
-	orig := cfg.RoutedProbes["app"]
-	if orig.Liveness == nil || orig.Liveness.HTTPGet.Path != "/l" || orig.Liveness.HTTPGet.Port != intstr.FromInt32(8080) || orig.Liveness.FailureThreshold != 5 {
-		t.Errorf("recorded liveness %+v", orig.Liveness)
+	if cfg.ProbesRouted {
+		t.Error("the injection wrote PODGATE_ROUTED_PROBES; it writes PODGATE_WATCHED_PROBES now")
 	}
-	if orig.Startup == nil || orig.Startup.GRPC == nil || orig.Startup.GRPC.Port != 9000 {
-		t.Errorf("recorded startup %+v", orig.Startup)
+	watched := cfg.WatchedProbes["app"]
+	if watched.Liveness == nil || watched.Liveness.HTTPGet.Path != "/l" || watched.Liveness.HTTPGet.Port != intstr.FromInt32(8080) ||
+		watched.Liveness.HTTPGet.Host != "127.0.0.1" || watched.Liveness.FailureThreshold != 5 || watched.Liveness.PeriodSeconds != 3 {
+		t.Errorf("watched liveness %+v, want the probe with its timing and the port resolved", watched.Liveness)
+	}
+	if watched.Startup != nil {
+		t.Errorf("watched startup %+v, want none: the container's status says whether it started", watched.Startup)
+	}
+}
+
+func TestInjectExcludesTheContainersTheAnnotationNames(t *testing.T) {
+	m := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {podgate.dev/exclude-containers: 'log-shipper, sc'}}\nspec:\n" +
+		"  initContainers:\n  - {name: sc, image: i, restartPolicy: Always, readinessProbe: {tcpSocket: {port: 9}}}\n  containers:\n" +
+		"  - {name: app, image: i, ports: [{containerPort: 8080}], readinessProbe: {tcpSocket: {port: 8080}}}\n" +
+		"  - {name: log-shipper, image: i, readinessProbe: {httpGet: {port: 9100}}, livenessProbe: {httpGet: {port: 9100}}}\n"
+	w, cfg := injected(t, m, Options{})
+	assertStrings(t, "containers", cfg.Containers, []string{"app"}, false)
+	assertStrings(t, "readiness containers", cfg.ReadinessContainers, []string{"app"}, false)
+	assertStrings(t, "excluded", cfg.ExcludedContainers, []string{"log-shipper", "sc"}, false)
+	if _, ok := cfg.WatchedProbes["log-shipper"]; ok {
+		t.Error("the gate watches an excluded container's liveness")
+	}
+	if p := w.Container("log-shipper").ReadinessProbe; p == nil || p.HTTPGet == nil {
+		t.Errorf("log-shipper's own probe %+v, want it kept", p)
+	}
+	if h := w.Container("log-shipper").Lifecycle; h == nil || h.PreStop == nil {
+		t.Error("an excluded container lost its drain hook: exclusion is about readiness, not the drain")
 	}
 }
 
@@ -155,8 +201,8 @@ func TestInjectLeavesExecLivenessOnItsContainer(t *testing.T) {
 	if p := w.Container("app").LivenessProbe; p.Exec == nil {
 		t.Errorf("exec liveness rewritten to %+v", p)
 	}
-	if _, ok := cfg.RoutedProbes["app"]; ok {
-		t.Error("exec liveness recorded as routed")
+	if _, ok := cfg.WatchedProbes["app"]; ok {
+		t.Error("exec liveness recorded as watched")
 	}
 	if warns := one(t, podWith("livenessProbe: {exec: {command: [cat, /x]}}")).Warnings(); len(warns) != 1 || !strings.Contains(warns[0], "livenessProbe: exec probes stay") {
 		t.Errorf("warnings %q", warns)
@@ -170,17 +216,14 @@ func TestInjectDrainHooks(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		opts Options
-		// sidecarRouted: the user's native sidecar starts after the gate
-		// and stops before it, so its liveness goes through the gate.
-		sidecarRouted bool
 		// gatePreStop is the gate's own hook, "" for none.
 		gatePreStop string
 	}{
-		{"gate as a native sidecar", Options{}, true, "/start-drain"},
-		{"gate as a regular container", Options{GateAsContainer: true}, false, ""},
+		{"gate as a native sidecar", Options{}, "/start-drain"},
+		{"gate as a regular container", Options{GateAsContainer: true}, ""},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			w, _ := injected(t, m, mode.opts)
+			w, cfg := injected(t, m, mode.opts)
 			a, b := w.Container("a"), w.Container("b")
 			if h := a.Lifecycle.PreStop; h == nil || h.HTTPGet == nil || h.HTTPGet.Path != "/wait-for-drain" || h.HTTPGet.Port != intstr.FromInt32(8022) {
 				t.Errorf("a's preStop %+v, want GET :8022/wait-for-drain", h)
@@ -202,8 +245,11 @@ func TestInjectDrainHooks(t *testing.T) {
 			if sc.Lifecycle != nil {
 				t.Errorf("native sidecar got a lifecycle %+v: it stops after the drain is over", sc.Lifecycle)
 			}
-			if routed := sc.LivenessProbe.HTTPGet != nil && sc.LivenessProbe.HTTPGet.Path == "/probe/sc/liveness"; routed != mode.sidecarRouted {
-				t.Errorf("native sidecar liveness %+v: routed %v, want %v", sc.LivenessProbe, routed, mode.sidecarRouted)
+			if sc.LivenessProbe.TCPSocket == nil {
+				t.Errorf("native sidecar liveness %+v, want its own tcp probe kept", sc.LivenessProbe)
+			}
+			if cfg.WatchedProbes["sc"].Liveness == nil {
+				t.Error("the native sidecar's liveness is not watched: nothing depends on the gate's start order any more")
 			}
 		})
 	}
@@ -264,9 +310,9 @@ func TestInjectGateContainer(t *testing.T) {
 				t.Errorf("gate ports %v, want 8012 8022 9091 9090", ports)
 			}
 			rp := g.ReadinessProbe
-			if rp.HTTPGet.Port != intstr.FromInt32(8012) || len(rp.HTTPGet.HTTPHeaders) != 1 ||
-				rp.HTTPGet.HTTPHeaders[0] != (corev1.HTTPHeader{Name: "K-Network-Probe", Value: "queue"}) || rp.FailureThreshold != 1 {
-				t.Errorf("gate readiness %+v", rp)
+			if rp.HTTPGet.Port != intstr.FromInt32(8022) || rp.HTTPGet.Path != "/readyz/gate" || len(rp.HTTPGet.HTTPHeaders) != 0 ||
+				rp.PeriodSeconds != 1 || rp.FailureThreshold != 2 {
+				t.Errorf("gate readiness %+v, want GET :8022/readyz/gate every 1s, failure threshold 2", rp)
 			}
 			if w.Template.Annotations["kubectl.kubernetes.io/default-container"] != "app" {
 				t.Errorf("default container annotation %v", w.Template.Annotations)
@@ -324,8 +370,8 @@ func TestInjectLocalMode(t *testing.T) {
 	if h := cfg.ReadinessProbes[0].HTTPGet.Host; h != "" {
 		t.Errorf("moved probe host %q, want empty (the gate uses its pod IP)", h)
 	}
-	if h := cfg.RoutedProbes["app"].Liveness.TCPSocket.Host; h != "" {
-		t.Errorf("routed probe host %q, want empty", h)
+	if h := cfg.WatchedProbes["app"].Liveness.TCPSocket.Host; h != "" {
+		t.Errorf("watched probe host %q, want empty", h)
 	}
 	if cfg.UpstreamHost != "127.0.1.9" {
 		t.Errorf("upstream host %q, want the pod IP", cfg.UpstreamHost)

@@ -13,7 +13,8 @@ import (
 // loopback is where Knative's queue-proxy reaches its sibling containers.
 const loopback = "127.0.0.1"
 
-// rewriter moves and routes probes into the gate's configuration.
+// rewriter copies (and in a Knative Service moves) probes into the gate's
+// configuration.
 type rewriter struct {
 	w    *workload.Workload
 	opts Options
@@ -43,20 +44,48 @@ func (r *rewriter) containersInOrder() []*corev1.Container {
 	return out
 }
 
-// readiness moves a network readiness probe into the gate, or delegates an
-// exec one. Readiness means what it means without the gate: only the
-// probes the user wrote count, so a Pod whose serving container has an exec
-// readiness probe (or none) is ready without its port accepting
-// connections, as on Kubernetes. A Knative Service is different: its
-// serving container is always checked on its port (Knative defaults a TCP
-// probe when there is none, and pairs an exec one with a TCP check), and
-// the gate does that here.
+// readiness gives the gate its copy of a container's readiness probe. In
+// a Pod or Deployment the probe STAYS on its container: the kubelet marks
+// that container unready with its own message and events, and the gate
+// runs a copy of a network (HTTP, TCP, gRPC) probe for fast aggregation
+// and delegates an exec one (it reads the container's status). Readiness
+// means what it means without the gate: only the probes the user wrote
+// count, so a Pod whose serving container has an exec readiness probe (or
+// none) is ready without its port accepting connections, as on
+// Kubernetes.
+//
+// A Knative Service is different, by Knative's design: the serving
+// container's probe (and every sidecar's, with multi-container probing)
+// moves into the queue container, which runs it (aggressively for
+// periodSeconds 0, which a kubelet cannot); the serving container is
+// always checked on its port (Knative defaults a TCP probe when there is
+// none, and pairs an exec one with a TCP check).
 func (r *rewriter) readiness(c *corev1.Container, serving bool) error {
+	if r.w.Knative != nil {
+		return r.moveReadiness(c, serving)
+	}
+	p := c.ReadinessProbe
+	switch {
+	case p == nil:
+	case p.Exec != nil:
+		r.cfg.DelegatedReadiness = append(r.cfg.DelegatedReadiness, c.Name)
+	default:
+		cp, err := r.forGate(c, p, "readinessProbe")
+		if err != nil {
+			return err
+		}
+		r.add(c.Name, cp)
+	}
+	return nil
+}
+
+// moveReadiness is readiness for a Knative Service: the probe moves into
+// the gate (see readiness).
+func (r *rewriter) moveReadiness(c *corev1.Container, serving bool) error {
 	p := c.ReadinessProbe
 	r.notePeriod(p)
-	servingPort := serving && r.w.Knative != nil
 	switch {
-	case p == nil && servingPort:
+	case p == nil && serving:
 		// Knative's defaults always give the serving container a probe;
 		// a workload that skipped them still gets Knative's TCP check.
 		r.add(c.Name, &corev1.Probe{
@@ -64,14 +93,10 @@ func (r *rewriter) readiness(c *corev1.Container, serving bool) error {
 			SuccessThreshold: 1,
 		})
 		r.notePeriod(&corev1.Probe{})
-	case p == nil && serving:
-		// Ready as soon as it runs: the gate's own probe should notice
-		// within a second, as when it probed the port aggressively.
-		r.notePeriod(&corev1.Probe{PeriodSeconds: 1})
 	case p == nil:
 	case p.Exec != nil:
 		r.cfg.DelegatedReadiness = append(r.cfg.DelegatedReadiness, c.Name)
-		if servingPort {
+		if serving {
 			tcp := p.DeepCopy()
 			tcp.ProbeHandler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(r.w.ServingPort)}}
 			r.add(c.Name, tcp)
@@ -105,13 +130,13 @@ func (r *rewriter) notePeriod(p *corev1.Probe) {
 	}
 }
 
-// gatePeriod is the period of the kubelet's readiness probe of the gate:
-// the fastest container's, so no container's readiness is noticed later
-// than that container asked for (Knative copies the serving container's
-// timing, and sidecar periods are lost). Aggressive probing has no period;
-// the kubelet's shortest, 1 s, is the closest. With no readiness probe at
-// all, Kubernetes calls the pod ready as soon as its containers run: 1 s
-// again comes closest.
+// gatePeriod is the period of the kubelet's readiness probe of the gate
+// in a Knative Service, where that probe answers for every container (their
+// probes moved into the gate): the fastest container's, so no container's
+// readiness is noticed later than that container asked for (Knative copies
+// the serving container's timing, and sidecar periods are lost).
+// Aggressive probing has no period; the kubelet's shortest, 1 s, is the
+// closest.
 func (r *rewriter) gatePeriod() int32 {
 	if r.fastest <= 0 {
 		return 1
@@ -119,47 +144,29 @@ func (r *rewriter) gatePeriod() int32 {
 	return r.fastest
 }
 
-// route sends a network liveness or startup probe through the gate: the
-// kubelet calls the gate's admin port, the gate runs the original probe
-// (recorded in its configuration) and answers with the result. Timing,
-// thresholds and the probe's grace period stay, so the kubelet decides
-// exactly as before; the gate sees every result on the way.
-func (r *rewriter) route(c *corev1.Container, kind contract.ProbeKind, pp **corev1.Probe) error {
-	p := *pp
+// watch records a copy of a container's network liveness probe for the
+// gate, which runs it with the same timing (a watched probe) and takes the
+// container out of traffic as its failures near the kubelet's threshold.
+// The probe itself stays on the container: the kubelet (or podgate's
+// node) probes it directly, so a stalled or restarting gate never fails a
+// container's liveness, and the probe's messages and events are the
+// kubelet's own. Exec probes are not watched (the gate cannot run a
+// command in another container); startup probes are not copied (until a
+// container has started the kubelet's status calls it not ready, which
+// the gate reads).
+func (r *rewriter) watch(c *corev1.Container) error {
+	p := c.LivenessProbe
 	if p == nil || p.Exec != nil {
-		return nil // exec stays: the gate cannot run a command in another container
+		return nil
 	}
-	orig, err := r.forGate(c, p, string(kind)+"Probe")
+	cp, err := r.forGate(c, p, "livenessProbe")
 	if err != nil {
 		return err
 	}
-	if r.cfg.RoutedProbes == nil {
-		r.cfg.RoutedProbes = map[string]contract.RoutedProbes{}
+	if r.cfg.WatchedProbes == nil {
+		r.cfg.WatchedProbes = map[string]contract.ContainerProbes{}
 	}
-	rp := r.cfg.RoutedProbes[c.Name]
-	switch kind {
-	case contract.Liveness:
-		rp.Liveness = orig
-	case contract.Startup:
-		rp.Startup = orig
-	}
-	r.cfg.RoutedProbes[c.Name] = rp
-	*pp = &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path:   contract.ProbePath(c.Name, kind),
-			Port:   intstr.FromInt32(contract.GateAdminPort),
-			Scheme: corev1.URISchemeHTTP,
-			// The kubelet's results count for the gate's readiness;
-			// a stranger's call is answered but does not count.
-			HTTPHeaders: adminTokenHeader(r.cfg.AdminToken),
-		}},
-		InitialDelaySeconds:           p.InitialDelaySeconds,
-		TimeoutSeconds:                p.TimeoutSeconds,
-		PeriodSeconds:                 p.PeriodSeconds,
-		SuccessThreshold:              p.SuccessThreshold,
-		FailureThreshold:              p.FailureThreshold,
-		TerminationGracePeriodSeconds: p.TerminationGracePeriodSeconds,
-	}
+	r.cfg.WatchedProbes[c.Name] = contract.ContainerProbes{Liveness: cp}
 	return nil
 }
 

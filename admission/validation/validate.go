@@ -32,6 +32,7 @@ func Validate(w *workload.Workload) field.ErrorList {
 	}
 	v := &podValidator{w: w, spec: w.PodSpec(), path: w.SpecPath(), gate: workload.FindGate(w.PodSpec())}
 	errs = append(errs, v.validate()...)
+	errs = append(errs, validateExcludedContainers(w, v)...)
 	if w.Knative != nil {
 		errs = append(errs, validateKnative(w, v)...)
 	}

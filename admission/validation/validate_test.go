@@ -130,6 +130,19 @@ func TestValidationRules(t *testing.T) {
 			[]string{`spec.restartPolicy: Unsupported value: "Sometimes"`}},
 		{"pod grace period is not negative", strings.Replace(podWith(""), "spec:\n", "spec:\n  terminationGracePeriodSeconds: -1\n", 1),
 			[]string{"spec.terminationGracePeriodSeconds: Invalid value: -1"}},
+		// podgate.dev/exclude-containers names containers the gate aggregates.
+		{"excluding a sidecar and a native sidecar is fine", excluding("side, sc"), nil},
+		{"excluding an unknown container is refused", excluding("nope"),
+			[]string{`metadata.annotations[podgate.dev/exclude-containers]: Invalid value: "nope": no container "nope" among the containers and native sidecars the gate aggregates (app, side, sc)`}},
+		{"excluding the serving container is refused", excluding("app"),
+			[]string{`metadata.annotations[podgate.dev/exclude-containers]: Invalid value: "app": "app" is the serving container`}},
+		{"excluding a plain init container is refused", excluding("setup"),
+			[]string{`metadata.annotations[podgate.dev/exclude-containers]: Invalid value: "setup": no container "setup"`}},
+		{"empty names and duplicates are refused", excluding("side,,side"),
+			[]string{`metadata.annotations[podgate.dev/exclude-containers]: Invalid value: "side,,side": entry 2 is empty`,
+				`metadata.annotations[podgate.dev/exclude-containers]: Invalid value: "side,,side": "side" is listed twice`}},
+		{"a Deployment's annotation is the template's", strings.Replace(deploymentWith(""), "metadata: {labels: {app: d}}", "metadata: {labels: {app: d}, annotations: {podgate.dev/exclude-containers: nope}}", 1),
+			[]string{`spec.template.metadata.annotations[podgate.dev/exclude-containers]: Invalid value: "nope": no container "nope"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,4 +208,20 @@ func assertStrings(t *testing.T, what string, got, want []string, prefix bool) {
 			t.Errorf("%s[%d] = %q, want %q", what, i, got[i], want[i])
 		}
 	}
+}
+
+// excluding is a Pod with a serving container app, a sidecar side, a
+// native sidecar sc and a plain init container setup, whose
+// podgate.dev/exclude-containers annotation is value.
+func excluding(value string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {podgate.dev/exclude-containers: '" + value + "'}}\nspec:\n" +
+		"  initContainers:\n  - {name: setup, image: i}\n  - {name: sc, image: i, restartPolicy: Always}\n" +
+		"  containers:\n  - {name: app, image: i, ports: [{containerPort: 8080}]}\n  - {name: side, image: i}\n"
+}
+
+// deploymentWith is a Deployment d whose pod has a serving container app
+// with the extra lines.
+func deploymentWith(app string) string {
+	return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {app: d}}\n  template:\n" +
+		"    metadata: {labels: {app: d}}\n    spec:\n      containers:\n      - name: app\n        image: i\n        ports: [{containerPort: 8080}]\n" + indent(app, 8)
 }

@@ -33,7 +33,7 @@ var gateEnvNames = []string{
 	contract.EnvUserPort, contract.EnvContainerConcurrency, contract.EnvRevisionTimeoutSeconds,
 	contract.EnvServingNamespace, contract.EnvServingService, contract.EnvServingConfiguration,
 	contract.EnvServingRevision, contract.EnvServingPod, contract.EnvServingPodIP,
-	contract.EnvReadinessContainers, contract.EnvDelegatedReadiness, contract.EnvRoutedProbes,
+	contract.EnvReadinessContainers, contract.EnvDelegatedReadiness, contract.EnvRoutedProbes, contract.EnvWatchedProbes, contract.EnvExcludedContainers,
 	contract.EnvDrainQuietPeriod, contract.EnvStatusSource, contract.EnvContainers,
 	contract.EnvUpstreamHost, contract.EnvAdminPort, contract.EnvMetricsPort, contract.EnvAutoscalerPort, contract.EnvOnlyRouter,
 	"POD_IP", gatemain.EnvEnableRequestLog,

@@ -71,9 +71,22 @@ type Config struct {
 	DelegatedReadiness []string
 	// Containers is every container the gate answers for.
 	Containers []string
-	// RoutedProbes maps a container to its original liveness and startup
-	// probes, run by the gate when the kubelet calls /probe/….
-	RoutedProbes map[string]RoutedProbes
+	// WatchedProbes maps a container to its network liveness and startup
+	// probes (PODGATE_WATCHED_PROBES). The probes stay on their containers,
+	// where the kubelet runs them; the gate runs a copy of each liveness
+	// probe with the same timing, so it sees a kill coming without being
+	// in the kubelet's liveness path.
+	WatchedProbes map[string]ContainerProbes
+	// ProbesRouted: WatchedProbes came from PODGATE_ROUTED_PROBES, which an
+	// older podgate wrote when it routed the kubelet's liveness and
+	// startup probes through the gate's /probe/<container>/<kind>: the
+	// gate then counts the kubelet's calls there instead of watching.
+	ProbesRouted bool
+	// ExcludedContainers are left out of the aggregation
+	// (PODGATE_EXCLUDED_CONTAINERS, from the pod's
+	// ExcludeContainersAnnotation): the gate neither probes nor counts
+	// them, and lists them in /readyz?verbose.
+	ExcludedContainers []string
 
 	// DrainQuietPeriod: exit once no request arrived for this long.
 	DrainQuietPeriod time.Duration
@@ -93,15 +106,16 @@ type Config struct {
 	HandoffURL string
 }
 
-// RoutedProbes are a container's original liveness and startup probes.
-// Named ports are already resolved to numbers.
-type RoutedProbes struct {
+// ContainerProbes are a container's liveness and startup probes, as the
+// gate watches (or, for an older injection, routes) them. Named ports are
+// already resolved to numbers.
+type ContainerProbes struct {
 	Liveness *corev1.Probe `json:"liveness,omitempty"`
 	Startup  *corev1.Probe `json:"startup,omitempty"`
 }
 
-// Probe returns the routed probe of the given kind, or nil.
-func (r RoutedProbes) Probe(kind ProbeKind) *corev1.Probe {
+// Probe returns the probe of the given kind, or nil.
+func (r ContainerProbes) Probe(kind ProbeKind) *corev1.Probe {
 	switch kind {
 	case Liveness:
 		return r.Liveness

@@ -41,7 +41,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	c.ReadinessContainers = []string{"app", "side"}
 	c.DelegatedReadiness = []string{"checker"}
 	c.Containers = []string{"app", "side", "checker"}
-	c.RoutedProbes = map[string]RoutedProbes{"app": {
+	c.ExcludedContainers = []string{"log-shipper"}
+	c.WatchedProbes = map[string]ContainerProbes{"app": {
 		Liveness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/l", Port: intstr.FromInt32(3000), Scheme: "HTTP"}}, TerminationGracePeriodSeconds: &grace},
 	}}
 	c.DrainQuietPeriod = 12 * time.Second
@@ -63,6 +64,28 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, c) {
 		t.Errorf("round trip changed the config:\n got %+v\nwant %+v", got, c)
+	}
+}
+
+// An older podgate wrote PODGATE_ROUTED_PROBES (and routed the kubelet's
+// probes through /probe/…): the gate still reads it, knows it was routed,
+// and encodes it back under the old name.
+func TestDecodeReadsAnOlderInjectionsRoutedProbes(t *testing.T) {
+	env := map[string]string{EnvRoutedProbes: `{"app":{"liveness":{"tcpSocket":{"port":3000}}}}`}
+	c, err := Decode(getter(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.ProbesRouted || c.WatchedProbes["app"].Liveness == nil {
+		t.Fatalf("got routed %v, probes %+v; want the old variable read as routed", c.ProbesRouted, c.WatchedProbes)
+	}
+	enc := envMap(c.Encode())
+	if enc[EnvRoutedProbes] == "" || enc[EnvWatchedProbes] != "" {
+		t.Errorf("encoded %v, want the old variable only", enc)
+	}
+	c.ProbesRouted = false
+	if enc := envMap(c.Encode()); enc[EnvWatchedProbes] == "" || enc[EnvRoutedProbes] != "" {
+		t.Errorf("encoded %v, want the new variable only", enc)
 	}
 }
 
@@ -146,6 +169,10 @@ func TestDecodeRejectsMalformedValues(t *testing.T) {
 		{"containers count", map[string]string{EnvServingReadinessProbe: `{"tcpSocket":{"port":1}}`, EnvReadinessContainers: "a,b"}, `PODGATE_READINESS_CONTAINERS: names 2 containers but SERVING_READINESS_PROBE holds 1 probes`},
 		{"empty name", map[string]string{EnvContainers: "a,,b"}, `PODGATE_CONTAINERS: entry 2 of "a,,b" is empty`},
 		{"duplicate name", map[string]string{EnvContainers: "a,a"}, `PODGATE_CONTAINERS: "a" is listed twice`},
+		{"watched probe unknown field names its path", map[string]string{EnvWatchedProbes: `{"a":{"liveness":{"tcpSocket":{"port":1},"periodSecond":1}}}`}, `PODGATE_WATCHED_PROBES: not a JSON object of container → {liveness, startup}: a.liveness.periodSecond: Forbidden: unknown field`},
+		{"watched exec", map[string]string{EnvWatchedProbes: `{"a":{"liveness":{"exec":{"command":["x"]}}}}`}, `PODGATE_WATCHED_PROBES: a liveness probe: exec probes run in their container`},
+		{"watched and routed both set", map[string]string{EnvWatchedProbes: `{"a":{"liveness":{"tcpSocket":{"port":1}}}}`, EnvRoutedProbes: `{"a":{"liveness":{"tcpSocket":{"port":1}}}}`}, `PODGATE_ROUTED_PROBES: is set together with PODGATE_WATCHED_PROBES`},
+		{"excluded duplicate", map[string]string{EnvExcludedContainers: "a,a"}, `PODGATE_EXCLUDED_CONTAINERS: "a" is listed twice`},
 		{"routed not JSON", map[string]string{EnvRoutedProbes: `[1]`}, `PODGATE_ROUTED_PROBES: not a JSON object of container`},
 		{"routed unknown kind", map[string]string{EnvRoutedProbes: `{"a":{"readiness":{"tcpSocket":{"port":1}}}}`}, `PODGATE_ROUTED_PROBES: not a JSON object`},
 		{"routed exec", map[string]string{EnvRoutedProbes: `{"a":{"liveness":{"exec":{"command":["x"]}}}}`}, `PODGATE_ROUTED_PROBES: a liveness probe: exec probes run in their container`},

@@ -79,7 +79,8 @@ func decode(d decoder) (Config, error) {
 	}
 	c.DelegatedReadiness = d.names(EnvDelegatedReadiness)
 	c.Containers = d.names(EnvContainers)
-	c.RoutedProbes = d.routedProbes()
+	c.WatchedProbes, c.ProbesRouted = d.watchedProbes()
+	c.ExcludedContainers = d.names(EnvExcludedContainers)
 
 	if v := getenv(EnvDrainQuietPeriod); v != "" {
 		p, err := time.ParseDuration(v)
@@ -307,32 +308,42 @@ func (d *decoder) readinessProbes(multi bool) []*corev1.Probe {
 	return probes
 }
 
-func (d *decoder) routedProbes() map[string]RoutedProbes {
-	v := d.getenv(EnvRoutedProbes)
-	if v == "" {
-		return nil
+// watchedProbes reads PODGATE_WATCHED_PROBES, or an older injection's
+// PODGATE_ROUTED_PROBES (routed reports which). Both set is an error: one
+// injection writes one of them.
+func (d *decoder) watchedProbes() (m map[string]ContainerProbes, routed bool) {
+	name := EnvWatchedProbes
+	v := d.getenv(EnvWatchedProbes)
+	if old := d.getenv(EnvRoutedProbes); old != "" {
+		if v != "" {
+			d.fail(EnvRoutedProbes, "is set together with %s: one injection writes only one of them", EnvWatchedProbes)
+			return nil, false
+		}
+		name, v, routed = EnvRoutedProbes, old, true
 	}
-	var m map[string]RoutedProbes
+	if v == "" {
+		return nil, false
+	}
 	if err := strictJSON(v, &m, nil); err != nil {
-		d.fail(EnvRoutedProbes, "not a JSON object of container → {liveness, startup}: %v", err)
-		return nil
+		d.fail(name, "not a JSON object of container → {liveness, startup}: %v", err)
+		return nil, false
 	}
 	if len(m) == 0 {
-		return nil
+		return nil, false
 	}
 	for c, rp := range m {
 		if c == "" {
-			d.fail(EnvRoutedProbes, "a container name is empty")
+			d.fail(name, "a container name is empty")
 		}
 		for _, kind := range []ProbeKind{Liveness, Startup} {
 			if p := rp.Probe(kind); p != nil {
 				if err := runnable(p); err != nil {
-					d.fail(EnvRoutedProbes, "%s %s probe: %v", c, kind, err)
+					d.fail(name, "%s %s probe: %v", c, kind, err)
 				}
 			}
 		}
 	}
-	return m
+	return m, routed
 }
 
 // tls reads the TLS port and settings. queue-proxy parses its settings only

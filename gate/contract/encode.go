@@ -64,11 +64,7 @@ func (c Config) Encode() []corev1.EnvVar {
 	if len(c.Containers) > 0 {
 		add(EnvContainers, strings.Join(c.Containers, ","))
 	}
-	if len(c.RoutedProbes) > 0 {
-		// Map keys are sorted by encoding/json: the output is stable.
-		b, _ := json.Marshal(c.RoutedProbes)
-		add(EnvRoutedProbes, string(b))
-	}
+	env = c.encodeWatched(env)
 	add(EnvDrainQuietPeriod, c.DrainQuietPeriod.String())
 	add(EnvStatusSource, c.StatusSource)
 	if c.OnlyRouter != "" {
@@ -91,6 +87,24 @@ func (c Config) Encode() []corev1.EnvVar {
 	}
 	if c.AutoscalerPort != d.AutoscalerPort {
 		add(EnvAutoscalerPort, strconv.Itoa(c.AutoscalerPort))
+	}
+	return env
+}
+
+// encodeWatched appends PODGATE_WATCHED_PROBES (or, as it was read, an
+// older injection's PODGATE_ROUTED_PROBES) and PODGATE_EXCLUDED_CONTAINERS.
+func (c Config) encodeWatched(env []corev1.EnvVar) []corev1.EnvVar {
+	if len(c.WatchedProbes) > 0 {
+		// Map keys are sorted by encoding/json: the output is stable.
+		b, _ := json.Marshal(c.WatchedProbes)
+		name := EnvWatchedProbes
+		if c.ProbesRouted {
+			name = EnvRoutedProbes
+		}
+		env = append(env, corev1.EnvVar{Name: name, Value: string(b)})
+	}
+	if len(c.ExcludedContainers) > 0 {
+		env = append(env, corev1.EnvVar{Name: EnvExcludedContainers, Value: strings.Join(c.ExcludedContainers, ",")})
 	}
 	return env
 }

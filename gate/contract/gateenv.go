@@ -66,10 +66,21 @@ const (
 	// which the gate cannot run); the gate learns their verdict from the
 	// status source.
 	EnvDelegatedReadiness = "PODGATE_DELEGATED_READINESS"
-	// EnvRoutedProbes is a JSON object: container name → {"liveness":
-	// probe, "startup": probe}, the original probes the kubelet now reaches
-	// through the gate's /probe/<container>/<kind> endpoint.
+	// EnvWatchedProbes is a JSON object: container name → {"liveness":
+	// probe, "startup": probe}, the network liveness and startup probes
+	// that stay on their containers and of which the gate runs a copy of
+	// each liveness probe itself (a watched probe): it takes a container
+	// out of traffic as its liveness fails, before the kubelet's kill,
+	// without being in the kubelet's liveness path.
+	EnvWatchedProbes = "PODGATE_WATCHED_PROBES"
+	// EnvRoutedProbes is EnvWatchedProbes' format as an older podgate
+	// wrote it, when the kubelet reached those probes through the gate's
+	// /probe/<container>/<kind>: still read, for pods injected then (the
+	// gate answers /probe/… and counts those calls, as it did).
 	EnvRoutedProbes = "PODGATE_ROUTED_PROBES"
+	// EnvExcludedContainers names, comma-separated, the containers the
+	// pod's ExcludeContainersAnnotation leaves out of the aggregation.
+	EnvExcludedContainers = "PODGATE_EXCLUDED_CONTAINERS"
 	// EnvDrainQuietPeriod is how long no request may arrive before a
 	// draining gate exits (Go duration, e.g. "30s").
 	EnvDrainQuietPeriod = "PODGATE_DRAIN_QUIET_PERIOD"
@@ -119,8 +130,23 @@ const (
 
 	// DrainPath blocks a container's preStop until the gate has drained.
 	DrainPath = "/wait-for-drain"
-	// ProbePathPrefix starts /probe/<container>/<liveness|startup>.
+	// ProbePathPrefix starts /probe/<container>/<liveness|startup>, where
+	// pods injected by an older podgate route their liveness and startup
+	// probes (the injector no longer writes it; the gate still answers).
 	ProbePathPrefix = "/probe/"
+	// GateReadyPath (admin port) answers for the gate itself only: it
+	// serves, it is not draining, its status source has reported. The
+	// injected gate container's kubelet readiness probe calls it, so the
+	// gate container is not marked unready for another container's
+	// failure (that container's own probe and the gate's pod condition
+	// say so).
+	GateReadyPath = "/readyz/gate"
+
+	// ExcludeContainersAnnotation on a pod (template) names,
+	// comma-separated, containers the gate does not aggregate: it neither
+	// probes nor counts them (their own readiness still counts for the
+	// pod's Ready on a kubelet).
+	ExcludeContainersAnnotation = "podgate.dev/exclude-containers"
 
 	// Status sources other than a control API URL.
 	StatusSourceKubernetes = "kubernetes"

@@ -24,6 +24,9 @@ type state struct {
 	// aggressive is Knative's periodSeconds: 0 mode.
 	timing     prober.Config
 	aggressive bool
+	// liveTiming is the watched liveness probe's, with the kubelet's
+	// defaults applied.
+	liveTiming prober.Config
 	// fastProbe is what fast mode runs: the readiness probe, or for a
 	// serving container without one a TCP check of its port, so a
 	// container marked down by the proxy can be seen coming back.
@@ -142,6 +145,12 @@ type Options struct {
 	OnChange func(ready bool, reasons string)
 	// OnAttempt is called after every probe attempt (lock not held).
 	OnAttempt func(container string, out probe.Outcome)
+	// OnWatched is called after every tick of a watched liveness probe
+	// (lock not held).
+	OnWatched func(container string, out probe.Outcome)
+	// Excluded are containers left out of the aggregation
+	// (contract.ExcludeContainersAnnotation): only Report names them.
+	Excluded []string
 }
 
 // Aggregator keeps the readiness of every container of the pod current:
@@ -203,6 +212,9 @@ func New(containers []Container, opts Options) *Aggregator {
 			c.probesUserPort = true
 		}
 		c.fastProbe = s.Probe
+		if s.Liveness != nil {
+			c.liveTiming, _ = prober.Timing(s.Liveness, false)
+		}
 		if s.Probe != nil {
 			c.timing, c.aggressive = prober.Timing(s.Probe, true)
 		} else if s.Serving && opts.UserPort > 0 {
@@ -238,10 +250,18 @@ func (a *Aggregator) Serving() string { return a.serving.Name }
 func (a *Aggregator) ServingSpeaksH2C() bool { return a.servingH2C.Load() }
 
 // Start runs one probe worker per container that has something to probe,
-// until ctx ends; wait blocks until they all returned.
+// and one per watched liveness probe, until ctx ends; wait blocks until
+// they all returned.
 func (a *Aggregator) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	for _, c := range a.containers {
+		if c.Liveness != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.watchLiveness(ctx, c)
+			}()
+		}
 		if c.fastProbe == nil {
 			continue
 		}
@@ -284,7 +304,9 @@ func (a *Aggregator) ServingBack() <-chan struct{} {
 	return a.back
 }
 
-// LivenessResult records one run of a container's routed liveness probe.
+// LivenessResult records one run of a container's liveness probe: a tick
+// of the gate's watched copy, or the kubelet's call of an older
+// injection's routed probe.
 // failureThreshold is that probe's (the kubelet kills at it): readiness is
 // dropped once the failures are one short of it, so traffic leaves before
 // the kill instead of after the restart (docs/facts.md §3, seed 004).
@@ -405,6 +427,11 @@ type ContainerReport struct {
 	Probe     string // the gate's own probe: handler and schedule, or ""
 	Delegated bool
 	Serving   bool
+	// Excluded: left out of the aggregation by the pod's annotation; the
+	// other fields are empty.
+	Excluded bool
+	// Watched describes the watched liveness probe, or "".
+	Watched string
 	// Last probe attempt.
 	LastResult  string
 	LastMessage string
@@ -426,10 +453,19 @@ func (a *Aggregator) Report() []ContainerReport {
 		if c.Probe != nil {
 			r.Probe = describeProbe(c.Probe, c.timing, c.aggressive)
 		}
+		if c.Liveness != nil {
+			r.Watched = "liveness watched: " + describeProbe(c.Liveness, c.liveTiming, false)
+			if c.liveFails > 0 {
+				r.Watched += fmt.Sprintf(", %d failure(s) in a row", c.liveFails)
+			}
+		}
 		if c.attempts > 0 {
 			r.LastResult, r.LastMessage = c.last.Result.String(), c.last.Message
 		}
 		out = append(out, r)
+	}
+	for _, name := range a.opts.Excluded {
+		out = append(out, ContainerReport{Name: name, Ready: true, Excluded: true})
 	}
 	return out
 }

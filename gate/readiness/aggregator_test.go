@@ -127,13 +127,13 @@ func TestContainers(t *testing.T) {
 		{"no probes: always ready, still one serving container",
 			contract.Config{},
 			[]spec{{"user-container", false, false, true}}},
-		{"injected env: named probes, other containers, delegated and routed",
+		{"injected env: named probes, other containers, delegated and watched",
 			contract.Config{
 				ReadinessProbes:     []*corev1.Probe{tcp, grpc},
 				ReadinessContainers: []string{"web", "cache"},
 				Containers:          []string{"web", "cache", "logger", "exec"},
 				DelegatedReadiness:  []string{"web", "exec"},
-				RoutedProbes:        map[string]contract.RoutedProbes{"zeta": {}, "alpha": {}},
+				WatchedProbes:       map[string]contract.ContainerProbes{"zeta": {}, "alpha": {}},
 			},
 			[]spec{
 				{"web", true, true, true}, {"cache", true, false, false}, {"logger", false, false, false},

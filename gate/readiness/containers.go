@@ -24,6 +24,14 @@ type Container struct {
 	Delegated bool
 	// Serving: the container the gate's traffic goes to (exactly one).
 	Serving bool
+	// Liveness is the container's network liveness probe, which stays on
+	// the container (the kubelet runs it) and of which the gate runs a
+	// copy with the same timing: a watched probe. As its failures near the
+	// kubelet's threshold the container counts as not ready, so traffic
+	// leaves before the kill. nil for none, or when the kubelet reaches
+	// the probe through the gate (an older injection's routed probes,
+	// counted as the kubelet calls).
+	Liveness *corev1.Probe
 }
 
 // Containers lists the containers of cfg, serving container first,
@@ -31,6 +39,7 @@ type Container struct {
 // PODGATE_DELEGATED_READINESS. The serving container is the first of
 // PODGATE_CONTAINERS (the injector lists it first: in a Pod it may have no
 // readiness probe in the gate at all), else the owner of the first probe.
+// Containers named in PODGATE_EXCLUDED_CONTAINERS are left out.
 // Without PODGATE_READINESS_CONTAINERS (plain Knative), probe 0 belongs to
 // the serving container and the others are named container-1,
 // container-2, … in their order.
@@ -73,13 +82,26 @@ func Containers(cfg contract.Config) ([]Container, error) {
 	for _, name := range cfg.DelegatedReadiness {
 		add(name).Delegated = true
 	}
-	routed := make([]string, 0, len(cfg.RoutedProbes))
-	for name := range cfg.RoutedProbes {
-		routed = append(routed, name)
+	watched := make([]string, 0, len(cfg.WatchedProbes))
+	for name := range cfg.WatchedProbes {
+		watched = append(watched, name)
 	}
-	slices.Sort(routed)
-	for _, name := range routed {
-		add(name)
+	slices.Sort(watched)
+	for _, name := range watched {
+		s := add(name)
+		if !cfg.ProbesRouted {
+			s.Liveness = cfg.WatchedProbes[name].Liveness
+		}
 	}
-	return specs, nil
+	if len(cfg.ExcludedContainers) == 0 {
+		return specs, nil
+	}
+	if slices.Contains(cfg.ExcludedContainers, serving) {
+		return nil, fmt.Errorf("%s: the serving container %q cannot be excluded: the gate's traffic goes to it", contract.EnvExcludedContainers, serving)
+	}
+	// Excluded containers are neither probed nor counted, whatever else
+	// the configuration says of them.
+	return slices.DeleteFunc(specs, func(c Container) bool {
+		return slices.Contains(cfg.ExcludedContainers, c.Name)
+	}), nil
 }

@@ -3,8 +3,10 @@
 // in the background with kubelet semantics (initial delay, period,
 // timeout, thresholds, the fixed-rate grid), aggressively while a
 // periodSeconds: 0 probe is not ready yet or while a container is marked
-// down, and folds in what the gate learns elsewhere: the routed liveness
-// and startup probes' results, a refused connection, and the status
+// down, runs a copy of each container's liveness probe (a watched probe:
+// the container leaves traffic one failure before the kubelet's kill),
+// and folds in what the gate learns elsewhere: an older injection's routed
+// liveness and startup probes' results, a refused connection, and the status
 // source's container statuses (the only word on containers whose exec
 // readiness probe stays with the node agent or kubelet). The aggregate
 // is one atomic value, so a health check costs a load.

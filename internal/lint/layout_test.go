@@ -47,7 +47,7 @@ var parts = []part{
 	{"admission/workload", "Pods, Deployments and Knative Services as manifests: loading with field paths, defaults", []string{"probe", "gate/contract", "internal"}},
 	{"admission", "what a workload may be and the gate's place in it: validation with field paths, the gate's injection, the admission webhook", []string{"admission/workload", "probe", "gate/contract", "internal"}},
 	{"node", "the kubelet: processes, probes, restarts, hooks, termination, status, events (`node`); on a cluster (`node/kube`); pod network namespaces (`node/netns`); it knows pods, not workloads", []string{"probe", "gate/contract", "internal"}},
-	{"gate", "the sidecar: aggregated readiness of every container, ride-through proxy, drain, routed probes, queue-proxy's contract", []string{"probe", "gate/contract", "internal"}},
+	{"gate", "the sidecar: aggregated readiness of every container, ride-through proxy, drain, watched liveness probes, queue-proxy's contract", []string{"probe", "gate/contract", "internal"}},
 	{"activator", "the front door: health-aware balancing, holding, timeouts; backends from informers; its server and metrics", []string{"record", "gate/contract", "internal"}},
 	{"record/kubewatch", "a recording's facts from the API (client-go informers), against `podgate run` or a cluster alike", []string{"record", "gate/contract", "internal"}},
 	{"local", "`podgate run`: the node, the control plane's controllers, the embedded API server and store, the front door, composed and started in order; `podgate get`'s client side", []string{"node", "activator", "admission", "admission/workload", "gate", "probe", "record", "record/kubewatch", "gate/contract", "internal"}},

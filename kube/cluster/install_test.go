@@ -233,6 +233,10 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 	t.Run("a gate writes the status of its own pod only", func(t *testing.T) {
 		testGateOwnPodPolicy(t, u)
 	})
+
+	t.Run("an injected pod's status blames its failing sidecar, and a stopped gate restarts nothing", func(t *testing.T) {
+		testInjectedProbesOnACluster(t, u)
+	})
 }
 
 // testGatesRunTheGateImage checks that the gate processes of the
