@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/podgate/podgate/test/freeport"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -57,16 +58,7 @@ func hostPort(t *testing.T, rawURL string) (string, int) {
 }
 
 // freePort returns a loopback port nothing listens on (it was just closed).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	return p
-}
+func freePort(t *testing.T) int { return freeport.Port(t, "") }
 
 // newIPv6Server serves h on [::1], or skips when this machine has no IPv6
 // loopback.

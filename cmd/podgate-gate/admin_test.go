@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/test/freeport"
 	"github.com/podgate/podgate/test/queueenv"
 )
 
@@ -31,15 +32,7 @@ func podAddr(t *testing.T, n int) string {
 }
 
 // freePortOn is a port nobody listens on right now at ip.
-func freePortOn(t *testing.T, ip string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePortOn(t *testing.T, ip string) int { return freeport.Port(t, ip) }
 
 // client dials from src (the kernel's choice, 127.0.0.1, when empty).
 func client(src string) *http.Client {

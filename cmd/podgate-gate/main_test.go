@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podgate/podgate/test/freeport"
 	"go.uber.org/goleak"
 )
 
@@ -41,15 +42,7 @@ func gateBinary(t *testing.T) string {
 }
 
 // freePort is a loopback port nobody listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return freeport.Port(t, "") }
 
 func TestTheGateBinaryIsTheGate(t *testing.T) {
 	bin := gateBinary(t)

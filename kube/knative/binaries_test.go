@@ -20,6 +20,7 @@ import (
 
 	"github.com/podgate/podgate/internal/k8sbin"
 	"github.com/podgate/podgate/kube/controlplane"
+	"github.com/podgate/podgate/test/freeport"
 )
 
 // envBin names hack/knative-build.sh's bin directory for the tests that
@@ -175,35 +176,10 @@ func startControlPlane(t *testing.T) *controlplane.ControlPlane {
 }
 
 // freePort is a loopback TCP port nobody listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return freeport.Port(t, "") }
 
 // freeUDPAndTCPPort is a loopback port free for both (DNS serves both).
-func freeUDPAndTCPPort(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := pc.LocalAddr().(*net.UDPAddr).Port
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		pc.Close()
-		if err == nil {
-			ln.Close()
-			return port
-		}
-	}
-	t.Fatal("no loopback port free for both UDP and TCP")
-	return 0
-}
+func freeUDPAndTCPPort(t *testing.T) int { return freeport.TCPAndUDP(t, "") }
 
 // waitHTTP200 polls url until it answers 200, for a minute.
 func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {
