@@ -88,6 +88,11 @@ const (
 	// "kubernetes", "none", or the http:// URL of the local node agent's
 	// control API.
 	EnvStatusSource = "PODGATE_STATUS_SOURCE"
+	// EnvHostIP is the node's address (the downward API's status.hostIP),
+	// set by the injection before EnvStatusSource so that the status
+	// source can name the node status service on it as
+	// http://$(PODGATE_HOST_IP):9026 (NodeStatusPort).
+	EnvHostIP = "PODGATE_HOST_IP"
 	// EnvContainers names, comma-separated, every container of the pod the
 	// gate answers for (all but the gate itself).
 	EnvContainers = "PODGATE_CONTAINERS"
