@@ -56,8 +56,12 @@ func TestARecordingBlamesTheFailingSidecarNotTheGate(t *testing.T) {
 `), inject.Options{})
 	h.waitEvent("blame", "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503")
 	p := h.waitPod("blame", "the gate ready, the sidecar not", func(p *corev1.Pod) bool {
+		// The gate's condition follows the containers' statuses by a
+		// write: wait for the one that names only the sidecar, not for
+		// the first False (at the start it names the app too).
 		return containerStatus(p, contract.GateContainerName).Ready && containerStatus(p, "app").Ready &&
-			!containerStatus(p, "side").Ready && conditionStatus(p, contract.ContainersReadyCondition) == "False"
+			!containerStatus(p, "side").Ready && conditionStatus(p, contract.ContainersReadyCondition) == "False" &&
+			!strings.Contains(conditionMessage(p, contract.ContainersReadyCondition), "app (")
 	})
 	if podReady(p) {
 		t.Error("the pod is Ready while its sidecar is not")
@@ -133,4 +137,14 @@ func TestARecordingBlamesTheFailingSidecarNotTheGate(t *testing.T) {
 	if failedProbes["side"] == 0 || len(failedProbes) != 1 {
 		t.Errorf("timeline's failed readiness probes per container %v, want the sidecar's only once the pod settled", failedProbes)
 	}
+}
+
+// conditionMessage is the message of p's condition of type t, "" without one.
+func conditionMessage(p *corev1.Pod, t string) string {
+	for _, c := range p.Status.Conditions {
+		if string(c.Type) == t {
+			return c.Message
+		}
+	}
+	return ""
 }
