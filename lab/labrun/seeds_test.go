@@ -40,7 +40,7 @@ func TestTheSeedScenarioFilesPass(t *testing.T) {
 	var out bytes.Buffer
 	began := time.Now()
 	results, err := Run(t.Context(), Config{
-		Binary: podgateBin, RecordDir: dir, PodCIDR: "127.0.110.0/24", Parallel: len(scenarios), Table: true, Out: &out,
+		Binary: podgateBin, RecordDir: dir, PodCIDR: "127.0.20.0/24", Parallel: len(scenarios), Table: true, Out: &out,
 	}, scenarios)
 	if err != nil {
 		t.Fatal(err)
