@@ -34,7 +34,8 @@ func (p *pod) startContainer(c *container) {
 	pathEnv, _ := c.cfg.Env.Get("PATH")
 	path, err := images.LookPath(c.cfg.Argv[0], c.cfg.Dir, pathEnv)
 	if err != nil {
-		p.startFailed(c, fmt.Errorf("exec: %w", err))
+		// Already "exec: \"NAME\": …", what runc reports to the kubelet.
+		p.startFailed(c, err)
 		return
 	}
 
