@@ -307,8 +307,12 @@ func (r *run) wait(ctx context.Context, sigs <-chan os.Signal, stack *closers) e
 		if w.IsInjected() {
 			via = fmt.Sprintf("through the gate on port %d", contract.GatePort)
 		}
-		fmt.Fprintf(r.cfg.Stderr, "podgate: running %s (namespace %s, serving container %s on port %d, %s)\n",
-			w.ID(), w.Namespace, w.ServingContainer, w.ServingPort, via)
+		port := fmt.Sprintf("on port %d", w.ServingPort)
+		if w.ServingPortUndeclared && w.Knative == nil { // $PORT is Knative's contract
+			port = fmt.Sprintf("declaring no port, so on $PORT %d", w.ServingPort)
+		}
+		fmt.Fprintf(r.cfg.Stderr, "podgate: running %s (namespace %s, serving container %s %s, %s)\n",
+			w.ID(), w.Namespace, w.ServingContainer, port, via)
 	}
 	r.door.PrintCurls(r.cfg.Stderr)
 	select {

@@ -85,10 +85,11 @@ func TestDeploymentReplicas(t *testing.T) {
 
 func TestServingContainer(t *testing.T) {
 	tests := []struct {
-		name      string
-		manifest  string
-		container string
-		port      int32
+		name       string
+		manifest   string
+		container  string
+		port       int32
+		undeclared bool
 	}{{
 		name:      "pod: first container with a TCP port",
 		manifest:  "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: i, ports: [{containerPort: 53, protocol: UDP}]}\n  - {name: b, image: i, ports: [{containerPort: 9000}, {containerPort: 9001}]}\n",
@@ -96,7 +97,7 @@ func TestServingContainer(t *testing.T) {
 	}, {
 		name:      "pod without ports: first container on 8080",
 		manifest:  "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: i}\n  - {name: b, image: i}\n",
-		container: "a", port: 8080,
+		container: "a", port: 8080, undeclared: true,
 	}, {
 		name:      "knative: the container with the port, wherever it is",
 		manifest:  ksvc("      - {name: side, image: i}\n      - {name: main, image: i, ports: [{containerPort: 3000}]}\n"),
@@ -104,13 +105,20 @@ func TestServingContainer(t *testing.T) {
 	}, {
 		name:      "knative: a port without a number is 8080",
 		manifest:  ksvc("      - {image: i, ports: [{name: h2c}]}\n"),
-		container: "user-container", port: 8080,
+		container: "user-container", port: 8080, undeclared: true,
+	}, {
+		name:      "knative without ports: the only container on 8080",
+		manifest:  ksvc("      - {image: i}\n"),
+		container: "user-container", port: 8080, undeclared: true,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := one(t, tt.manifest)
 			if w.ServingContainer != tt.container || w.ServingPort != tt.port {
 				t.Errorf("serving %s:%d, want %s:%d", w.ServingContainer, w.ServingPort, tt.container, tt.port)
+			}
+			if w.ServingPortUndeclared != tt.undeclared {
+				t.Errorf("serving port undeclared %v, want %v", w.ServingPortUndeclared, tt.undeclared)
 			}
 		})
 	}

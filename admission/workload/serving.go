@@ -19,7 +19,7 @@ import (
 func pickServingContainer(w *Workload) {
 	cs := w.PodSpec().Containers
 	gate := FindGate(w.PodSpec())
-	w.ServingContainer, w.ServingPort = "", contract.KnativeUserPort
+	w.ServingContainer, w.ServingPort, w.ServingPortUndeclared = "", contract.KnativeUserPort, false
 	first := -1
 	for i := range cs {
 		if gate.IsContainer(i) {
@@ -36,11 +36,13 @@ func pickServingContainer(w *Workload) {
 			if p.ContainerPort != 0 {
 				w.ServingPort = p.ContainerPort
 			}
+			w.ServingPortUndeclared = p.ContainerPort == 0
 			return
 		}
 	}
 	if first >= 0 {
 		w.ServingContainer = cs[first].Name
+		w.ServingPortUndeclared = true
 	}
 }
 

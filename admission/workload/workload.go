@@ -45,6 +45,9 @@ type Workload struct {
 	// ServingPort its port (Knative's user port).
 	ServingContainer string
 	ServingPort      int32
+	// ServingPortUndeclared: the serving container declares no port, so
+	// ServingPort is Knative's default, what its $PORT says.
+	ServingPortUndeclared bool
 
 	// Knative is set for Knative Services only.
 	Knative *KnativeSettings

@@ -495,6 +495,28 @@ spec:
 	}
 }
 
+// A Pod that declares no port still gets traffic on $PORT (8080, Knative's
+// contract), but podgate must not announce a port the manifest never named.
+func TestRunSaysWhenTheServingContainerDeclaresNoPort(t *testing.T) {
+	bin := podgateBinary(t)
+	manifest := runManifest(t, `apiVersion: v1
+kind: Pod
+metadata: {name: portless}
+spec:
+  containers:
+  - name: app
+    image: ghcr.io/podgate/testapp
+`)
+	r := runStart(t, bin, "-f", manifest, "--pod-cidr", "127.0.66.0/24")
+	r.waitFor(r.errOut, regexp.MustCompile(regexp.QuoteMeta("podgate: running Pod/portless (namespace default, serving container app declaring no port, so on $PORT 8080, through the gate on port 8012)")))
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.exit(); code != 0 {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+}
+
 // runScrape gets and parses a Prometheus text exposition.
 func runScrape(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
 	t.Helper()
