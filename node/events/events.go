@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,13 @@ const (
 	ComponentKubelet   = "kubelet"
 	ComponentScheduler = "default-scheduler"
 )
+
+// ReminderEvery is how often a repeating event is logged again: its
+// first occurrence is logged at once, its repeats are counted in the
+// event (as the kubelet's recorder does) and logged once a ReminderEvery
+// with how many there were, so an unready pod probed every second does
+// not write a line a second for as long as it stays so.
+const ReminderEvery = time.Minute
 
 // DefaultLimit bounds how many events a Recorder keeps; the oldest go
 // first (the API server expires events after an hour instead).
@@ -77,23 +85,32 @@ type Recorder struct {
 	// others are names another writer (the scheduler) took.
 	others map[nsName]bool
 	fifo   []nsName
+	// logged is when each event was last logged and how many repeats
+	// were counted since.
+	logged map[key]*logLine
+}
+
+type logLine struct {
+	at      time.Time
+	repeats int
 }
 
 // New returns a Recorder writing to store, stamping events with clk's
 // time and node as the kubelet's source host, keeping at most limit
-// events (DefaultLimit when limit <= 0). Every occurrence is logged on
-// log at Info, or Warn for a Warning.
+// events (DefaultLimit when limit <= 0). Events are logged on log at
+// Info, or Warn for a Warning: the first occurrence, then a reminder once
+// a ReminderEvery while it repeats.
 func New(store Writer, clk clock.PassiveClock, node string, limit int, log *slog.Logger) *Recorder {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	return &Recorder{store: store, clock: clk, node: node, limit: limit, log: log,
-		byKey: map[key]string{}, names: map[nsName]key{}, others: map[nsName]bool{}}
+		byKey: map[key]string{}, names: map[nsName]key{}, others: map[nsName]bool{}, logged: map[key]*logLine{}}
 }
 
 // Record writes the event synchronously: when it returns, watchers can see
-// it (the node agent's ordering relies on that). Every occurrence is
-// logged.
+// it (the node agent's ordering relies on that). Its first occurrence is
+// logged, its repeats once a ReminderEvery.
 func (r *Recorder) Record(obj Object, ev Event) { r.write(obj, ev, true) }
 
 // RecordQuietly is Record, but a repeat of an event already recorded is
@@ -106,12 +123,8 @@ func (r *Recorder) write(obj Object, ev Event, logRepeat bool) {
 	now := metav1.NewTime(r.clock.Now())
 	k := key{obj, ev}
 	_, repeat := r.byKey[k]
-	if logRepeat || !repeat {
-		level := slog.LevelInfo
-		if ev.Type == corev1.EventTypeWarning {
-			level = slog.LevelWarn
-		}
-		r.log.Log(context.Background(), level, ev.Message, "pod", obj.Namespace+"/"+obj.Name, "reason", ev.Reason, "field", ev.FieldPath)
+	if !repeat || logRepeat {
+		r.logOccurrence(k, now.Time, repeat)
 	}
 	if repeat && r.bump(k, now) {
 		return
@@ -125,6 +138,26 @@ func (r *Recorder) write(obj Object, ev Event, logRepeat bool) {
 	r.names[at] = k
 	r.fifo = append(r.fifo, at)
 	r.evictPastLimit()
+}
+
+// logOccurrence logs a first occurrence at once, and a repeat only when
+// ReminderEvery has passed since the event's last line, with the repeats
+// counted since.
+func (r *Recorder) logOccurrence(k key, now time.Time, repeat bool) {
+	attrs := []any{"pod", k.obj.Namespace + "/" + k.obj.Name, "reason", k.Reason, "field", k.FieldPath}
+	if st := r.logged[k]; repeat && st != nil {
+		st.repeats++
+		if now.Sub(st.at) < ReminderEvery {
+			return
+		}
+		attrs = append(attrs, "repeated", st.repeats, "in", now.Sub(st.at).Round(time.Second).String())
+	}
+	r.logged[k] = &logLine{at: now}
+	level := slog.LevelInfo
+	if k.Type == corev1.EventTypeWarning {
+		level = slog.LevelWarn
+	}
+	r.log.Log(context.Background(), level, k.Message, attrs...)
 }
 
 // bump counts a repeat on the stored event; false when that event is
@@ -142,6 +175,7 @@ func (r *Recorder) bump(k key, now metav1.Time) bool {
 		return true
 	}
 	delete(r.byKey, k)
+	delete(r.logged, k)
 	return false
 }
 
@@ -188,6 +222,7 @@ func (r *Recorder) evictPastLimit() {
 		_ = r.store.DeleteEvent(old.namespace, old.name)
 		if k, ok := r.names[old]; ok {
 			delete(r.byKey, k)
+			delete(r.logged, k)
 			delete(r.names, old)
 		}
 	}

@@ -3,6 +3,7 @@ package events
 import (
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/podgate/podgate/local/controllers"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/test/syncbuf"
 )
 
 func TestEventRecorder(t *testing.T) {
@@ -73,4 +75,40 @@ func TestEventRecorder(t *testing.T) {
 			t.Error("an evicted event's repeat was not recorded anew")
 		}
 	})
+}
+
+func TestARepeatingEventIsLoggedOnceThenReminded(t *testing.T) {
+	t.Parallel()
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var log syncbuf.Buffer
+	r := New(controllers.NewEvents(objstore.New(objstore.Options{})), fc, "node", 0, slog.New(slog.NewTextHandler(&log, nil)))
+	pod := Object{"default", "web", "uid-1"}
+	unready := Event{"spec.containers{c}", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: x", ComponentKubelet}
+	lines := func() []string { return strings.Split(strings.TrimSpace(log.String()), "\n") }
+
+	r.Record(pod, unready)
+	for range 59 { // a probe a second for a minute less a second
+		fc.Step(time.Second)
+		r.Record(pod, unready)
+	}
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], `msg="Readiness probe failed: x"`) || strings.Contains(got[0], "repeated") {
+		t.Fatalf("after 60 occurrences in 59 s, the log is %q, want the first line only", got)
+	}
+	fc.Step(time.Second)
+	r.Record(pod, unready)
+	got := lines()
+	if len(got) != 2 || !strings.Contains(got[1], "repeated=60 in=1m0s") || !strings.Contains(got[1], "level=WARN") {
+		t.Fatalf("a minute after the first line, the log is %q, want a reminder counting 60 repeats", got)
+	}
+	// A change is logged at once, and so is its own first occurrence.
+	r.Record(pod, Event{"spec.containers{c}", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: y", ComponentKubelet})
+	if got := lines(); len(got) != 3 || !strings.Contains(got[2], `msg="Readiness probe failed: y"`) {
+		t.Fatalf("a new message is not logged at once: %q", got)
+	}
+	// RecordQuietly never logs a repeat, not even a reminder.
+	fc.Step(2 * ReminderEvery)
+	r.RecordQuietly(pod, unready)
+	if got := lines(); len(got) != 3 {
+		t.Fatalf("RecordQuietly logged a repeat: %q", got)
+	}
 }
