@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,6 +148,39 @@ func TestPageInChromium(t *testing.T) {
 			t.Errorf("a double click shows up to %s ms, want the whole 30000", to)
 		}
 	})
+	if p := b.Problems(); len(p) > 0 {
+		t.Errorf("the page raised script or console errors: %v", p)
+	}
+}
+
+// A Knative pod's name makes an endpoint's label longer than the room left
+// of the plot; right-aligned, it used to start left of the picture, cut.
+func TestLongLaneLabelsStayInsideThePicture(t *testing.T) {
+	const pod = "hello-00001-deployment-5d8f7b9c4-x2x7z"
+	s := &fixtures.Scenario{}
+	s.StartPod(0, pod, "10.244.0.12", true)
+	s.Request(2, pod, 200, "", 0, false)
+	h, facts := s.RoundTrip(t, "a pod with a long name")
+	m, err := timeline.Build(h, facts, timeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := HTML(&page, m, timeline.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b := headless.Start(t, 1280, 800)
+	b.Do(t, chromedp.Navigate(servePage(t, page.Bytes())))
+	b.Poll(t, `document.readyState === "complete" && document.querySelectorAll("text.lane-label").length > 0`, 30*time.Second)
+	outside := headless.Eval[[]string](t, b, `[...document.querySelectorAll("#timeline text.lane-label, #timeline text.tick-label")]
+	  .filter(t => t.getBBox().x < 0).map(t => t.textContent)`)
+	if len(outside) > 0 {
+		t.Errorf("labels starting left of the picture: %q", outside)
+	}
+	full := headless.Eval[string](t, b, `(() => { const t = document.querySelector('#timeline g[data-lane="endpoint"] text.lane-label title'); return t ? t.textContent : ""; })()`)
+	if !strings.Contains(full, pod) {
+		t.Errorf("the endpoint label's tooltip is %q, want the whole label with %s", full, pod)
+	}
 	if p := b.Problems(); len(p) > 0 {
 		t.Errorf("the page raised script or console errors: %v", p)
 	}

@@ -186,11 +186,63 @@ func indexOf(list []string, v string) int {
 	return 0
 }
 
+// labelRoom is the width, in pixels, a lane's label may take left of the
+// plot: it is drawn right-aligned at plotX0-8, so a longer one would start
+// left of the picture and be clipped.
+const labelRoom = plotX0 - 8 - 4
+
+// laneLabel draws a lane's label, right-aligned before the plot. A label
+// too long for the room loses its start (the end of a pod's name and an
+// address tell lanes apart), and the whole label is its tooltip.
+func (s *svgWriter) laneLabel(y int, label string) {
+	shown := fitLeft(label, labelRoom)
+	if shown == label {
+		s.printf(`<text class="lane-label" x="%d" y="%d">%s</text>`, plotX0-8, y, esc(label))
+		return
+	}
+	s.printf(`<text class="lane-label" x="%d" y="%d">%s<title>%s</title></text>`, plotX0-8, y, esc(shown), esc(label))
+}
+
+// fitLeft is label, its start cut for "…" until it is at most room
+// pixels wide in the lanes' font (11 px DejaVu Sans, svg.css).
+func fitLeft(label string, room float64) string {
+	rs := []rune(label)
+	if textWidth(rs) <= room {
+		return label
+	}
+	room -= textWidth([]rune("…"))
+	for len(rs) > 0 && textWidth(rs) > room {
+		rs = rs[1:]
+	}
+	return "…" + string(rs)
+}
+
+// textWidth estimates rs's width at 11 px in DejaVu Sans from its
+// glyphs' advance widths (in em), rounded up per class so that the
+// estimate is never short: a label estimated to fit does.
+func textWidth(rs []rune) float64 {
+	const px = 11
+	w := 0.0
+	for _, r := range rs {
+		switch {
+		case strings.ContainsRune("ijlI.,:;'|!()[] ", r):
+			w += 0.40
+		case strings.ContainsRune("mwMW…", r):
+			w += 1.0
+		case r >= 'A' && r <= 'Z':
+			w += 0.80
+		default:
+			w += 0.66
+		}
+	}
+	return w * px
+}
+
 // spanLane draws a lane's label, background and spans, and leaves room
 // below the bar for a row of ticks per probe kind.
 func (s *svgWriter) spanLane(label string, spans []timeline.Span, tickRows []string) {
 	h := barH + len(tickRows)*tickRowH
-	s.printf(`<text class="lane-label" x="%d" y="%d">%s</text>`, plotX0-8, s.y+barH-3, esc(label))
+	s.laneLabel(s.y+barH-3, label)
 	for i, k := range tickRows {
 		s.printf(`<text class="tick-label" x="%d" y="%d">%s</text>`, plotX0-8, s.y+barH+(i+1)*tickRowH-1, k)
 	}
@@ -220,7 +272,7 @@ func (s *svgWriter) requestLane(pod, label string, reqs []timeline.Request, unre
 	bins := binRequests(reqs, s.from, iv)
 	peak := s.peak(iv)
 	s.printf(`<g class="lane" data-lane="requests" data-pod="%s" data-interval-ms="%d">`, esc(pod), iv.Milliseconds())
-	s.printf(`<text class="lane-label" x="%d" y="%d">%s</text>`, plotX0-8, s.y+reqLaneH/2+4, esc(label))
+	s.laneLabel(s.y+reqLaneH/2+4, label)
 	s.printf(`<text class="tick-label" x="%d" y="%d">peak %d/%s</text>`, plotX0-8, s.y+reqLaneH/2+14, peak, iv)
 	s.printf(`<rect class="lane-bg" x="%d" y="%d" width="%d" height="%d"/>`, plotX0, s.y, plotX1-plotX0, reqLaneH)
 	s.printf(`<g clip-path="url(#plot)">`)
