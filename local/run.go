@@ -159,6 +159,11 @@ func (r *run) prepare(stack *closers) error {
 	if err := preflight.Check(r.cfg.Workloads, preflight.OnNode(agent, r.cfg.Replicas)); err != nil {
 		return err
 	}
+	for _, w := range r.cfg.Workloads {
+		for _, warn := range preflight.Autoscaling(w, r.cfg.Replicas) {
+			fmt.Fprintf(r.cfg.Stderr, "podgate: warning: %s: %s\n", w.ID(), warn)
+		}
+	}
 	var routed []*workload.Workload
 	if !r.cfg.NoGate {
 		routed = r.cfg.Workloads

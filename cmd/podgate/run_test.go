@@ -517,6 +517,32 @@ spec:
 	}
 }
 
+// Knative's autoscaling annotations act only where Knative's autoscaler
+// runs; podgate run says so before it starts the pods, naming each.
+func TestRunWarnsThatItDoesNotAutoscale(t *testing.T) {
+	bin := podgateBinary(t)
+	manifest := runManifest(t, `apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: scaled}
+spec:
+  template:
+    metadata:
+      annotations: {autoscaling.knative.dev/max-scale: "5"}
+    spec:
+      containerConcurrency: 1
+      containers: [{image: ghcr.io/podgate/testapp}]
+`)
+	r := runStart(t, bin, "-f", manifest, "--pod-cidr", "127.0.67.0/24")
+	r.waitFor(r.errOut, regexp.MustCompile(regexp.QuoteMeta("podgate: warning: Service/scaled: spec.template.metadata.annotations[autoscaling.knative.dev/max-scale]: ignored: 'podgate run' does not autoscale; Knative's autoscaler acts on it on a cluster with Knative (podgate cluster up --knative)")))
+	r.waitFor(r.errOut, regexp.MustCompile(regexp.QuoteMeta("podgate: warning: Service/scaled: spec.template.spec.containerConcurrency: the gate lets 1 request(s) at a time")))
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.exit(); code != 0 {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+}
+
 // runScrape gets and parses a Prometheus text exposition.
 func runScrape(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
 	t.Helper()

@@ -174,7 +174,8 @@ func replicasOf(w *workload.Workload, replicas *int32) int {
 // podgate cannot run here as written: no command, and an image m has no
 // entrypoint for. 'podgate validate' prints them as warnings; 'podgate
 // run' refuses such a workload (Check, through the node's CheckPod),
-// naming the same field.
+// naming the same field. And for a Knative Service, what podgate run
+// does not do that Knative would (Autoscaling).
 func Warnings(w *workload.Workload, m images.Map) []string {
 	var out []string
 	spec := w.PodSpec()
@@ -190,5 +191,5 @@ func Warnings(w *workload.Workload, m images.Map) []string {
 	for i := range spec.Containers {
 		check(&spec.Containers[i], w.SpecPath().Child("containers").Index(i))
 	}
-	return out
+	return append(out, Autoscaling(w, nil)...)
 }

@@ -114,3 +114,53 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestAutoscalingIsNamedAsKnativesOnly(t *testing.T) {
+	const ksvc = `apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: web}
+spec:
+  template:
+    metadata:
+      annotations:
+        autoscaling.knative.dev/min-scale: "2"
+        autoscaling.knative.dev/max-scale: "5"
+        autoscaling.knative.dev/target: "10"
+    spec:
+      containerConcurrency: 1
+      containers: [{image: ghcr.io/podgate/testapp}]
+`
+	three := int32(3)
+	for _, c := range []struct {
+		name     string
+		manifest string
+		replicas *int32
+		want     []string
+	}{
+		{"each autoscaling annotation by its field path, and containerConcurrency's queue", ksvc, nil, []string{
+			"spec.template.metadata.annotations[autoscaling.knative.dev/max-scale]: ignored: 'podgate run' does not autoscale",
+			"spec.template.metadata.annotations[autoscaling.knative.dev/min-scale]: read once for how many pods to start (2)",
+			"spec.template.metadata.annotations[autoscaling.knative.dev/target]: ignored",
+			"spec.template.spec.containerConcurrency: the gate lets 1 request(s) at a time into each pod and queues the rest; 'podgate run' adds no pod for them (it runs 2)",
+		}},
+		{"--replicas overrides the scale annotations", ksvc, &three, []string{
+			"spec.template.metadata.annotations[autoscaling.knative.dev/max-scale]: ignored",
+			"spec.template.metadata.annotations[autoscaling.knative.dev/min-scale]: overridden by --replicas 3",
+			"spec.template.metadata.annotations[autoscaling.knative.dev/target]: ignored",
+			"(it runs 3)",
+		}},
+		{"a Deployment has nothing Knative would scale", deployment("web", 2), nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Autoscaling(load(t, c.manifest)[0], c.replicas)
+			if len(got) != len(c.want) {
+				t.Fatalf("warnings %q, want %d", got, len(c.want))
+			}
+			for i, w := range c.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %d = %q, want it to contain %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
