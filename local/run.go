@@ -140,6 +140,9 @@ type run struct {
 // manifests are checked, addresses taken, parts made. What it opens is on
 // the stack.
 func (r *run) prepare(stack *closers) error {
+	if err := r.claimPodRange(stack); err != nil {
+		return err
+	}
 	r.pods = controllers.NewPods(r.store, r.log)
 	agent, err := node.New(node.Options{
 		Events: controllers.NewEvents(r.store), Pods: r.pods, Source: r.pods,

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -541,6 +543,59 @@ spec:
 	if code := r.exit(); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
+}
+
+// What used to make every gate crash-loop with a misleading message is
+// refused before anything starts, naming the flag and the holder.
+func TestRunRefusesAPodRangeOrGatePortInUseUpFront(t *testing.T) {
+	bin := podgateBinary(t)
+	manifest := runManifest(t, `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers: [{name: app, image: ghcr.io/podgate/testapp, ports: [{containerPort: 8080}]}]
+`)
+	t.Run("a second podgate run on the same --pod-cidr", func(t *testing.T) {
+		first := runStart(t, bin, "-f", manifest, "--pod-cidr", "127.0.90.0/24")
+		first.waitPod("ready", runPodReady)
+		second := exec.Command(bin, "run", "-f", manifest, "--pod-cidr", "127.0.90.0/24", "--api", "127.0.0.1:0", "--listen", "127.0.0.1:0")
+		out, err := second.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInvalid {
+			t.Fatalf("second run: %v, want exit %d; output:\n%s", err, exitInvalid, out)
+		}
+		want := fmt.Sprintf("--pod-cidr 127.0.90.0/24: in use by pid %d (", first.cmd.Process.Pid)
+		if !strings.Contains(string(out), want) || !strings.Contains(string(out), "choose another --pod-cidr") {
+			t.Errorf("second run said:\n%s\nwant %q… choose another --pod-cidr", out, want)
+		}
+		if strings.Contains(string(out), "Started container") {
+			t.Errorf("the second run started a container:\n%s", out)
+		}
+		if err := first.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if code := first.exit(); code != 0 {
+			t.Errorf("first run: exit code = %d, want 0", code)
+		}
+	})
+	t.Run("a program on a gate port of the pod addresses", func(t *testing.T) {
+		// Bound on the range's first address, not 0.0.0.0: that would
+		// take 8022 from the gates of every other test running.
+		ln, err := net.Listen("tcp4", "127.0.91.1:8022")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out, err := exec.Command(bin, "run", "-f", manifest, "--pod-cidr", "127.0.91.0/24", "--api", "127.0.0.1:0", "--listen", "127.0.0.1:0").CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInvalid {
+			t.Fatalf("run: %v, want exit %d; output:\n%s", err, exitInvalid, out)
+		}
+		want := fmt.Sprintf("the gate's admin port 8022 is taken on the first pod address 127.0.91.1 by another process (pid %d, ", os.Getpid())
+		if !strings.Contains(string(out), want) || !strings.Contains(string(out), "--no-gate") || strings.Count(string(out), "8022 is taken") != 1 {
+			t.Errorf("run said:\n%s\nwant once %q… --no-gate", out, want)
+		}
+	})
 }
 
 // runScrape gets and parses a Prometheus text exposition.
