@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -46,33 +47,39 @@ type Image struct {
 
 // BuildImage puts a static podgate into an OCI image in the layout dir
 // (the one the node runs images from): the podgate binary at executable
-// when it is static, as hack/image.sh builds it; else one built from
-// podgate's source with CGO_ENABLED=0 (into dir), when this is run from
-// there (go run ./cmd/podgate, say). An image holds nothing but the
-// binary, so a dynamically linked one could not run from it.
+// when it is static, as hack/image.sh builds it; else one built with
+// CGO_ENABLED=0 (into dir) from podgate's source tree, when this is run
+// from there (go run ./cmd/podgate, say), or from the module version the
+// binary was installed from (`go install …/cmd/podgate@VERSION` links
+// dynamically wherever a C compiler is found). An image holds nothing
+// but the binary, so a dynamically linked one could not run from it.
 //
 // The gate's image goes into the same layout: podgate-gate, the gate
-// alone, built from the source tree (static, into dir, meanwhile) when
-// this is run from there; elsewhere there is no podgate-gate to build,
-// and the gate runs from podgate's own image, as Built then says.
+// alone, built from the same source (static, into dir, meanwhile) where
+// podgate is built from source; elsewhere there is no podgate-gate to
+// build, and the gate runs from podgate's own image, as Built then says.
 func BuildImage(ctx context.Context, dir, executable string) (Image, error) {
 	begin := time.Now()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Image{}, fmt.Errorf("podgate's image: %w", err)
 	}
-	root, inTree := sourceTree(ctx)
+	static, err := isStatic(executable)
+	if err != nil {
+		return Image{}, fmt.Errorf("podgate's image: %w", err)
+	}
+	src := sourceOf(ctx, executable, static)
 	gateCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	gate := make(chan gateBuild, 1)
-	if inTree {
+	if src.found() {
 		go func() {
-			bin, err := buildStatic(gateCtx, root, "./cmd/podgate-gate", filepath.Join(dir, GateBinary))
+			bin, err := src.buildStatic(gateCtx, "cmd/podgate-gate", filepath.Join(dir, GateBinary))
 			gate <- gateBuild{bin, err}
 		}()
 	} else {
 		gate <- gateBuild{}
 	}
-	img, err := podgateImage(ctx, dir, executable, root, inTree)
+	img, err := podgateImage(ctx, dir, executable, static, src)
 	if err != nil {
 		cancel()
 		<-gate // the build writes into dir: over before BuildImage returns
@@ -81,7 +88,7 @@ func BuildImage(ctx context.Context, dir, executable string) (Image, error) {
 	g := <-gate
 	img.GateRef = img.Ref
 	gateHow := "the gate from podgate's image (not run from podgate's source tree: no podgate-gate to build)"
-	if inTree {
+	if src.found() {
 		if g.err != nil {
 			return Image{}, fmt.Errorf("the gate's image: %w (run cluster up outside the source tree for a gate from podgate's own image)", g.err)
 		}
@@ -92,7 +99,7 @@ func BuildImage(ctx context.Context, dir, executable string) (Image, error) {
 		if err := ociimage.WriteLayout(dir, GateImageTag, gi); err != nil {
 			return Image{}, err
 		}
-		img.GateRef, gateHow = deploy.GateImage+"@"+digest.String(), "the gate podgate-gate built from the source tree"
+		img.GateRef, gateHow = deploy.GateImage+"@"+digest.String(), "the gate podgate-gate built from "+src.String()
 	}
 	img.Built = fmt.Sprintf("%s, %s, in %s", img.Built, gateHow, time.Since(begin).Round(10*time.Millisecond))
 	return img, nil
@@ -106,22 +113,18 @@ type gateBuild struct {
 }
 
 // podgateImage writes podgate's image into the layout dir: executable
-// when it is static, else podgate built from the source tree at root
-// (inTree). Its Built says which.
-func podgateImage(ctx context.Context, dir, executable, root string, inTree bool) (Image, error) {
+// when it is static, else podgate built from src. Its Built says which.
+func podgateImage(ctx context.Context, dir, executable string, static bool, src source) (Image, error) {
 	bin, how := executable, "podgate's own binary"
-	static, err := isStatic(bin)
-	if err != nil {
-		return Image{}, fmt.Errorf("podgate's image: %w", err)
-	}
 	if !static {
-		if !inTree {
+		if !src.found() {
 			return Image{}, fmt.Errorf("podgate's image: %s is dynamically linked, and an image holds nothing but a static binary: %w", executable, errNoSource)
 		}
-		if bin, err = buildStatic(ctx, root, "./cmd/podgate", filepath.Join(dir, StaticBinary)); err != nil {
+		var err error
+		if bin, err = src.buildStatic(ctx, "cmd/podgate", filepath.Join(dir, StaticBinary)); err != nil {
 			return Image{}, fmt.Errorf("podgate's image: %s is dynamically linked, and an image holds nothing but a static binary: %w", executable, err)
 		}
-		how = "a static podgate built from the source tree"
+		how = "a static podgate built from " + src.String()
 	}
 	img, digest, err := ociimage.Build(bin, ImageTag)
 	if err != nil {
@@ -157,8 +160,51 @@ const (
 )
 
 // errNoSource says what to do when a static podgate is needed and there
-// is no source tree to build one from.
-var errNoSource = errors.New("run cluster up from podgate's source tree (it builds a static podgate there), use a podgate built with CGO_ENABLED=0 (hack/image.sh's, or CGO_ENABLED=0 go build ./cmd/podgate), or --no-install")
+// is no source to build one from.
+var errNoSource = errors.New("run cluster up from podgate's source tree (it builds a static podgate there), install podgate with `go install " + modulePath + "/cmd/podgate@VERSION` (cluster up then builds a static one of that version), use a podgate built with CGO_ENABLED=0 (hack/image.sh's, or CGO_ENABLED=0 go build ./cmd/podgate), or --no-install")
+
+// source is where a static podgate and podgate-gate can be built from:
+// the source tree at root, or the module at version; neither: none.
+type source struct {
+	root, version string
+}
+
+// sourceOf is the source tree the working directory is in, else the
+// module version a dynamically linked executable was installed from.
+func sourceOf(ctx context.Context, executable string, static bool) source {
+	if root, ok := sourceTree(ctx); ok {
+		return source{root: root}
+	}
+	if !static {
+		return source{version: installedVersion(executable)}
+	}
+	return source{}
+}
+
+func (s source) found() bool { return s.root != "" || s.version != "" }
+
+func (s source) String() string {
+	if s.root != "" {
+		return "the source tree"
+	}
+	return "module " + modulePath + "@" + s.version
+}
+
+// installedVersion is the version of podgate's module that the binary at
+// executable was built from by `go install …@VERSION`; "" when it says
+// none (a build in a source tree says "(devel)", or a VCS version of a
+// tree with local changes, which no module proxy has).
+func installedVersion(executable string) string {
+	bi, err := buildinfo.ReadFile(executable)
+	if err != nil || bi.Main.Path != modulePath {
+		return ""
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" || strings.Contains(v, "+dirty") {
+		return ""
+	}
+	return v
+}
 
 // sourceTree is the root of podgate's source tree when the working
 // directory is in one (its module is podgate's).
@@ -174,16 +220,32 @@ func sourceTree(ctx context.Context) (string, bool) {
 	return root, true
 }
 
-// buildStatic builds the command pkg of the source tree root with
-// CGO_ENABLED=0 into out.
-func buildStatic(ctx context.Context, root, pkg, out string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+// buildStatic builds the command pkg (cmd/NAME) with CGO_ENABLED=0 into
+// out: `go build` in the source tree, or `go install` of the module
+// version (the go command fetches it as it fetched it for the user).
+func (s source) buildStatic(ctx context.Context, pkg, out string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./"+pkg)
+	cmd.Dir, cmd.Env = s.root, append(os.Environ(), "CGO_ENABLED=0")
+	installed := ""
+	if s.root == "" {
+		gobin, err := os.MkdirTemp(filepath.Dir(out), ".install-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(gobin)
+		cmd = exec.CommandContext(ctx, "go", "install", "-trimpath", modulePath+"/"+pkg+"@"+s.version)
+		cmd.Dir, cmd.Env = gobin, append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+gobin)
+		installed = filepath.Join(gobin, filepath.Base(pkg))
+	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("CGO_ENABLED=0 go build %s in %s: %w\n%s", pkg, root, err, stderr.String())
+		return "", fmt.Errorf("CGO_ENABLED=0 %s: %w\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+	}
+	if installed != "" {
+		if err := os.Rename(installed, out); err != nil {
+			return "", err
+		}
 	}
 	return out, nil
 }
