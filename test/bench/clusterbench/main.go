@@ -144,17 +144,18 @@ func oneRun(ctx context.Context, o options, dir, cidr string) (result, error) {
 			<-exited
 		}
 	}()
-	c, err := waitNodeReady(ctx, dir, exited)
+	k, err := benchenv.WaitNodeReady(ctx, dir, waitLimit, exited)
 	if err != nil {
 		return r, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
 	r.nodeReady = time.Since(begin)
 	if !o.noInstall {
-		if err := waitFrontDoor(ctx, logf.Name(), exited); err != nil {
+		if err := benchenv.WaitFrontDoor(ctx, logf.Name(), waitLimit, exited); err != nil {
 			return r, fmt.Errorf("%w (log: %s)", err, logf.Name())
 		}
 		r.frontDoor = time.Since(begin)
 	}
+	c := &client{k: k}
 	if r.endpointsReady, err = c.deployAndWait(ctx, cidr); err != nil {
 		return r, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
