@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ type eventWriter struct {
 	metrics  *metrics
 	log      *slog.Logger
 
+	seq     atomic.Int64 // keeps names apart when the clock stands still
 	mu      sync.Mutex
 	last    map[eventKey]time.Time
 	running sync.WaitGroup
@@ -69,7 +71,7 @@ func (e *eventWriter) warnLimited(pod *corev1.Pod, reason, cause, msg string) {
 func (e *eventWriter) create(pod *corev1.Pod, reason, msg string, at time.Time) {
 	t := metav1.NewTime(at)
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, at.UnixNano()), Namespace: pod.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, time.Now().UnixNano()+e.seq.Add(1)), Namespace: pod.Namespace},
 		InvolvedObject: corev1.ObjectReference{
 			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 		},
@@ -98,8 +100,8 @@ func (e *eventWriter) forget(keep map[types.UID]bool) {
 	}
 }
 
-// wait ends the writes in flight and waits for them.
-func (e *eventWriter) wait() {
+// stop ends the writes in flight and waits for them.
+func (e *eventWriter) stop() {
 	e.cancel()
 	e.running.Wait()
 }

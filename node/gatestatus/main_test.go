@@ -144,7 +144,9 @@ func startService(t *testing.T, change func(*Options, *rest.Config)) *harness {
 	if change != nil {
 		change(&opts, cfg)
 	}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, watches: h.watches, patches: h.patches} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &countingTransport{next: rt, watches: h.watches, patches: h.patches}
+	})
 	if opts.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func (h *harness) createPod(name string, ip netip.Addr, o podOpts) *corev1.Pod {
 	}
 	p.Status = corev1.PodStatus{
 		Phase: o.phase, PodIP: ip.String(), PodIPs: []corev1.PodIP{{IP: ip.String()}}, HostIP: "127.0.0.1",
-		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}},
 	}
 	if !o.noGate {

@@ -197,7 +197,7 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 	<-served
 	wg.Wait()
 	s.writes.stop()
-	s.events.wait()
+	s.events.stop()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
