@@ -27,6 +27,7 @@ func (s *Service) checkLoop(ctx context.Context) {
 			if s.pods.isSynced() {
 				s.checkConnected()
 			}
+			s.checks.Add(1)
 		}
 	}
 }

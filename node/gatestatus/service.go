@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,6 +76,8 @@ type Service struct {
 	writes   *writers
 	events   *eventWriter
 	started  time.Time
+
+	checks    atomic.Int64 // checks for gates that never connected, made so far
 
 	connMu    sync.Mutex
 	connected map[types.UID]bool // pods whose gate made an accepted request
