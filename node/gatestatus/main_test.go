@@ -117,7 +117,10 @@ type harness struct {
 	stop    func()
 }
 
-var nodeName = regexp.MustCompile(`[^a-z0-9]+`)
+var (
+	nodeName = regexp.MustCompile(`[^a-z0-9]+`)
+	nodes    atomic.Int32
+)
 
 // startService runs a service for a node named after the test. change
 // may adjust its options (and the client's configuration) first.
@@ -129,11 +132,10 @@ func startService(t *testing.T, change func(*Options, *rest.Config)) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, admin: admin, clk: testingclock.NewFakeClock(time.Now()), watches: &atomic.Int64{}, patches: &patchGate{}}
-	h.node = strings.Trim(nodeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	if len(h.node) > 60 {
-		h.node = h.node[len(h.node)-60:]
-	}
-	h.node = strings.Trim(h.node, "-")
+	// Named after the test, numbered: a test may run two services.
+	name := strings.Trim(nodeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	name = name[max(0, len(name)-50):]
+	h.node = fmt.Sprintf("n%d-%s", nodes.Add(1), strings.Trim(name, "-"))
 	// A Node object, so that the pod garbage collector does not take its
 	// pods for orphans.
 	if _, err := admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}, metav1.CreateOptions{}); err != nil {
