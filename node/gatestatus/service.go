@@ -77,7 +77,7 @@ type Service struct {
 	events   *eventWriter
 	started  time.Time
 
-	checks    atomic.Int64 // checks for gates that never connected, made so far
+	checks atomic.Int64 // checks for gates that never connected, made so far
 
 	connMu    sync.Mutex
 	connected map[types.UID]bool // pods whose gate made an accepted request
