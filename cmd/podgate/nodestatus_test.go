@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -26,6 +28,24 @@ import (
 func TestNodeStatusUsageAndInvalidValues(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	absent := filepath.Join(t.TempDir(), "absent")
+	// A kubeconfig that loads (its server is never reached: the address
+	// is refused first) and an address another listener holds.
+	kubeconf := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconf, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: k, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: k, context: {cluster: k, user: u}}]
+users: [{name: u, user: {token: "t"}}]
+current-context: k
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	taken := held.Addr().String()
 	tests := []struct {
 		name          string
 		nodeEnv, host string
@@ -36,9 +56,10 @@ func TestNodeStatusUsageAndInvalidValues(t *testing.T) {
 		{"an argument", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1:0", "extra"}, exitUsage, "unknown command"},
 		{"no node", "", "", []string{"node-status", "--listen", "127.0.0.1:0"}, exitUsage, "--node is required (or $NODE_NAME)"},
 		{"no listen", "", "", []string{"node-status", "--node", "n"}, exitUsage, "--listen is required (or $HOST_IP"},
-		{"a listen without port", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1"}, exitInvalid, `--listen "127.0.0.1": address 127.0.0.1: missing port`},
-		{"a port out of range", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1:70000"}, exitInvalid, `--listen "127.0.0.1:70000": port "70000"`},
-		{"no grace", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1:0", "--gate-grace", "0s"}, exitInvalid, "--gate-grace 0s: must be positive"},
+		{"a listen without port", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1"}, exitUsage, `--listen "127.0.0.1": address 127.0.0.1: missing port`},
+		{"a port out of range", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1:70000"}, exitUsage, `--listen "127.0.0.1:70000": port "70000"`},
+		{"no grace", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1:0", "--gate-grace", "0s"}, exitUsage, "--gate-grace 0s: must be positive"},
+		{"an address taken", "", "", []string{"node-status", "--node", "n", "--listen", taken, "--kubeconfig", kubeconf}, exitInvalid, "--listen " + taken + ": listen tcp " + taken + ": bind: address already in use"},
 		{"a kubeconfig that is not there", "", "", []string{"node-status", "--node", "n", "--listen", "127.0.0.1:0", "--kubeconfig", absent}, exitInvalid, "absent: no such file or directory"},
 		// The DaemonSet's environment makes both flags' defaults: the
 		// command gets as far as the cluster.
