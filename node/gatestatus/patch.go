@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -121,14 +120,4 @@ func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.requests.WithLabelValues(verbPatch, outcomeOK).Inc()
 	writeJSON(w, http.StatusOK, res.pod)
-}
-
-// patchSummary describes a condition for messages.
-func patchSummary(cond map[string]any) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s=%v", contract.ContainersReadyCondition, cond["status"])
-	if r, ok := cond["reason"].(string); ok && r != "" {
-		fmt.Fprintf(&b, " (%s)", r)
-	}
-	return b.String()
 }
