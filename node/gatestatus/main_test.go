@@ -249,6 +249,9 @@ type podOpts struct {
 	phase       corev1.PodPhase
 	noGate      bool
 	gateStarted time.Time // zero: the gate container is not running
+	// statusSource is the gate's PODGATE_STATUS_SOURCE (default: the
+	// node status service's URL, as the injection writes it).
+	statusSource string
 }
 
 // createPod makes pod name on the harness's node (or o.node) with pod IP
@@ -266,7 +269,12 @@ func (h *harness) createPod(name string, ip netip.Addr, o podOpts) *corev1.Pod {
 	}
 	spec := corev1.PodSpec{NodeName: o.node, HostNetwork: o.hostNetwork, Containers: []corev1.Container{{Name: "app", Image: "ghcr.io/podgate/testapp"}}}
 	if !o.noGate {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: contract.GateContainerName, Image: "ghcr.io/podgate/podgate"})
+		src := o.statusSource
+		if src == "" {
+			src = "http://$(" + contract.EnvHostIP + "):9026"
+		}
+		spec.Containers = append(spec.Containers, corev1.Container{Name: contract.GateContainerName, Image: "ghcr.io/podgate/podgate",
+			Env: []corev1.EnvVar{{Name: contract.EnvStatusSource, Value: src}}})
 		spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: contract.ContainersReadyCondition}}
 	}
 	p, err := h.admin.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})

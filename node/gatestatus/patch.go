@@ -113,6 +113,11 @@ func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.writes.write(r.Context(), caller, cond)
+	if r.Context().Err() != nil {
+		// The gate gave up (or the service stops): nobody to answer, and
+		// no fault of the API server's to tell on the pod.
+		return
+	}
 	if res.err != nil {
 		s.metrics.requests.WithLabelValues(verbPatch, outcomeFailed).Inc()
 		s.writeFailed(w, caller, res.err)
