@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -93,7 +94,10 @@ func New(opts Options) (*Service, error) {
 	s := &Service{opts: opts, log: opts.Logger, clock: opts.Clock, connected: map[types.UID]bool{}, reported: map[types.UID]bool{}}
 	reg := opts.Registry
 	if reg == nil {
+		// A registry of its own, with the process's and Go's series as
+		// every podgate server serves them.
 		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		reg, s.gatherer = r, r
 	} else if g, ok := reg.(prometheus.Gatherer); ok {
 		s.gatherer = g
