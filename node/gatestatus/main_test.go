@@ -126,20 +126,30 @@ var (
 // may adjust its options (and the client's configuration) first.
 func startService(t *testing.T, change func(*Options, *rest.Config)) *harness {
 	t.Helper()
+	return startServiceOn(t, "", "127.0.0.1:0", change)
+}
+
+// startServiceOn runs a service for node (a new one named after the test
+// when empty) on addr.
+func startServiceOn(t *testing.T, node, addr string, change func(*Options, *rest.Config)) *harness {
+	t.Helper()
 	cp := controlPlane(t)
 	admin, err := kubernetes.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, admin: admin, clk: testingclock.NewFakeClock(time.Now()), watches: &atomic.Int64{}, patches: &patchGate{}}
-	// Named after the test, numbered: a test may run two services.
-	name := strings.Trim(nodeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	name = name[max(0, len(name)-50):]
-	h.node = fmt.Sprintf("n%d-%s", nodes.Add(1), strings.Trim(name, "-"))
-	// A Node object, so that the pod garbage collector does not take its
-	// pods for orphans.
-	if _, err := admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	h.node = node
+	if node == "" {
+		// Named after the test, numbered: a test may run two services.
+		name := strings.Trim(nodeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+		name = name[max(0, len(name)-50):]
+		h.node = fmt.Sprintf("n%d-%s", nodes.Add(1), strings.Trim(name, "-"))
+		// A Node object, so that the pod garbage collector does not take
+		// its pods for orphans.
+		if _, err := admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := rest.CopyConfig(cp.AdminConfig())
 	opts := Options{Node: h.node, Clock: h.clk, IdentityWait: 300 * time.Millisecond}
@@ -155,7 +165,7 @@ func startService(t *testing.T, change func(*Options, *rest.Config)) *harness {
 	if h.svc, err = New(opts); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
