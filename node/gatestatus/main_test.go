@@ -152,6 +152,7 @@ func startServiceOn(t *testing.T, node, addr string, change func(*Options, *rest
 		}
 	}
 	cfg := rest.CopyConfig(cp.AdminConfig())
+	cfg.QPS, cfg.Burst = ClientQPS, ClientBurst // as podgate node-status sets them
 	opts := Options{Node: h.node, Clock: h.clk, IdentityWait: 300 * time.Millisecond}
 	if change != nil {
 		change(&opts, cfg)

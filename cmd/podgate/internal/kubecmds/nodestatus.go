@@ -103,6 +103,8 @@ func checkNodeStatusFlags(node, listen string, grace time.Duration) error {
 }
 
 func runNodeStatus(ctx context.Context, rc *rest.Config, logger *slog.Logger, opts gatestatus.Options, listen string) error {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = gatestatus.ClientQPS, gatestatus.ClientBurst
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
