@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podgate/podgate/gate/contract"
+)
+
+func podCondition(p *corev1.Pod, typ string) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if string(p.Status.Conditions[i].Type) == typ {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// fetchFrom has the test app of the pod at ip send a request (its
+// /fetch): method to target with body as a strategic merge patch, with
+// the pod's own service-account token when token. It answers the status
+// code the pod got and the body.
+func (u *upProcess) fetchFrom(t *testing.T, ip, method, target, body string, token bool) (int, string) {
+	t.Helper()
+	q := url.Values{"url": {target}, "method": {method}}
+	if body != "" {
+		q.Set("content-type", "application/strategic-merge-patch+json")
+	}
+	if token {
+		q.Set("token", "serviceaccount")
+	}
+	c := u.httpClient()
+	defer c.CloseIdleConnections()
+	resp, err := c.Post("http://"+net.JoinHostPort(ip, "8080")+"/fetch?"+q.Encode(), "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s %s from %s: %v", method, target, ip, err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s from %s: the test app answered %d %q", method, target, ip, resp.StatusCode, b.String())
+	}
+	code, rest, _ := strings.Cut(b.String(), "\n")
+	var n int
+	if _, err := fmt.Sscan(code, &n); err != nil {
+		t.Fatalf("%s %s from %s: %q", method, target, ip, b.String())
+	}
+	return n, rest
+}
+
+// apiServerForPods is the API server as the pods of the cluster reach it:
+// KUBERNETES_SERVICE_HOST and _PORT of a gate's process (every container
+// of a pod gets them from the node).
+func (u *upProcess) apiServerForPods(t *testing.T, pod string) string {
+	t.Helper()
+	for p, argv := range u.processes() {
+		if len(argv) < 2 || argv[1] != "gate" {
+			continue
+		}
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		vars := map[string]string{}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = v
+			}
+		}
+		if vars[contract.EnvServingPod] == pod && vars["KUBERNETES_SERVICE_HOST"] != "" {
+			return "https://" + net.JoinHostPort(vars["KUBERNETES_SERVICE_HOST"], vars["KUBERNETES_SERVICE_PORT"])
+		}
+	}
+	t.Fatalf("no gate process of pod %s with KUBERNETES_SERVICE_HOST", pod)
+	return ""
+}
+
+// testLeastPrivilegeFromThePod tries, from inside an injected pod of web
+// in shop (its test app's /fetch), what a compromised container could:
+// with the pod's own service-account token at the API server, and at its
+// node's status service (which knows the pod by its address). Only the
+// gate's own reads and its condition of its own pod get through the
+// service; the API server refuses the pod everything.
+func testLeastPrivilegeFromThePod(t *testing.T, u *upProcess) {
+	ctx := t.Context()
+	list, err := u.client.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("pods of web: %v %v", list, err)
+	}
+	a, b := list.Items[0], list.Items[1]
+	api := u.apiServerForPods(t, a.Name)
+	service := "http://" + net.JoinHostPort(a.Status.HostIP, fmt.Sprint(contract.NodeStatusPort))
+	status := func(base, pod string) string { return base + "/api/v1/namespaces/shop/pods/" + pod + "/status" }
+	cond := func(typ, s string) string {
+		return fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":%q,"reason":"FromAContainer"}]}}`, typ, s)
+	}
+	gateFalse := cond(contract.ContainersReadyCondition, "False")
+	for _, tc := range []struct {
+		name, method, target, body string
+		token                      bool
+		want                       int
+	}{
+		{"the API server refuses the pod's token another pod's gate condition", http.MethodPatch, status(api, b.Name), gateFalse, true, http.StatusForbidden},
+		{"the API server refuses the pod's token its own pod's gate condition", http.MethodPatch, status(api, a.Name), gateFalse, true, http.StatusForbidden},
+		{"the API server refuses the pod's token its own pod's Ready condition", http.MethodPatch, status(api, a.Name), cond("Ready", "False"), true, http.StatusForbidden},
+		{"the API server refuses the pod's token a read of its own pod", http.MethodGet, api + "/api/v1/namespaces/shop/pods/" + a.Name, "", true, http.StatusForbidden},
+		{"the node status service serves the pod its own pod", http.MethodGet, service + "/api/v1/namespaces/shop/pods?fieldSelector=" + url.QueryEscape("metadata.name="+a.Name), "", false, http.StatusOK},
+		{"the node status service refuses the pod another pod", http.MethodGet, service + "/api/v1/namespaces/shop/pods?fieldSelector=" + url.QueryEscape("metadata.name="+b.Name), "", false, http.StatusForbidden},
+		{"the node status service refuses the pod another pod's gate condition", http.MethodPatch, status(service, b.Name), gateFalse, false, http.StatusForbidden},
+		{"the node status service refuses the pod its own pod's Ready condition", http.MethodPatch, status(service, a.Name), cond("Ready", "False"), false, http.StatusForbidden},
+		{"the node status service refuses the pod another field of its own pod's status", http.MethodPatch, status(service, a.Name), `{"status":{"message":"from a container"}}`, false, http.StatusForbidden},
+		{"the node status service refuses the pod its own pod's labels", http.MethodPatch, status(service, a.Name), `{"metadata":{"labels":{"x":"y"}}}`, false, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := u.fetchFrom(t, a.Status.PodIP, tc.method, tc.target, tc.body, tc.token)
+			if code != tc.want {
+				t.Errorf("%s %s from pod %s: %d %q, want %d", tc.method, tc.target, a.Name, code, body, tc.want)
+			}
+			if tc.want == http.StatusOK && !strings.Contains(body, `"name":"`+a.Name+`"`) {
+				t.Errorf("the pod's own pod: %q, want pod %s", body, a.Name)
+			}
+		})
+	}
+	// Nothing of what was refused happened.
+	for _, p := range []corev1.Pod{a, b} {
+		now, err := u.client.CoreV1().Pods("shop").Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []string{string(corev1.PodReady), contract.ContainersReadyCondition} {
+			if c := podCondition(now, typ); c == nil || c.Status != corev1.ConditionTrue || c.Reason == "FromAContainer" {
+				t.Errorf("pod %s: condition %s %+v, want True as its gate wrote it", p.Name, typ, c)
+			}
+		}
+		if now.Status.Message != "" || now.Labels["x"] != "" {
+			t.Errorf("pod %s: message %q, labels %v: changed from inside a pod", p.Name, now.Status.Message, now.Labels)
+		}
+	}
+}
