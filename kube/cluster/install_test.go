@@ -244,6 +244,10 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		testLeastPrivilegeFromThePod(t, u)
 	})
 
+	t.Run("a gate that does not reach its node's status service shows as an Event in kubectl describe", func(t *testing.T) {
+		testGateNotConnectedShowsInDescribe(t, u, gateRef)
+	})
+
 	t.Run("an injected pod's status blames its failing sidecar, and a stopped gate restarts nothing", func(t *testing.T) {
 		testInjectedProbesOnACluster(t, u)
 	})

@@ -7,13 +7,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/admission/inject"
+	"github.com/podgate/podgate/admission/workload"
 	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/node/images"
 )
 
 func podCondition(p *corev1.Pod, typ string) *corev1.PodCondition {
@@ -142,5 +147,87 @@ func testLeastPrivilegeFromThePod(t *testing.T, u *upProcess) {
 		if now.Status.Message != "" || now.Labels["x"] != "" {
 			t.Errorf("pod %s: message %q, labels %v: changed from inside a pod", p.Name, now.Status.Message, now.Labels)
 		}
+	}
+}
+
+// testGateNotConnectedShowsInDescribe: a broken setup shows on the pod.
+// A pod whose gate never asks its node's status service — here one
+// injected as an older podgate did (PODGATE_STATUS_SOURCE=kubernetes, no
+// PODGATE_HOST_IP), whose gate asks the API server and, with no
+// RoleBinding, is refused — gets the service's Event GateNotConnected
+// after the grace (30 s), visible in `kubectl describe pod`, instead of
+// sitting unready with nothing but the gate's log to say why.
+func testGateNotConnectedShowsInDescribe(t *testing.T, u *upProcess, gateImage string) {
+	ctx := t.Context()
+	u.namespace(t, "stale", map[string]string{"podgate.dev/inject": "enabled"})
+	m, err := workload.Load(strings.NewReader(`apiVersion: v1
+kind: Pod
+metadata: {name: old, namespace: stale}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: app, image: `+images.TestappImage+`, args: [--port, "8080"], ports: [{containerPort: 8080}]}
+`), "old.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := inject.Gate(m.Workloads[0], inject.Options{GateImage: gateImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: *w.Template.ObjectMeta.DeepCopy(), Spec: *w.Template.Spec.DeepCopy()}
+	pod.Name, pod.Namespace = "old", "stale"
+	gate := contract.GateContainer(&pod.Spec)
+	var env []corev1.EnvVar
+	for _, v := range gate.Env {
+		switch v.Name {
+		case contract.EnvHostIP:
+			continue
+		case contract.EnvStatusSource:
+			v.Value = contract.StatusSourceKubernetes
+		}
+		env = append(env, v)
+	}
+	gate.Env = env
+	created, err := u.client.CoreV1().Pods("stale").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := contract.GateContainer(&created.Spec); g == nil || !slices.ContainsFunc(g.Env, func(e corev1.EnvVar) bool {
+		return e.Name == contract.EnvStatusSource && e.Value == contract.StatusSourceKubernetes
+	}) {
+		t.Fatalf("the webhook changed the old injection's gate: %+v", g)
+	}
+	begin := time.Now()
+	var ev corev1.Event
+	eventually(t, waitLimit, "Event GateNotConnected on pod stale/old", func() (bool, string) {
+		list, err := u.client.CoreV1().Events("stale").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=old"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			seen = append(seen, e.Reason)
+			if e.Reason == "GateNotConnected" {
+				ev = e
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("events %v", seen)
+	})
+	t.Logf("GateNotConnected %s after the pod was created: %s", time.Since(begin).Round(time.Second), ev.Message)
+	if ev.Type != corev1.EventTypeWarning || ev.InvolvedObject.UID != created.UID || (ev.Source.Component != "podgate-node-status" && ev.ReportingController != "podgate-node-status") {
+		t.Errorf("event %s %s of %s/%s (uid %s) from %q/%q: want a Warning on the pod from podgate-node-status",
+			ev.Type, ev.Reason, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, ev.InvolvedObject.UID, ev.Source.Component, ev.ReportingController)
+	}
+	if out := u.kubectl(t, "describe", "pod", "-n", "stale", "old"); !strings.Contains(out, "GateNotConnected") {
+		t.Errorf("kubectl describe pod does not show GateNotConnected:\n%s", out)
+	}
+	p, err := u.client.CoreV1().Pods("stale").Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := ready(p); ok {
+		t.Error("the pod whose gate cannot write its condition is Ready")
 	}
 }
