@@ -41,6 +41,15 @@ func TestNodeStatusPolicy(t *testing.T) {
 	service := policyPod(t, e, "podgate-system", "podgate-node-status-a", nodeA, "podgate-node-status")
 	policyPod(t, e, ns, "on-a", nodeA, "default")
 	policyPod(t, e, ns, "on-b", nodeB, "default")
+	// A status as a kubelet writes it, so the policy compares real
+	// conditions and fields, not empty ones.
+	kubelet := `{"status":{"phase":"Running","podIP":"10.1.1.1","podIPs":[{"ip":"10.1.1.1"}],"hostIP":"10.0.0.1",` +
+		`"conditions":[{"type":"PodScheduled","status":"True"},{"type":"Initialized","status":"True"},{"type":"ContainersReady","status":"True"},{"type":"Ready","status":"False","reason":"ReadinessGatesNotReady"}]}}`
+	for _, name := range []string{"on-a", "on-b"} {
+		if _, err := e.cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, []byte(kubelet), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	bound := e.nodeStatusClient(t, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: service.Name, UID: service.UID})
 	unbound := e.nodeStatusClient(t, nil)
@@ -52,11 +61,13 @@ func TestNodeStatusPolicy(t *testing.T) {
 		refused string
 	}{
 		{"writes the gate's condition of a pod on its node", "on-a", gateCondition, bound, ""},
+		{"writes it again, changed", "on-a", strings.ReplaceAll(gateCondition, `"False","reason":"ContainersNotReady"`, `"True","reason":null`), bound, ""},
 		{"not of a pod on another node", "on-b", gateCondition, bound, "on its own node only; system:serviceaccount:podgate-system:podgate-node-status holds the token of node policy-node-a, pod policy/on-b is on node policy-node-b"},
 		{"not the pod's Ready condition", "on-a", `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, bound, "changes another condition"},
-		{"not the kubelet's ContainersReady condition", "on-a", `{"status":{"conditions":[{"type":"ContainersReady","status":"True"}]}}`, bound, "changes another condition"},
+		{"not the kubelet's ContainersReady condition", "on-a", `{"status":{"conditions":[{"type":"ContainersReady","status":"False"}]}}`, bound, "changes another condition"},
 		{"not another status field", "on-a", `{"status":{"message":"rewritten"}}`, bound, "changes another status field"},
-		{"not the pod's IP", "on-a", `{"status":{"podIP":"10.9.9.9","podIPs":[{"ip":"10.9.9.9"}]}}`, bound, "changes another status field"},
+		{"not the pod's reason", "on-a", `{"status":{"reason":"Evicted"}}`, bound, "changes another status field"},
+		{"not a container's status", "on-a", `{"status":{"containerStatuses":[{"name":"app","image":"example.com/app","imageID":"","ready":true,"restartCount":0,"state":{"running":{}}}]}}`, bound, "changes another status field"},
 		{"not the pod's phase", "on-a", `{"status":{"phase":"Failed"}}`, bound, "changes another status field"},
 		{"not the pod's labels through pods/status", "on-a", `{"metadata":{"labels":{"podgate.dev/x":"y"}}}`, bound, "labels, annotations or finalizers"},
 		{"not with a token bound to no pod (no node)", "on-a", gateCondition, unbound, "holds a token bound to no node"},
