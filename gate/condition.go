@@ -56,7 +56,8 @@ type ConditionWriter interface {
 }
 
 // ErrNotPermitted marks a write the API refused for want of a permission
-// (RBAC: the gate's service account may not patch pods/status).
+// (RBAC: the gate's service account may not patch pods/status; or the
+// node status service refused the request). The error's text says which.
 var ErrNotPermitted = errors.New("not permitted")
 
 // Timing of the condition's writes: at most one per conditionMinGap (a
@@ -223,8 +224,10 @@ func (p *conditionPublisher) failed(err error) {
 	if p.noPerms {
 		if !p.toldNoPerms {
 			p.toldNoPerms = true
-			p.log.Error("the API refuses the gate's pod condition: give the pod's service account the RBAC permission to patch pods/status "+
-				"(apiGroups: [\"\"], resources: [\"pods/status\"], verbs: [\"patch\"]); until then the pod never becomes Ready "+
+			// The error says what to fix: the RBAC permission of the pod's
+			// service account (the API server), or why the node status
+			// service refused (gate/podapi words it by source).
+			p.log.Error("the API refuses the gate's pod condition: until it is fixed the pod never becomes Ready "+
 				"(its readiness gate waits for the condition); retrying every "+conditionRetryMax.String()+" without logging again",
 				"condition", contract.ContainersReadyCondition, "error", err)
 		}

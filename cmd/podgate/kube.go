@@ -8,7 +8,7 @@ import (
 
 func init() {
 	for _, newCmd := range []func() *cobra.Command{
-		kubecmds.NewNodeCmd, kubecmds.NewClusterCmd, kubecmds.NewWebhookCmd, kubecmds.NewActivatorCmd, kubecmds.NewRecordCmd,
+		kubecmds.NewNodeCmd, kubecmds.NewClusterCmd, kubecmds.NewWebhookCmd, kubecmds.NewActivatorCmd, kubecmds.NewRecordCmd, kubecmds.NewNodeStatusCmd,
 	} {
 		register(func() *cobra.Command {
 			kubecmds.Version = buildVersion()

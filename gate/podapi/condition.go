@@ -25,6 +25,9 @@ type ConditionWriter struct {
 	pods      *podsClient
 	namespace string
 	pod       string
+	// refusedBy says who refuses a write and what to fix, for a
+	// Forbidden answer; it depends on what the writer talks to.
+	refusedBy func(err error) string
 }
 
 var _ gate.ConditionWriter = (*ConditionWriter)(nil)
@@ -33,7 +36,24 @@ var _ gate.ConditionWriter = (*ConditionWriter)(nil)
 // through the API at url
 // (podgate run's control API).
 func ConditionWriterForURL(url, namespace, pod string) (*ConditionWriter, error) {
-	return conditionWriterFor(&rest.Config{Host: url}, namespace, pod)
+	return ConditionWriterForConfig(&rest.Config{Host: url}, namespace, pod)
+}
+
+// ConditionWriterForConfig is ConditionWriterForURL with the client's
+// whole configuration (cfg.Host the status source's URL): a test's gate
+// dials from its pod's address with cfg.Dial, as a pod's gate does by
+// being in the pod's network.
+func ConditionWriterForConfig(cfg *rest.Config, namespace, pod string) (*ConditionWriter, error) {
+	w, err := conditionWriterFor(cfg, namespace, pod)
+	if err != nil {
+		return nil, err
+	}
+	host := cfg.Host
+	w.refusedBy = func(err error) string {
+		return fmt.Sprintf("the status source at %s refused it (podgate's node status service writes only the condition %s, of the caller's own pod, "+
+			"asked from that pod's IP; its Event GateRequestRefused on the pod says more): %v", host, contract.ContainersReadyCondition, err)
+	}
+	return w, nil
 }
 
 // ConditionWriterForCluster writes it through the cluster's API
@@ -44,7 +64,16 @@ func ConditionWriterForCluster(namespace, pod string) (*ConditionWriter, error) 
 	if err != nil {
 		return nil, err
 	}
-	return conditionWriterFor(cfg, namespace, pod)
+	w, err := conditionWriterFor(cfg, namespace, pod)
+	if err != nil {
+		return nil, err
+	}
+	ns := w.namespace
+	w.refusedBy = func(err error) string {
+		return fmt.Sprintf("the pod's service account needs verb \"patch\" on resource \"pods/status\" in namespace %s "+
+			"(RBAC rule apiGroups: [\"\"], resources: [\"pods/status\"], verbs: [\"patch\"]): %v", ns, err)
+	}
+	return w, nil
 }
 
 func conditionWriterFor(cfg *rest.Config, namespace, pod string) (*ConditionWriter, error) {
@@ -62,8 +91,9 @@ func conditionWriterFor(cfg *rest.Config, namespace, pod string) (*ConditionWrit
 }
 
 // WriteCondition patches the gate's condition to c. A Forbidden answer
-// wraps gate.ErrNotPermitted and names the permission the pod's service
-// account lacks.
+// wraps gate.ErrNotPermitted and says what to fix: on a cluster's API
+// server the permission the pod's service account lacks, through a
+// status source URL (the node status service) why it refused.
 func (w *ConditionWriter) WriteCondition(ctx context.Context, c gate.PodCondition) error {
 	patch, err := ConditionPatch(c)
 	if err != nil {
@@ -74,8 +104,7 @@ func (w *ConditionWriter) WriteCondition(ctx context.Context, c gate.PodConditio
 	case err == nil:
 		return nil
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%w: patch pods/status of pod %s/%s: the pod's service account needs verb \"patch\" on resource \"pods/status\" in namespace %s: %v",
-			gate.ErrNotPermitted, w.namespace, w.pod, w.namespace, err)
+		return fmt.Errorf("%w: patch pods/status of pod %s/%s: %s", gate.ErrNotPermitted, w.namespace, w.pod, w.refusedBy(err))
 	}
 	return fmt.Errorf("patch pods/status of pod %s/%s: %w", w.namespace, w.pod, err)
 }

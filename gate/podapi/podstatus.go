@@ -36,6 +36,13 @@ func ForURL(url, namespace, pod string) (*Source, error) {
 	return forConfig(&rest.Config{Host: url}, namespace, pod)
 }
 
+// ForConfig is ForURL with the client's whole configuration (cfg.Host
+// the status source's URL): a test's gate dials from its pod's address
+// with cfg.Dial, as a pod's gate does by being in the pod's network.
+func ForConfig(cfg *rest.Config, namespace, pod string) (*Source, error) {
+	return forConfig(cfg, namespace, pod)
+}
+
 // ForCluster is a Source over the cluster's API server, found as every podgate
 // component finds it (internal/kubeconfig): $KUBECONFIG first (podgate's
 // node hands each pod one with its bound service-account token), then the

@@ -1,6 +1,7 @@
 // Package kubecmds holds podgate's commands for Kubernetes: `podgate
 // node` (the node agent as a cluster's kubelet), `cluster up|down`,
-// `admission/webhook`, `activator` and `record`. Each turns flags into the Config of
+// `admission/webhook`, `activator`, `record` and `node-status` (the
+// gates' node status service). Each turns flags into the Config of
 // the package that does the work.
 package kubecmds
 
