@@ -244,6 +244,10 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		testLeastPrivilegeFromThePod(t, u)
 	})
 
+	t.Run("the node status service's own token writes the gates' condition of its node's pods only", func(t *testing.T) {
+		testNodeStatusServiceOwnToken(t, u)
+	})
+
 	t.Run("a gate that does not reach its node's status service shows as an Event in kubectl describe", func(t *testing.T) {
 		testGateNotConnectedShowsInDescribe(t, u, gateRef)
 	})

@@ -2,18 +2,26 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/admission/inject"
 	"github.com/podgate/podgate/admission/workload"
@@ -230,4 +238,92 @@ spec:
 	if ok, _ := ready(p); ok {
 		t.Error("the pod whose gate cannot write its condition is Ready")
 	}
+}
+
+// testNodeStatusServiceOwnToken: the node status service's own token —
+// the one the node mounted into its DaemonSet pod, bound to that pod and
+// so to this node — may write the gates' condition of this node's pods
+// and nothing else: the policy podgate-node-status refuses another
+// condition, another status field, and any pod of another node.
+func testNodeStatusServiceOwnToken(t *testing.T, u *upProcess) {
+	ctx := t.Context()
+	as := kubernetes.NewForConfigOrDie(&rest.Config{Host: u.config.Host, BearerToken: u.nodeStatusToken(t),
+		TLSClientConfig: rest.TLSClientConfig{CAData: u.config.CAData, CAFile: u.config.CAFile}})
+	// A node no kubelet runs, and a pod bound to it.
+	const elsewhere = "elsewhere"
+	if _, err := u.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = u.client.CoreV1().Nodes().Delete(context.Background(), elsewhere, metav1.DeleteOptions{}) }()
+	u.namespace(t, "far", nil)
+	if _, err := u.client.CoreV1().Pods("far").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "far", Namespace: "far"},
+		Spec: corev1.PodSpec{NodeName: elsewhere, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "app", Image: images.TestappImage}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := u.client.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("pods of web: %v %v", list, err)
+	}
+	web := list.Items[0].Name
+	cond := func(typ, status string) string {
+		return fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":%q}]}}`, typ, status)
+	}
+	for _, tc := range []struct {
+		name, ns, pod, patch string
+		refused              string // "" allowed
+	}{
+		// What the service writes anyway: its gate's condition, as it is.
+		{"the gate's condition of a pod on its node", "shop", web, cond(contract.ContainersReadyCondition, "True"), ""},
+		{"not the gate's condition of a pod on another node", "far", "far", cond(contract.ContainersReadyCondition, "True"),
+			"holds the token of node podgate, pod far/far is on node elsewhere"},
+		{"not the Ready condition of a pod on its node", "shop", web, cond("Ready", "False"), "changes another condition"},
+		{"not another status field of a pod on its node", "shop", web, `{"status":{"message":"from the node status service"}}`, "changes another status field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := as.CoreV1().Pods(tc.ns).Patch(ctx, tc.pod, types.StrategicMergePatchType, []byte(tc.patch), metav1.PatchOptions{}, "status")
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refused != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "podgate-node-status") || !strings.Contains(err.Error(), tc.refused)):
+				t.Errorf("got %v, want Forbidden by the policy podgate-node-status: %q", err, tc.refused)
+			}
+		})
+	}
+}
+
+// nodeStatusToken is the token the node mounted into the node status
+// service's pod: its process's kubeconfig names the file.
+func (u *upProcess) nodeStatusToken(t *testing.T) string {
+	t.Helper()
+	for pid, argv := range u.processes() {
+		if len(argv) < 2 || argv[1] != "node-status" {
+			continue
+		}
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		for _, kv := range strings.Split(string(env), "\x00") {
+			kc, ok := strings.CutPrefix(kv, "KUBECONFIG=")
+			if !ok {
+				continue
+			}
+			root := fmt.Sprintf("/proc/%d/root", pid)
+			cfg, err := clientcmd.LoadFromFile(filepath.Join(root, kc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ai := range cfg.AuthInfos {
+				if ai.TokenFile != "" {
+					b, err := os.ReadFile(filepath.Join(root, ai.TokenFile))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return strings.TrimSpace(string(b))
+				}
+			}
+		}
+	}
+	t.Fatal("no node-status process with a KUBECONFIG naming a token file")
+	return ""
 }
