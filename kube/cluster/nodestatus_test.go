@@ -141,6 +141,14 @@ func testLeastPrivilegeFromThePod(t *testing.T, u *upProcess) {
 			}
 		})
 	}
+	// The refusals show on the asking pod.
+	eventually(t, waitLimit, "Event GateRequestRefused on pod "+a.Name, func() (bool, string) {
+		evs, err := u.client.CoreV1().Events("shop").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + a.Name + ",reason=GateRequestRefused"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(evs.Items) > 0 && evs.Items[0].Type == corev1.EventTypeWarning, fmt.Sprintf("%d events", len(evs.Items))
+	})
 	// Nothing of what was refused happened.
 	for _, p := range []corev1.Pod{a, b} {
 		now, err := u.client.CoreV1().Pods("shop").Get(ctx, p.Name, metav1.GetOptions{})
