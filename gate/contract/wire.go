@@ -64,7 +64,7 @@ const (
 	// GateAdminPortName is the name of the gate container's admin port.
 	GateAdminPortName = "queueadm-port"
 	// NodeStatusPort is podgate's node status service (package
-	// gate/nodestatus) on every node's address (a pod's status.hostIP):
+	// node/gatestatus) on every node's address (a pod's status.hostIP):
 	// where a gate on a cluster reads its own pod and writes its
 	// condition, instead of holding a watch and a write right on the API
 	// server itself.

@@ -50,8 +50,8 @@ func ConditionWriterForConfig(cfg *rest.Config, namespace, pod string) (*Conditi
 	}
 	host := cfg.Host
 	w.refusedBy = func(err error) string {
-		return fmt.Sprintf("the status source at %s refused it (podgate's node status service writes only the condition %s, of the caller's own pod, "+
-			"asked from that pod's IP; its Event GateRequestRefused on the pod says more): %v", host, contract.ContainersReadyCondition, err)
+		return fmt.Sprintf("the status source at %s refused it: %v (podgate's node status service writes only the condition %s of the caller's own pod, "+
+			"asked from that pod's IP, and tells on the pod why it refused or could not write: kubectl describe pod)", host, err, contract.ContainersReadyCondition)
 	}
 	return w, nil
 }

@@ -2,6 +2,7 @@ package gatestatus
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -33,12 +34,12 @@ func (s *Service) Handler() http.Handler {
 	return mux
 }
 
-// served says what this service answers, for refusals.
-const served = "the node status service serves a gate its own pod only: GET /api/v1/namespaces/NS/pods?fieldSelector=metadata.name=NAME (list or watch) and a strategic merge patch of /api/v1/namespaces/NS/pods/NAME/status setting the condition podgate.dev/containers-ready"
+// servedAPI says what this service answers, for refusals.
+const servedAPI = "the node status service serves a gate its own pod only: GET /api/v1/namespaces/NS/pods?fieldSelector=metadata.name=NAME (list or watch) and a strategic merge patch of /api/v1/namespaces/NS/pods/NAME/status setting the condition podgate.dev/containers-ready"
 
 func (s *Service) serveOther(w http.ResponseWriter, r *http.Request) {
 	s.metrics.requests.WithLabelValues(verbOther, outcomeRefused).Inc()
-	writeStatus(w, forbidden(fmt.Sprintf("%s %s from %s: %s", r.Method, r.URL.Path, r.RemoteAddr, served)))
+	writeStatus(w, forbidden(fmt.Sprintf("%s %s from %s: %s", r.Method, r.URL.Path, r.RemoteAddr, servedAPI)))
 }
 
 // forbidden is a 403 Status, as the API server words one, for pods.
@@ -47,16 +48,13 @@ func forbidden(msg string) error {
 }
 
 // writeStatus answers err as the API server answers errors: a
-// metav1.Status with its code.
+// metav1.Status with its code; an error without one is a 500.
 func writeStatus(w http.ResponseWriter, err error) {
-	st := apierrors.APIStatus(nil)
-	if !apierrors.IsForbidden(err) && apierrors.ReasonForError(err) == metav1.StatusReasonUnknown {
-		err = apierrors.NewInternalError(err)
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		se = apierrors.NewInternalError(err)
 	}
-	if s, ok := err.(apierrors.APIStatus); ok {
-		st = s
-	}
-	status := st.Status()
+	status := se.Status()
 	status.Kind, status.APIVersion = "Status", "v1"
 	writeJSON(w, int(status.Code), &status)
 }

@@ -126,22 +126,33 @@ var (
 // may adjust its options (and the client's configuration) first.
 func startService(t *testing.T, change func(*Options, *rest.Config)) *harness {
 	t.Helper()
+	return startServiceOn(t, "", "127.0.0.1:0", change)
+}
+
+// startServiceOn runs a service for node (a new one named after the test
+// when empty) on addr.
+func startServiceOn(t *testing.T, node, addr string, change func(*Options, *rest.Config)) *harness {
+	t.Helper()
 	cp := controlPlane(t)
 	admin, err := kubernetes.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, admin: admin, clk: testingclock.NewFakeClock(time.Now()), watches: &atomic.Int64{}, patches: &patchGate{}}
-	// Named after the test, numbered: a test may run two services.
-	name := strings.Trim(nodeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	name = name[max(0, len(name)-50):]
-	h.node = fmt.Sprintf("n%d-%s", nodes.Add(1), strings.Trim(name, "-"))
-	// A Node object, so that the pod garbage collector does not take its
-	// pods for orphans.
-	if _, err := admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	h.node = node
+	if node == "" {
+		// Named after the test, numbered: a test may run two services.
+		name := strings.Trim(nodeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+		name = name[max(0, len(name)-50):]
+		h.node = fmt.Sprintf("n%d-%s", nodes.Add(1), strings.Trim(name, "-"))
+		// A Node object, so that the pod garbage collector does not take
+		// its pods for orphans.
+		if _, err := admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := rest.CopyConfig(cp.AdminConfig())
+	cfg.QPS, cfg.Burst = ClientQPS, ClientBurst // as podgate node-status sets them
 	opts := Options{Node: h.node, Clock: h.clk, IdentityWait: 300 * time.Millisecond}
 	if change != nil {
 		change(&opts, cfg)
@@ -155,7 +166,7 @@ func startService(t *testing.T, change func(*Options, *rest.Config)) *harness {
 	if h.svc, err = New(opts); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +260,9 @@ type podOpts struct {
 	phase       corev1.PodPhase
 	noGate      bool
 	gateStarted time.Time // zero: the gate container is not running
+	// statusSource is the gate's PODGATE_STATUS_SOURCE (default: the
+	// node status service's URL, as the injection writes it).
+	statusSource string
 }
 
 // createPod makes pod name on the harness's node (or o.node) with pod IP
@@ -266,7 +280,12 @@ func (h *harness) createPod(name string, ip netip.Addr, o podOpts) *corev1.Pod {
 	}
 	spec := corev1.PodSpec{NodeName: o.node, HostNetwork: o.hostNetwork, Containers: []corev1.Container{{Name: "app", Image: "ghcr.io/podgate/testapp"}}}
 	if !o.noGate {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: contract.GateContainerName, Image: "ghcr.io/podgate/podgate"})
+		src := o.statusSource
+		if src == "" {
+			src = "http://$(" + contract.EnvHostIP + "):9026"
+		}
+		spec.Containers = append(spec.Containers, corev1.Container{Name: contract.GateContainerName, Image: "ghcr.io/podgate/podgate",
+			Env: []corev1.EnvVar{{Name: contract.EnvStatusSource, Value: src}}})
 		spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: contract.ContainersReadyCondition}}
 	}
 	p, err := h.admin.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})

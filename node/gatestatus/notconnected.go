@@ -3,6 +3,7 @@ package gatestatus
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,8 @@ func (s *Service) checkLoop(ctx context.Context) {
 }
 
 // checkConnected writes GateNotConnected, once per pod, on each injected
-// pod whose gate container has run longer than GateGrace (counted from
+// pod whose gate is configured with a status source URL and whose gate
+// container has run longer than GateGrace (counted from
 // this service's start at the earliest: a gate that talked to the
 // service before it restarted reconnects within moments) without one
 // accepted request from the pod: its status source is wrong, or the
@@ -45,7 +47,7 @@ func (s *Service) checkConnected() {
 	for _, p := range s.pods.live() {
 		live[p.UID] = true
 		started, ok := gateRunningSince(p)
-		if !ok || p.Spec.HostNetwork || !hasGateReadinessGate(p) {
+		if !ok || p.Spec.HostNetwork || !hasGateReadinessGate(p) || !usesStatusURL(p) {
 			continue
 		}
 		if started.Before(s.started) {
@@ -99,6 +101,20 @@ func hasGateReadinessGate(p *corev1.Pod) bool {
 	for _, g := range p.Spec.ReadinessGates {
 		if g.ConditionType == contract.ContainersReadyCondition {
 			return true
+		}
+	}
+	return false
+}
+
+// usesStatusURL: the pod's gate is configured to reach a status source by
+// URL (the node status service). A gate of an older injection reads the
+// API server itself (PODGATE_STATUS_SOURCE=kubernetes) and never comes
+// here: that is no fault to report.
+func usesStatusURL(p *corev1.Pod) bool {
+	g := contract.GateContainer(&p.Spec)
+	for _, e := range g.Env {
+		if e.Name == contract.EnvStatusSource {
+			return strings.HasPrefix(e.Value, "http://") || strings.HasPrefix(e.Value, "https://")
 		}
 	}
 	return false

@@ -16,8 +16,9 @@ import (
 // TestAGateThatNeverConnectsLeavesGateNotConnectedAfterTheGrace: an
 // injected pod whose gate container runs for longer than --gate-grace
 // without a request from the pod gets GateNotConnected, once; a pod
-// whose gate connected, a pod within the grace and a pod without a gate
-// get none. The grace is a timing rule: the service's clock is fake.
+// whose gate connected, a pod within the grace, a pod without a gate and
+// a pod whose gate reads the API server itself (an older injection's
+// PODGATE_STATUS_SOURCE=kubernetes) get none. The grace is a timing rule: the service's clock is fake.
 func TestAGateThatNeverConnectsLeavesGateNotConnectedAfterTheGrace(t *testing.T) {
 	h := startService(t, func(o *Options, _ *rest.Config) { o.GateGrace = 30 * time.Second; o.CheckInterval = time.Second })
 	start := h.clk.Now()
@@ -26,6 +27,7 @@ func TestAGateThatNeverConnectsLeavesGateNotConnectedAfterTheGrace(t *testing.T)
 	talking := h.createPod("talking", talkingIP, podOpts{gateStarted: start})
 	late := h.createPod("late", podIP(), podOpts{gateStarted: start.Add(20 * time.Second)})
 	plain := h.createPod("plain", podIP(), podOpts{noGate: true})
+	direct := h.createPod("direct", podIP(), podOpts{gateStarted: start, statusSource: "kubernetes"})
 
 	src, err := podapi.ForConfig(h.gateConfig(talkingIP), "default", "talking")
 	if err != nil {
@@ -57,9 +59,9 @@ func TestAGateThatNeverConnectsLeavesGateNotConnectedAfterTheGrace(t *testing.T)
 	for _, p := range []struct {
 		name string
 		n    int
-	}{{"silent", len(h.events(silent, eventNotConnected))}, {"talking", len(h.events(talking, eventNotConnected))}, {"late", len(h.events(late, eventNotConnected))}, {"plain", len(h.events(plain, eventNotConnected))}} {
+	}{{"silent", len(h.events(silent, eventNotConnected))}, {"talking", len(h.events(talking, eventNotConnected))}, {"late", len(h.events(late, eventNotConnected))}, {"plain", len(h.events(plain, eventNotConnected))}, {"direct", len(h.events(direct, eventNotConnected))}} {
 		want := 1
-		if p.name == "talking" || p.name == "plain" {
+		if p.name == "talking" || p.name == "plain" || p.name == "direct" {
 			want = 0
 		}
 		if p.n != want {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,6 +113,11 @@ func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.writes.write(r.Context(), caller, cond)
+	if r.Context().Err() != nil {
+		// The gate gave up (or the service stops): nobody to answer, and
+		// no fault of the API server's to tell on the pod.
+		return
+	}
 	if res.err != nil {
 		s.metrics.requests.WithLabelValues(verbPatch, outcomeFailed).Inc()
 		s.writeFailed(w, caller, res.err)
@@ -121,14 +125,4 @@ func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.requests.WithLabelValues(verbPatch, outcomeOK).Inc()
 	writeJSON(w, http.StatusOK, res.pod)
-}
-
-// patchSummary describes a condition for messages.
-func patchSummary(cond map[string]any) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s=%v", contract.ContainersReadyCondition, cond["status"])
-	if r, ok := cond["reason"].(string); ok && r != "" {
-		fmt.Fprintf(&b, " (%s)", r)
-	}
-	return b.String()
 }

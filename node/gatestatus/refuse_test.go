@@ -78,7 +78,7 @@ func TestAPatchOfAnyOtherConditionOrFieldIsRefused(t *testing.T) {
 // node from addresses that are not that pod's: no pod's, a pod's on
 // another node, a hostNetwork pod's (it shares the node's address, so
 // its source address says nothing), a finished pod's (its address may be
-// another pod's now). Each list, watch and patch is refused 403 naming
+// another pod's now), an address two running pods claim. Each list, watch and patch is refused 403 naming
 // the address.
 func TestACallerWhoseIPIsNoPodOfThisNodeIsRefused(t *testing.T) {
 	h := startService(t, nil)
@@ -90,6 +90,17 @@ func TestACallerWhoseIPIsNoPodOfThisNodeIsRefused(t *testing.T) {
 	h.createPod("on-another-node", elsewhere, podOpts{node: h.node + "-other"})
 	h.createPod("host-network", hostNet, podOpts{hostNetwork: true})
 	h.createPod("finished", finished, podOpts{phase: corev1.PodSucceeded})
+	// Two running pods with one address (a network gone wrong): neither
+	// can be told from the other, so neither is served.
+	twice := podIP()
+	h.createPod("twin-a", twice, podOpts{})
+	h.createPod("twin-b", twice, podOpts{})
+	for _, name := range []string{"twin-a", "twin-b"} {
+		code, body := do(t, from(twice), http.MethodGet, h.url+"/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3D"+name, "", "")
+		if st := status(t, body); code != http.StatusForbidden || !strings.Contains(st.Message, twice.String()+" is the pod IP of 2 pods of node "+h.node) {
+			t.Errorf("%s from the shared address: %d %q, want 403 naming both pods", name, code, st.Message)
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		caller netip.Addr

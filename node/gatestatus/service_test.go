@@ -127,6 +127,7 @@ func TestHealthReadinessAndMetricsAreServed(t *testing.T) {
 		`podgate_node_status_requests_total{outcome="refused",verb="list"} 1`,
 		"podgate_node_status_watches_open 0",
 		"podgate_node_status_api_watches_open 1",
+		"go_goroutines ",
 	} {
 		if code != http.StatusOK || !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)

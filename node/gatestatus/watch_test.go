@@ -160,3 +160,34 @@ func TestAWatchListWithoutItsRequiredParametersIsABadRequest(t *testing.T) {
 		t.Errorf("got %d %q, want 400 naming resourceVersionMatch=NotOlderThan", code, st.Message)
 	}
 }
+
+// TestAGateMissesNothingWhileTheServiceRestarts stops the service under
+// a watching gate (client-go's reflector through podapi), changes the
+// pod while no service runs, and starts a new service on the same
+// address: the gate's reflector comes back with the version it had, and
+// the new service, whose informer knows only the latest state, sends it.
+func TestAGateMissesNothingWhileTheServiceRestarts(t *testing.T) {
+	first := startService(t, nil)
+	ip := podIP()
+	p := first.createPod("survivor", ip, podOpts{gateStarted: time.Now()})
+	r := watchAsGate(t, first, "survivor", ip)
+	eventually(t, "the gate sees its pod with app ready", func() bool {
+		ps, ok := r.last()
+		return ok && containerReady(ps, "app")
+	})
+	addr := strings.TrimPrefix(first.url, "http://")
+	first.stop()
+
+	p.Status.ContainerStatuses[0].Ready = false
+	if _, err := first.admin.CoreV1().Pods("default").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second := startServiceOn(t, first.node, addr, nil)
+	eventually(t, "the gate sees the change made while no service ran", func() bool {
+		ps, ok := r.last()
+		return ok && !containerReady(ps, "app")
+	})
+	if v := second.watches.Load(); v != 1 {
+		t.Errorf("the new service sent %d watches to the API server, want 1", v)
+	}
+}

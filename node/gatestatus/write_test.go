@@ -43,6 +43,7 @@ func TestAPodReplacedUnderTheSameNameIsNotWritten(t *testing.T) {
 	if res.err == nil || !(apierrors.IsConflict(res.err) || apierrors.IsInvalid(res.err)) || !strings.Contains(res.err.Error(), string(old.UID)) {
 		t.Errorf("the old pod's write: %v, want the API server's refusal naming the old UID", res.err)
 	}
+	t.Logf("the API server's answer to the old pod's write: %v", res.err)
 	got, err := h.admin.CoreV1().Pods("default").Get(context.Background(), "phoenix", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

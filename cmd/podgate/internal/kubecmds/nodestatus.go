@@ -58,8 +58,9 @@ found from --kubeconfig, else $KUBECONFIG, else the pod's service account,
 else ~/.kube/config; the identity needs get, list and watch on pods, patch
 on pods/status and create on events. See docs/gate.md.
 
-Exit status: 0 stopped by SIGTERM or SIGINT, 1 an invalid value or could not
-start or serve, 2 usage error.`,
+Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve
+(the cluster not found, the address taken), 2 usage error (a flag missing or
+wrong as written).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return onCluster(cmd, kubeconf, logFormat, func() error { return checkNodeStatusFlags(node, listen, grace) },
@@ -81,8 +82,9 @@ start or serve, 2 usage error.`,
 	return cmd
 }
 
-// checkNodeStatusFlags: a missing --node or --listen is a usage error;
-// a value that cannot be right is invalid (exit 1), naming the flag.
+// checkNodeStatusFlags reports, as usage errors naming the flag, a
+// missing --node or --listen and values wrong as written (docs/cli.md's
+// rule); an address the system refuses is invalid input later (exit 1).
 func checkNodeStatusFlags(node, listen string, grace time.Duration) error {
 	switch {
 	case node == "":
@@ -90,17 +92,19 @@ func checkNodeStatusFlags(node, listen string, grace time.Duration) error {
 	case listen == "":
 		return command.Usagef("--listen is required (or $%s, to listen on $%s:%d)", envHostIP, envHostIP, contract.NodeStatusPort)
 	case grace <= 0:
-		return command.Invalidf("--gate-grace %s: must be positive", grace)
+		return command.Usagef("--gate-grace %s: must be positive", grace)
 	}
 	if _, port, err := net.SplitHostPort(listen); err != nil {
-		return command.Invalidf("--listen %q: %v", listen, err)
+		return command.Usagef("--listen %q: %v", listen, err)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return command.Invalidf("--listen %q: port %q is not a number from 0 to 65535", listen, port)
+		return command.Usagef("--listen %q: port %q is not a number from 0 to 65535", listen, port)
 	}
 	return nil
 }
 
 func runNodeStatus(ctx context.Context, rc *rest.Config, logger *slog.Logger, opts gatestatus.Options, listen string) error {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = gatestatus.ClientQPS, gatestatus.ClientBurst
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)

@@ -2,6 +2,7 @@ package gatestatus
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,6 +19,7 @@ import (
 // patch on pods/status when patchStatus; and returns a token of it.
 func serviceAccountToken(t *testing.T, cp *controlplane.ControlPlane, name string, podVerbs []string, patchStatus bool) string {
 	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, nodes.Add(1)) // unique in the shared control plane
 	ctx := context.Background()
 	admin, err := kubernetes.NewForConfig(cp.AdminConfig())
 	if err != nil {
