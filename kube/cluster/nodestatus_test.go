@@ -167,12 +167,12 @@ func testLeastPrivilegeFromThePod(t *testing.T, u *upProcess) {
 }
 
 // testGateNotConnectedShowsInDescribe: a broken setup shows on the pod.
-// A pod whose gate never asks its node's status service — here one
-// injected as an older podgate did (PODGATE_STATUS_SOURCE=kubernetes, no
-// PODGATE_HOST_IP), whose gate asks the API server and, with no
-// RoleBinding, is refused — gets the service's Event GateNotConnected
-// after the grace (30 s), visible in `kubectl describe pod`, instead of
-// sitting unready with nothing but the gate's log to say why.
+// A pod whose gate cannot reach its node's status service — here its
+// status source names a port of the node's address where nothing listens,
+// as a NetworkPolicy that drops the gate's egress to the node would leave
+// it — gets the service's Event GateNotConnected after the grace (30 s),
+// visible in `kubectl describe pod`, instead of sitting unready with
+// nothing but the gate's log to say why.
 func testGateNotConnectedShowsInDescribe(t *testing.T, u *upProcess, gateImage string) {
 	ctx := t.Context()
 	u.namespace(t, "stale", map[string]string{"podgate.dev/inject": "enabled"})
@@ -193,26 +193,21 @@ spec:
 	}
 	pod := &corev1.Pod{ObjectMeta: *w.Template.ObjectMeta.DeepCopy(), Spec: *w.Template.Spec.DeepCopy()}
 	pod.Name, pod.Namespace = "old", "stale"
+	unreachable := "http://$(" + contract.EnvHostIP + "):1"
 	gate := contract.GateContainer(&pod.Spec)
-	var env []corev1.EnvVar
-	for _, v := range gate.Env {
-		switch v.Name {
-		case contract.EnvHostIP:
-			continue
-		case contract.EnvStatusSource:
-			v.Value = contract.StatusSourceKubernetes
+	for i := range gate.Env {
+		if gate.Env[i].Name == contract.EnvStatusSource {
+			gate.Env[i].Value = unreachable
 		}
-		env = append(env, v)
 	}
-	gate.Env = env
 	created, err := u.client.CoreV1().Pods("stale").Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g := contract.GateContainer(&created.Spec); g == nil || !slices.ContainsFunc(g.Env, func(e corev1.EnvVar) bool {
-		return e.Name == contract.EnvStatusSource && e.Value == contract.StatusSourceKubernetes
+		return e.Name == contract.EnvStatusSource && e.Value == unreachable
 	}) {
-		t.Fatalf("the webhook changed the old injection's gate: %+v", g)
+		t.Fatalf("the webhook changed the injected gate: %+v", g)
 	}
 	begin := time.Now()
 	var ev corev1.Event
