@@ -36,7 +36,7 @@ func (o onCluster) start(t *testing.T, m *manifest.Manifest, _ string, replicas 
 
 // The seven seed scenarios Kubernetes users meet, on one real cluster
 // (the control plane of v1.37.2, podgate's node, podgate installed by
-// cluster up: webhook, activator, the gates' rights and policy), each in
+// cluster up: webhook, activator, node status service), each in
 // a namespace of its own, through the cluster's front door: the same
 // steps and verdicts as under podgate run, but for what the cluster
 // does not have — a request timeout per workload (TimesOutHeldRequests)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // kustomizations are the directories under kube/deploy/ with a
@@ -83,16 +86,29 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
 			},
-			"podgate:gate": {
+			"podgate:node-status": {
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}},
-				// No resource: the mark the policy podgate-gate-own-pod finds gates by.
-				{APIGroups: []string{"podgate.dev"}, Resources: []string{"gates"}, Verbs: []string{"use"}},
+				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			},
 		}
 		for name, rules := range want {
 			if !reflect.DeepEqual(roles[name], rules) {
 				t.Errorf("ClusterRole %s rules %+v, want %+v", name, roles[name], rules)
+			}
+		}
+		// Every grant is to podgate's own service accounts: the injected
+		// pods' get none (labelling a namespace is the only step).
+		for _, o := range built["../../kube/deploy/base"] {
+			if o["kind"] != "ClusterRoleBinding" && o["kind"] != "RoleBinding" {
+				continue
+			}
+			var b rbacv1.RoleBinding
+			decodeAs(t, o, &b)
+			for _, s := range b.Subjects {
+				if s.Kind != rbacv1.ServiceAccountKind || s.Namespace != "podgate-system" {
+					t.Errorf("%s %s grants %s %s/%s: want podgate's own service accounts only", o["kind"], b.Name, s.Kind, s.Namespace, s.Name)
+				}
 			}
 		}
 	})
@@ -135,25 +151,21 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 		}
 	})
 
+	t.Run("deploy/base runs the node status service on every node's address, least privileged", func(t *testing.T) {
+		testNodeStatusDaemonSet(t, built["../../kube/deploy/base"])
+	})
+
 	e := sharedEnv(t)
-	t.Run("the API server takes deploy/base, the examples and the one-line grant", func(t *testing.T) {
-		if out, err := e.kubectl(nil, "apply", "--dry-run=server", "-k", "../../kube/deploy/base"); err != nil {
-			t.Fatal(err)
-		} else if !strings.Contains(string(out), "podgate-activator") {
-			t.Errorf("kubectl said:\n%s", out)
-		}
-		if _, err := e.kubectl(nil, "apply", "--dry-run=server", "-f", "../../kube/deploy/examples/"); err != nil {
+	t.Run("the API server takes deploy/base", func(t *testing.T) {
+		out, err := e.kubectl(nil, "apply", "--dry-run=server", "-k", "../../kube/deploy/base")
+		if err != nil {
 			t.Fatal(err)
 		}
-		// docs/kubernetes.md's one-line grant, for a namespace of its own
-		// (applied: the cluster is shared by every run of -count).
-		if _, err := e.kubectl([]byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: grant\n"), "apply", "-f", "-"); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := e.kubectl(nil, "create", "rolebinding", "podgate:gate", "-n", "grant", "--clusterrole=podgate:gate", "--serviceaccount=grant:default", "--dry-run=server"); err != nil {
-			t.Fatal(err)
-		} else if !strings.Contains(string(out), "podgate:gate created (server dry run)") {
-			t.Errorf("kubectl create rolebinding said %q", out)
+		for _, want := range []string{"deployment.apps/podgate-activator", "daemonset.apps/podgate-node-status",
+			"validatingadmissionpolicy.admissionregistration.k8s.io/podgate-node-status"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("kubectl said nothing of %s:\n%s", want, out)
+			}
 		}
 	})
 
@@ -223,4 +235,66 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 			})
 		}
 	})
+}
+
+// testNodeStatusDaemonSet pins the node status service's DaemonSet: on
+// the node's network at the node's address and contract.NodeStatusPort
+// (where the injected gates ask), on every node whatever its taints, as
+// its own service account, probed on its port, and confined.
+func testNodeStatusDaemonSet(t *testing.T, objs []map[string]any) {
+	t.Helper()
+	var ds *appsv1.DaemonSet
+	for _, o := range objs {
+		if md, _ := o["metadata"].(map[string]any); o["kind"] == "DaemonSet" && md["name"] == "podgate-node-status" {
+			ds = &appsv1.DaemonSet{}
+			decodeAs(t, o, ds)
+		}
+	}
+	if ds == nil {
+		t.Fatal("deploy/base has no DaemonSet podgate-node-status")
+	}
+	spec := ds.Spec.Template.Spec
+	if !spec.HostNetwork || spec.ServiceAccountName != "podgate-node-status" {
+		t.Errorf("hostNetwork %v, service account %q: want the node's network, podgate-node-status", spec.HostNetwork, spec.ServiceAccountName)
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "" {
+		t.Errorf("tolerations %+v, want one that tolerates every taint", spec.Tolerations)
+	}
+	c := spec.Containers[0]
+	port := fmt.Sprint(contract.NodeStatusPort)
+	wantArgs := []string{"node-status", "--node=$(NODE_NAME)", "--listen=$(HOST_IP):" + port}
+	if c.Image != "ghcr.io/podgate/podgate:latest" || !reflect.DeepEqual(c.Args, wantArgs) {
+		t.Errorf("image %q args %q, want podgate's image with %q", c.Image, c.Args, wantArgs)
+	}
+	fields := map[string]string{}
+	for _, v := range c.Env {
+		if v.ValueFrom == nil || v.ValueFrom.FieldRef == nil {
+			t.Errorf("env %s is not from the downward API", v.Name)
+			continue
+		}
+		fields[v.Name] = v.ValueFrom.FieldRef.FieldPath
+	}
+	if fields["NODE_NAME"] != "spec.nodeName" || fields["HOST_IP"] != "status.hostIP" {
+		t.Errorf("env %v, want NODE_NAME from spec.nodeName and HOST_IP from status.hostIP", fields)
+	}
+	if len(c.Ports) != 1 || fmt.Sprint(c.Ports[0].ContainerPort) != port {
+		t.Errorf("ports %+v, want %s", c.Ports, port)
+	}
+	for _, p := range []struct {
+		what  string
+		probe *corev1.Probe
+		path  string
+	}{{"startup", c.StartupProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}, {"liveness", c.LivenessProbe, "/healthz"}} {
+		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.StrVal != c.Ports[0].Name {
+			t.Errorf("%s probe %+v, want httpGet %s on its port", p.what, p.probe, p.path)
+		}
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("requests %v, want cpu and memory", c.Resources.Requests)
+	}
+	sc, psc := c.SecurityContext, spec.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("security context pod %+v container %+v, want non-root, read-only root, no escalation, every capability dropped", psc, sc)
+	}
 }

@@ -64,8 +64,8 @@ type env struct {
 	admin *rest.Config
 	cs    kubernetes.Interface
 	// activatorRest is kube/deploy/base's podgate-activator service account;
-	// gateRest is shop's default service account, which
-	// kube/deploy/examples/gate-rolebinding.yaml grants the gate's rights.
+	// gateRest is shop's default service account, which gateRole grants
+	// what this test's gates need.
 	activatorRest, gateRest *rest.Config
 	gateKubeconfig          string
 
@@ -141,7 +141,7 @@ func startEnv() (e *env, err error) {
 	if _, err = e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
 		return e, err
 	}
-	if _, err = e.kubectl(nil, "apply", "-f", "../../kube/deploy/examples/gate-rolebinding.yaml"); err != nil {
+	if _, err = e.kubectl([]byte(gateRole), "apply", "-f", "-"); err != nil {
 		return e, err
 	}
 	if e.activatorRest, err = e.tokenConfig("podgate-system", "podgate-activator"); err != nil {
@@ -260,13 +260,12 @@ func kustomize(dir string) ([]map[string]any, error) {
 }
 
 // applyBase applies kube/deploy/base as kustomize builds it, but for its
-// Deployments (the podgate node would run them: the activator runs in
-// this process instead), the webhook configurations (no webhook runs
-// here; they concern opted-in objects only anyway) and the policy that
-// confines a gate to its own pod: this test's gates read and write their
-// pods with one token the test made for both, bound to neither, which
-// the policy refuses. `podgate cluster up`'s tests run the policy, with
-// the tokens the node binds to each pod.
+// Deployments and DaemonSet (the podgate node would run them: the
+// activator runs in this process instead, and this test's gates ask the
+// API server, not a node status service) and the webhook configurations
+// (no webhook runs here; they concern opted-in objects only anyway). The
+// node status service's policy is applied: it concerns that service's
+// identity only (TestNodeStatusPolicy).
 func (e *env) applyBase() error {
 	objs, err := kustomize("../../kube/deploy/base")
 	if err != nil {
@@ -275,8 +274,7 @@ func (e *env) applyBase() error {
 	var docs [][]byte
 	for _, o := range objs {
 		switch o["kind"] {
-		case "Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		case "Deployment", "DaemonSet", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 			continue
 		}
 		b, err := yaml.Marshal(o)
@@ -288,6 +286,26 @@ func (e *env) applyBase() error {
 	_, err = e.kubectl(bytes.Join(docs, []byte("---\n")), "apply", "-f", "-")
 	return err
 }
+
+// gateRole grants shop's default service account what this test's gates
+// need to read their pods from the API server and write their condition
+// (PODGATE_STATUS_SOURCE=kubernetes): this node runs no node status
+// service, which is what an injected gate asks on a cluster, with no
+// right of its own (kube/deploy/base/node-status).
+const gateRole = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: test-gate, namespace: shop}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
+- {apiGroups: [""], resources: [pods/status], verbs: [patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: test-gate, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: test-gate}
+subjects:
+- {kind: ServiceAccount, name: default, namespace: shop}
+`
 
 // tokenConfig is a client config with a token of the service account;
 // the service-account controller makes a namespace's "default" a moment

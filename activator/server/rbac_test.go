@@ -13,14 +13,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
 
 // TestLeastPrivilege checks, against the real API server's RBAC, the
-// rights kube/deploy/base grants the activator and kube/deploy/base/gate-rbac with
-// kube/deploy/examples/gate-rolebinding.yaml grants a namespace's gates: what
-// they need is allowed, and everything next to it is Forbidden.
+// rights kube/deploy/base grants the activator and the node status
+// service, and that an injected pod's service account needs and gets
+// none: what they need is allowed, and everything next to it is
+// Forbidden.
 func TestLeastPrivilege(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := t.Context()
@@ -78,103 +78,61 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	})
 
-	// Pods no node runs (bound to a node that does not exist), whose
-	// status the gate's identity may or may not write.
-	for _, ns := range []string{testNS, "default"} {
-		_, err := e.cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "rbac-target", Namespace: ns},
+	t.Run("the node status service may read pods, patch their status and write events, nothing else", func(t *testing.T) {
+		user := "system:serviceaccount:podgate-system:podgate-node-status"
+		for _, tc := range []struct {
+			verb, group, resource, subresource, namespace string
+			allowed                                       bool
+		}{
+			{"list", "", "pods", "", "", true},
+			{"watch", "", "pods", "", "", true},
+			{"get", "", "pods", "", testNS, true},
+			{"patch", "", "pods", "status", testNS, true},
+			{"create", "", "events", "", testNS, true},
+			{"patch", "", "events", "", testNS, true},
+			{"update", "", "pods", "status", testNS, false},
+			{"patch", "", "pods", "", testNS, false},
+			{"update", "", "pods", "", testNS, false},
+			{"create", "", "pods", "", testNS, false},
+			{"delete", "", "pods", "", testNS, false},
+			{"create", "", "pods", "eviction", testNS, false},
+			{"get", "", "secrets", "", testNS, false},
+			{"list", "", "secrets", "", "", false},
+			{"list", "", "configmaps", "", "", false},
+			{"delete", "", "events", "", testNS, false},
+			{"list", "", "nodes", "", "", false},
+			{"patch", "", "nodes", "status", "", false},
+			{"list", "discovery.k8s.io", "endpointslices", "", "", false},
+		} {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   user,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:podgate-system", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: tc.verb, Group: tc.group, Resource: tc.resource, Subresource: tc.subresource, Namespace: tc.namespace,
+				},
+			}}
+			got, err := e.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Allowed != tc.allowed {
+				t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", tc.verb, tc.group, tc.resource, tc.subresource, tc.namespace, got.Status.Allowed, tc.allowed, got.Status.Reason)
+			}
+		}
+	})
+
+	// An injected pod's service account gets no right at all: labelling
+	// a namespace is the only step, and no container of such a pod can
+	// read or write a pod through the API server.
+	t.Run("an injected pod's service account may not read or write any pod", func(t *testing.T) {
+		if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		_, err := e.cs.CoreV1().Pods("plain").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac-target", Namespace: "plain"},
 			Spec:       corev1.PodSpec{NodeName: "nowhere", Containers: []corev1.Container{{Name: "app", Image: "example.com/app"}}},
 		}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	gate := kubernetes.NewForConfigOrDie(e.gateRest)
-	condition := []byte(`{"status":{"conditions":[{"type":"podgate.dev/containers-ready","status":"True","reason":"FromTheGateIdentity"}]}}`)
-
-	t.Run("a gate may watch the pods of its namespace and patch their status", func(t *testing.T) {
-		w, err := gate.CoreV1().Pods(testNS).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=rbac-target"})
-		if err != nil {
-			t.Fatalf("watch its pod: %v", err)
-		}
-		defer w.Stop()
-		select {
-		case ev := <-w.ResultChan():
-			if ev.Type != watch.Added {
-				t.Errorf("first watch event %s %v, want ADDED", ev.Type, ev.Object)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("no watch event")
-		}
-		if _, err := gate.CoreV1().Pods(testNS).Get(ctx, "rbac-target", metav1.GetOptions{}); err != nil {
-			t.Errorf("get its pod: %v", err)
-		}
-		p, err := gate.CoreV1().Pods(testNS).Patch(ctx, "rbac-target", types.StrategicMergePatchType, condition, metav1.PatchOptions{}, "status")
-		if err != nil {
-			t.Fatalf("patch pods/status: %v", err)
-		}
-		var found bool
-		for _, c := range p.Status.Conditions {
-			found = found || c.Type == "podgate.dev/containers-ready" && c.Reason == "FromTheGateIdentity"
-		}
-		if !found {
-			t.Errorf("the condition is not on the pod: %+v", p.Status.Conditions)
-		}
-	})
-
-	t.Run("a gate may not read Secrets, change a pod, or reach another namespace", func(t *testing.T) {
-		for _, tc := range []struct {
-			name string
-			do   func() error
-		}{
-			{"get a Secret", func() error {
-				_, err := gate.CoreV1().Secrets(testNS).Get(ctx, "any", metav1.GetOptions{})
-				return err
-			}},
-			{"list Secrets", func() error { _, err := gate.CoreV1().Secrets(testNS).List(ctx, metav1.ListOptions{}); return err }},
-			{"patch a pod's labels", func() error {
-				_, err := gate.CoreV1().Pods(testNS).Patch(ctx, "rbac-target", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
-				return err
-			}},
-			{"patch a pod's spec", func() error {
-				_, err := gate.CoreV1().Pods(testNS).Patch(ctx, "rbac-target", types.MergePatchType, []byte(`{"spec":{"activeDeadlineSeconds":1}}`), metav1.PatchOptions{})
-				return err
-			}},
-			{"update a pod's status (not patch)", func() error {
-				p, err := e.cs.CoreV1().Pods(testNS).Get(ctx, "rbac-target", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				_, err = gate.CoreV1().Pods(testNS).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				return err
-			}},
-			{"delete a pod", func() error { return gate.CoreV1().Pods(testNS).Delete(ctx, "rbac-target", metav1.DeleteOptions{}) }},
-			{"create a pod", func() error {
-				_, err := gate.CoreV1().Pods(testNS).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "i"}}}}, metav1.CreateOptions{})
-				return err
-			}},
-			{"list the pods of another namespace", func() error { _, err := gate.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); return err }},
-			{"list every namespace's pods", func() error { _, err := gate.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err }},
-			{"patch the status of a pod of another namespace", func() error {
-				_, err := gate.CoreV1().Pods("default").Patch(ctx, "rbac-target", types.StrategicMergePatchType, condition, metav1.PatchOptions{}, "status")
-				return err
-			}},
-			{"list EndpointSlices", func() error {
-				_, err := gate.DiscoveryV1().EndpointSlices(testNS).List(ctx, metav1.ListOptions{})
-				return err
-			}},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				if err := tc.do(); !apierrors.IsForbidden(err) {
-					t.Errorf("got %v, want Forbidden", err)
-				}
-			})
-		}
-	})
-
-	t.Run("a namespace's default service account has no pod rights until bound", func(t *testing.T) {
-		if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 		rc, err := e.tokenConfig("plain", "default")
@@ -182,8 +140,38 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Fatal(err)
 		}
 		plain := kubernetes.NewForConfigOrDie(rc)
-		if _, err := plain.CoreV1().Pods("plain").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-			t.Errorf("list pods as plain's default service account: %v, want Forbidden", err)
+		condition := []byte(`{"status":{"conditions":[{"type":"podgate.dev/containers-ready","status":"True","reason":"FromThePod"}]}}`)
+		for _, tc := range []struct {
+			name string
+			do   func() error
+		}{
+			{"list its namespace's pods", func() error { _, err := plain.CoreV1().Pods("plain").List(ctx, metav1.ListOptions{}); return err }},
+			{"get a pod", func() error {
+				_, err := plain.CoreV1().Pods("plain").Get(ctx, "rbac-target", metav1.GetOptions{})
+				return err
+			}},
+			{"watch a pod", func() error {
+				w, err := plain.CoreV1().Pods("plain").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=rbac-target"})
+				if err == nil {
+					w.Stop()
+				}
+				return err
+			}},
+			{"patch a pod's gate condition", func() error {
+				_, err := plain.CoreV1().Pods("plain").Patch(ctx, "rbac-target", types.StrategicMergePatchType, condition, metav1.PatchOptions{}, "status")
+				return err
+			}},
+			{"patch a pod's labels", func() error {
+				_, err := plain.CoreV1().Pods("plain").Patch(ctx, "rbac-target", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+				return err
+			}},
+			{"list Secrets", func() error { _, err := plain.CoreV1().Secrets("plain").List(ctx, metav1.ListOptions{}); return err }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if err := tc.do(); !apierrors.IsForbidden(err) {
+					t.Errorf("got %v, want Forbidden", err)
+				}
+			})
 		}
 	})
 

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -87,7 +88,7 @@ func resolveEnv(t *testing.T, vars []corev1.EnvVar, fields map[string]string) ma
 	for _, v := range vars {
 		switch {
 		case v.ValueFrom == nil:
-			env[v.Name] = v.Value
+			env[v.Name] = expandEarlier(v.Value, env)
 		case v.ValueFrom.FieldRef != nil:
 			val, ok := fields[v.ValueFrom.FieldRef.FieldPath]
 			if !ok {
@@ -113,4 +114,19 @@ func assertStrings(t *testing.T, what string, got, want []string, prefix bool) {
 			t.Errorf("%s[%d] = %q, want %q", what, i, got[i], want[i])
 		}
 	}
+}
+
+// earlierRef is a $(VAR) reference in a variable's value.
+var earlierRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandEarlier expands $(VAR) as the kubelet does: a reference to a
+// variable defined earlier in the list becomes its value, any other stays
+// as written. ($$ escapes are not needed by what the injection writes.)
+func expandEarlier(value string, earlier map[string]string) string {
+	return earlierRef.ReplaceAllStringFunc(value, func(ref string) string {
+		if v, ok := earlier[ref[2:len(ref)-1]]; ok {
+			return v
+		}
+		return ref
+	})
 }

@@ -30,7 +30,7 @@ type Options struct {
 	// keep an empty host (the gate dials its pod IP) and the gate reads
 	// container status from the node agent. Otherwise (Kubernetes) moved
 	// probes aim at 127.0.0.1 as Knative's do, and status comes from the
-	// API server.
+	// node status service on the pod's node (NodeStatusSource).
 	Local bool
 	// APIAddr is the node agent's control API in local mode
 	// (default contract.APIAddr).
@@ -54,7 +54,24 @@ type Options struct {
 	// cluster whose routers podgate cannot know: the quiet period runs.
 	// Local injections set it regardless.
 	OnlyRouter string
+	// NamespaceFromPod makes the gate read its namespace (SERVING_NAMESPACE)
+	// from its pod through the downward API (metadata.namespace) instead of
+	// the manifest's: for `podgate inject`, whose output may be applied to
+	// any namespace (`kubectl apply -n shop`), where a manifest without a
+	// namespace would otherwise name "default" and the gate ask for a pod
+	// that is not its own. The webhook knows the pod's namespace from the
+	// request, so its literal is right.
+	NamespaceFromPod bool
 }
+
+// NodeStatusSource is the gate's status source on a cluster: podgate's
+// node status service on its node's address (contract.NodeStatusPort),
+// which serves the gate its own pod and writes the gate's condition with
+// the service's credentials, so the pod's service account needs no right.
+// The kubelet expands $(PODGATE_HOST_IP) from the variable written before
+// it (contract.EnvHostIP, the downward API's status.hostIP): Kubernetes
+// expands references to earlier variables only.
+var NodeStatusSource = fmt.Sprintf("http://$(%s):%d", contract.EnvHostIP, contract.NodeStatusPort)
 
 // Gate returns a copy of the workload whose pod carries the gate:
 //
@@ -236,7 +253,7 @@ func baseConfig(w *workload.Workload, opts Options) contract.Config {
 		// Drainer), so its confirmation may end the drain early.
 		cfg.OnlyRouter = contract.OnlyRouterActivator
 	} else {
-		cfg.StatusSource = contract.StatusSourceKubernetes
+		cfg.StatusSource = NodeStatusSource
 	}
 	return cfg
 }
@@ -295,6 +312,38 @@ func setServingEnv(w *workload.Workload, serving *corev1.Container) {
 			setEnv(c, "K_REVISION", k.RevisionName)
 		}
 	}
+}
+
+// fieldEnv is a variable of the downward API's field path.
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+	}}
+}
+
+// setFieldEnv makes variable name of env the downward API's path, where
+// it is (or last, if it is not there).
+func setFieldEnv(env []corev1.EnvVar, name, path string) []corev1.EnvVar {
+	for i := range env {
+		if env[i].Name == name {
+			env[i] = fieldEnv(name, path)
+			return env
+		}
+	}
+	return append(env, fieldEnv(name, path))
+}
+
+// withHostIP puts contract.EnvHostIP (the node's address) right before
+// the status source, which names the node status service on it: the
+// kubelet expands $(VAR) only for variables defined earlier in the list.
+// A variable of that name already in env is replaced.
+func withHostIP(env []corev1.EnvVar) []corev1.EnvVar {
+	env = slices.DeleteFunc(env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvHostIP })
+	at := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvStatusSource })
+	if at < 0 {
+		at = len(env)
+	}
+	return slices.Insert(env, at, fieldEnv(contract.EnvHostIP, "status.hostIP"))
 }
 
 func setEnv(c *corev1.Container, name, value string) {
@@ -367,6 +416,12 @@ func gateReadinessProbe(w *workload.Workload, r *rewriter) *corev1.Probe {
 // gateContainer is the gate sidecar.
 func gateContainer(cfg contract.Config, opts Options, readiness *corev1.Probe) corev1.Container {
 	env := append(cfg.Encode(), contract.DownwardAPIEnv(opts.Local)...)
+	if opts.NamespaceFromPod {
+		env = setFieldEnv(env, contract.EnvServingNamespace, "metadata.namespace")
+	}
+	if !opts.Local {
+		env = withHostIP(env)
+	}
 	c := corev1.Container{
 		Name:  contract.GateContainerName,
 		Image: opts.GateImage,

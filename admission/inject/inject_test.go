@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func injected(t *testing.T, manifest string, opts Options) (*workload.Workload, 
 	if gate == nil {
 		t.Fatal("no gate container")
 	}
-	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": "p", "status.podIP": "127.0.1.9"})
+	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": "p", "metadata.namespace": "shop", "status.podIP": "127.0.1.9", "status.hostIP": "10.0.0.9"})
 	cfg, err := contract.Decode(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("gate env: %v", err)
@@ -75,8 +76,8 @@ func TestInjectReadiness(t *testing.T) {
 				t.Errorf("%s lost its exec readiness probe", name)
 			}
 		}
-		if cfg.StatusSource != contract.StatusSourceKubernetes {
-			t.Errorf("status source %q", cfg.StatusSource)
+		if cfg.StatusSource != "http://10.0.0.9:9026" {
+			t.Errorf("status source %q, want the node status service on the node's address", cfg.StatusSource)
 		}
 	})
 	t.Run("a pod's serving container without readiness probe gets none in the gate: ready as on Kubernetes", func(t *testing.T) {
@@ -452,5 +453,76 @@ func TestManifestsInjectsTheWorkloadsAndKeepsTheRestInPlace(t *testing.T) {
 	}
 	if _, err := Manifests(clash, Options{}); err == nil || !strings.HasPrefix(err.Error(), "clash.yaml: doc 1: ") {
 		t.Errorf("Manifests of a pod that cannot be injected: %v, want the error named by its source", err)
+	}
+}
+
+// TestInjectNodeStatusSource pins where a gate on a cluster gets its pod
+// from: the node status service on its node's address, named through
+// PODGATE_HOST_IP (the downward API's status.hostIP), which must come
+// before the status source: the kubelet expands $(VAR) of earlier
+// variables only. Locally the node agent's API stays the source.
+func TestInjectNodeStatusSource(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		manifest   string
+		opts       Options
+		wantSource string // resolved with status.hostIP 10.0.0.9
+		wantHostIP bool
+	}{
+		{"a Pod on a cluster asks the node status service", podWith(""), Options{}, "http://10.0.0.9:9026", true},
+		{"a Knative Service on a cluster asks the node status service", svcWith("", ""), Options{}, "http://10.0.0.9:9026", true},
+		{"the gate as a regular container asks it too", podWith(""), Options{GateAsContainer: true}, "http://10.0.0.9:9026", true},
+		{"podgate run keeps its node agent's API", podWith(""), Options{Local: true, APIAddr: "127.0.0.1:9999"}, "http://127.0.0.1:9999", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, cfg := injected(t, tc.manifest, tc.opts)
+			if cfg.StatusSource != tc.wantSource {
+				t.Errorf("status source %q, want %q", cfg.StatusSource, tc.wantSource)
+			}
+			gate := w.Container(contract.GateContainerName)
+			hostIP := slices.IndexFunc(gate.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvHostIP })
+			source := slices.IndexFunc(gate.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvStatusSource })
+			if !tc.wantHostIP {
+				if hostIP >= 0 {
+					t.Errorf("%s set locally: %+v", contract.EnvHostIP, gate.Env[hostIP])
+				}
+				return
+			}
+			if hostIP < 0 || hostIP > source {
+				t.Fatalf("%s at %d, status source at %d: want it right before", contract.EnvHostIP, hostIP, source)
+			}
+			if f := gate.Env[hostIP].ValueFrom; f == nil || f.FieldRef == nil || f.FieldRef.FieldPath != "status.hostIP" {
+				t.Errorf("%s = %+v, want the downward API's status.hostIP", contract.EnvHostIP, gate.Env[hostIP])
+			}
+			if got := gate.Env[source].Value; got != "http://$(PODGATE_HOST_IP):9026" {
+				t.Errorf("status source written %q", got)
+			}
+		})
+	}
+}
+
+// TestInjectNamespaceFromPod pins the namespace the gate asks for. The
+// webhook writes the request's namespace; `podgate inject` cannot know
+// where its output is applied (`kubectl apply -n shop -f -`), so with
+// NamespaceFromPod the gate reads its pod's own namespace.
+func TestInjectNamespaceFromPod(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		manifest string
+		opts     Options
+		want     string // resolved with metadata.namespace "shop"
+	}{
+		{"the webhook's literal namespace of the manifest", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: web}\nspec:\n  containers:\n  - {name: app, image: img, ports: [{containerPort: 8080}]}\n", Options{}, "web"},
+		{"the webhook names default for a manifest without namespace", podWith(""), Options{}, "default"},
+		{"podgate inject's gate reads its pod's namespace, whatever the manifest says", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: web}\nspec:\n  containers:\n  - {name: app, image: img, ports: [{containerPort: 8080}]}\n", Options{NamespaceFromPod: true}, "shop"},
+		{"podgate inject's gate of a manifest without namespace reads its pod's", podWith(""), Options{NamespaceFromPod: true}, "shop"},
+		{"a Knative Service by podgate inject too", svcWith("", ""), Options{NamespaceFromPod: true}, "shop"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, cfg := injected(t, tc.manifest, tc.opts)
+			if cfg.Namespace != tc.want {
+				t.Errorf("SERVING_NAMESPACE resolves to %q, want %q", cfg.Namespace, tc.want)
+			}
+		})
 	}
 }

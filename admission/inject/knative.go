@@ -88,7 +88,8 @@ type KnativeOptions struct {
 //   - exec readiness probes, which Knative leaves on their container for
 //     the kubelet (and leaves out of SERVING_READINESS_PROBE for a
 //     sidecar): PODGATE_DELEGATED_READINESS, read from the pod's status;
-//   - the status source (the API server) and the readiness gate on the
+//   - the status source (the node status service on the node's address,
+//     NodeStatusSource, PODGATE_HOST_IP before it) and the readiness gate on the
 //     condition the gate writes, which names the container that is not
 //     ready and its probe's message;
 //   - the queue container's kubelet readiness probe at 1 s × 1
@@ -144,7 +145,9 @@ func AdoptKnativeQueue(pod *corev1.Pod, opts KnativeOptions) (*corev1.Pod, error
 			setEnv(q, name, value)
 		}
 	}
-	set(contract.EnvStatusSource, contract.StatusSourceKubernetes)
+	set(contract.EnvStatusSource, NodeStatusSource)
+	// The node's address before the status source that names it.
+	q.Env = withHostIP(q.Env)
 	set(contract.EnvContainers, strings.Join(names, ","))
 	set(contract.EnvReadinessContainers, strings.Join(readinessOwners, ","))
 	set(contract.EnvDelegatedReadiness, strings.Join(delegated, ","))

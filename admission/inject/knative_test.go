@@ -30,12 +30,11 @@ func knativePod(t *testing.T, name string) *corev1.Pod {
 	return &pod
 }
 
-func envOf(c *corev1.Container) map[string]string {
-	out := map[string]string{}
-	for _, e := range c.Env {
-		out[e.Name] = e.Value
-	}
-	return out
+func envOf(t *testing.T, c *corev1.Container) map[string]string {
+	t.Helper()
+	return resolveEnv(t, c.Env, map[string]string{
+		"metadata.name": "p", "metadata.namespace": "shop", "status.podIP": "10.244.0.9", "status.hostIP": "10.0.0.9",
+	})
 }
 
 func TestAdoptKnativeQueue(t *testing.T) {
@@ -74,9 +73,12 @@ func TestAdoptKnativeQueue(t *testing.T) {
 				t.Fatal(err)
 			}
 			q := queueContainer(&adopted.Spec)
-			env := envOf(q)
+			env := envOf(t, q)
 			for name, want := range map[string]string{
-				contract.EnvStatusSource:        contract.StatusSourceKubernetes,
+				// The node status service on the node's address:
+				// PODGATE_HOST_IP comes before it, or the kubelet
+				// would not expand it.
+				contract.EnvStatusSource:        "http://10.0.0.9:9026",
 				contract.EnvContainers:          tc.containers,
 				contract.EnvReadinessContainers: tc.readiness,
 				contract.EnvDelegatedReadiness:  tc.delegated,
@@ -203,7 +205,7 @@ func TestAdoptKnativeQueueKeepsTheDrainInsideTheGracePeriod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := envOf(queueContainer(&adopted.Spec))[contract.EnvDrainQuietPeriod]; got != tc.want {
+			if got := envOf(t, queueContainer(&adopted.Spec))[contract.EnvDrainQuietPeriod]; got != tc.want {
 				t.Errorf("%s = %q, want %q", contract.EnvDrainQuietPeriod, got, tc.want)
 			}
 		})

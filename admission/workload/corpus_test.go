@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -242,7 +243,7 @@ func assertGateEnvDecodes(t *testing.T, w *workload.Workload, opts inject.Option
 	if gate == nil {
 		t.Fatalf("%s has no gate container", w.ID())
 	}
-	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": w.Name + "-pod", "status.podIP": "127.0.1.7"})
+	env := resolveEnv(t, gate.Env, map[string]string{"metadata.name": w.Name + "-pod", "status.podIP": "127.0.1.7", "status.hostIP": "10.0.0.9"})
 	cfg, err := contract.Decode(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("%s: gate env does not decode: %v", w.ID(), err)
@@ -265,6 +266,12 @@ func assertGateEnvDecodes(t *testing.T, w *workload.Workload, opts inject.Option
 	if cfg.UpstreamHost != wantHost {
 		t.Errorf("%s: upstream host %q, want %q", w.ID(), cfg.UpstreamHost, wantHost)
 	}
+	// On a cluster the gate asks the node status service on its node's
+	// address: PODGATE_HOST_IP comes before the status source, or the
+	// kubelet would leave $(PODGATE_HOST_IP) unexpanded.
+	if wantSource := "http://10.0.0.9:9026"; !opts.Local && cfg.StatusSource != wantSource {
+		t.Errorf("%s: status source %q, want the node status service %q", w.ID(), cfg.StatusSource, wantSource)
+	}
 }
 
 // resolveEnv resolves a container's env as the node agent or kubelet
@@ -275,7 +282,7 @@ func resolveEnv(t *testing.T, vars []corev1.EnvVar, fields map[string]string) ma
 	for _, v := range vars {
 		switch {
 		case v.ValueFrom == nil:
-			env[v.Name] = v.Value
+			env[v.Name] = expandEarlier(v.Value, env)
 		case v.ValueFrom.FieldRef != nil:
 			val, ok := fields[v.ValueFrom.FieldRef.FieldPath]
 			if !ok {
@@ -287,4 +294,19 @@ func resolveEnv(t *testing.T, vars []corev1.EnvVar, fields map[string]string) ma
 		}
 	}
 	return env
+}
+
+// earlierRef is a $(VAR) reference in a variable's value.
+var earlierRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandEarlier expands $(VAR) as the kubelet does: a reference to a
+// variable defined earlier in the list becomes its value, any other stays
+// as written. ($$ escapes are not needed by what the injection writes.)
+func expandEarlier(value string, earlier map[string]string) string {
+	return earlierRef.ReplaceAllStringFunc(value, func(ref string) string {
+		if v, ok := earlier[ref[2:len(ref)-1]]; ok {
+			return v
+		}
+		return ref
+	})
 }

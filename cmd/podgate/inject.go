@@ -29,7 +29,9 @@ reported as by 'podgate validate' and nothing is printed.
 
 Without --local the output is what the Kubernetes webhook would admit: the
 gate reaches the other containers at 127.0.0.1 and reads container status
-from the API server. With --local it is what 'podgate run' runs.
+from podgate's node status service on its node (http://$(PODGATE_HOST_IP):9026),
+and its namespace from its pod, so the output can be applied to any namespace
+(kubectl apply -n shop -f -). With --local it is what 'podgate run' runs.
 
 The gate is a native sidecar (the first init container, restartPolicy
 Always; Kubernetes 1.29 or later): the other containers start once it
@@ -65,6 +67,9 @@ Exit status: 0 ok, 1 invalid input, 2 usage error.`,
 				}
 				return withCode(exitInvalid)
 			}
+			// The output may be applied to any namespace (kubectl apply
+			// -n), so on a cluster the gate reads its pod's own.
+			opts.NamespaceFromPod = !opts.Local
 			items, err := inject.Manifests(m, opts)
 			if err != nil {
 				return invalidf("%v", err)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podgate/podgate/admission/workload"
+	"github.com/podgate/podgate/gate/contract"
 )
 
 // Helpers here carry an inject prefix: the package's other test files
@@ -44,8 +46,11 @@ func TestInjectPrintsTheGoldenManifests(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The CLI passes other objects through; the golden holds the
-			// workloads only. Compare the workload documents.
-			if got := injectWorkloadDocs(t, stdout); got != string(want) {
+			// workloads only. Compare the workload documents. The goldens
+			// are the webhook's injection, which names the namespace;
+			// on a cluster the CLI's gate reads it from its pod instead
+			// (TestInjectGateReadsItsPodsNamespace), the one difference.
+			if got := injectWorkloadDocs(t, stdout, !slices.Contains(tc.args, "--local")); got != string(want) {
 				t.Errorf("output differs from %s:\n%s", tc.golden, stdout)
 			}
 		})
@@ -53,12 +58,25 @@ func TestInjectPrintsTheGoldenManifests(t *testing.T) {
 }
 
 // injectWorkloadDocs reloads printed manifests and re-renders only the
-// workloads, in order.
-func injectWorkloadDocs(t *testing.T, printed string) string {
+// workloads, in order. With literalNamespace, the gate's SERVING_NAMESPACE,
+// which must come from the pod (the downward API's metadata.namespace), is
+// written as the webhook writes it: the workload's namespace.
+func injectWorkloadDocs(t *testing.T, printed string, literalNamespace bool) string {
 	t.Helper()
 	m, err := workload.Load(strings.NewReader(printed), "out.yaml")
 	if err != nil {
 		t.Fatalf("output does not load: %v", err)
+	}
+	for _, w := range m.Workloads {
+		if !literalNamespace {
+			break
+		}
+		gate := w.Container(contract.GateContainerName)
+		i := slices.IndexFunc(gate.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvServingNamespace })
+		if i < 0 || gate.Env[i].ValueFrom == nil || gate.Env[i].ValueFrom.FieldRef == nil || gate.Env[i].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+			t.Fatalf("%s: the gate's %s is not its pod's metadata.namespace: %+v", w.ID(), contract.EnvServingNamespace, gate.Env)
+		}
+		gate.Env[i] = corev1.EnvVar{Name: contract.EnvServingNamespace, Value: w.Namespace}
 	}
 	var b bytes.Buffer
 	if err := workload.WriteYAML(&b, m.Workloads); err != nil {
@@ -89,7 +107,7 @@ func TestInjectFlags(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	if _, stdout, _ = injectRun("-f", "../../examples/hello.yaml"); strings.Contains(stdout, "PODGATE_UPSTREAM_HOST") || !strings.Contains(stdout, "value: kubernetes") {
+	if _, stdout, _ = injectRun("-f", "../../examples/hello.yaml"); strings.Contains(stdout, "PODGATE_UPSTREAM_HOST") || !strings.Contains(stdout, "value: http://$(PODGATE_HOST_IP):9026") {
 		t.Errorf("Kubernetes mode output:\n%s", stdout)
 	}
 }
@@ -142,5 +160,46 @@ func TestInjectGateAsContainer(t *testing.T) {
 	if len(regular.InitContainers) != 0 || regular.Containers[0].Name != "podgate" || regular.Containers[0].StartupProbe != nil {
 		t.Errorf("--gate-as-container: init containers %d, first container %s: want the gate first among the containers",
 			len(regular.InitContainers), regular.Containers[0].Name)
+	}
+}
+
+// TestInjectGateReadsItsPodsNamespace pins what `podgate inject -f x.yaml |
+// kubectl apply -n shop -f -` needs: the gate must ask for its own pod,
+// in the namespace the pod was applied to, not the manifest's (or
+// "default" when it names none). Locally (--local) podgate run knows the
+// namespace, and the literal stays.
+func TestInjectGateReadsItsPodsNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		fromPod bool
+		literal string
+	}{
+		{"a manifest without namespace, for a cluster", []string{"-f", "../../examples/hello.yaml"}, true, ""},
+		{"a manifest naming its namespace, for a cluster", []string{"-f", "../../admission/testdata/valid/11-deployment.yaml"}, true, ""},
+		{"for podgate run", []string{"--local", "-f", "../../examples/hello.yaml"}, false, "default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := injectRun(tc.args...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			m, err := workload.Load(strings.NewReader(stdout), "out.yaml")
+			if err != nil || len(m.Workloads) == 0 {
+				t.Fatalf("output does not load: %v", err)
+			}
+			for _, w := range m.Workloads {
+				gate := w.Container(contract.GateContainerName)
+				i := slices.IndexFunc(gate.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvServingNamespace })
+				if i < 0 {
+					t.Fatalf("%s: no %s", w.ID(), contract.EnvServingNamespace)
+				}
+				e := gate.Env[i]
+				fromPod := e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+				if fromPod != tc.fromPod || (!tc.fromPod && e.Value != tc.literal) {
+					t.Errorf("%s: %s = %+v, want from the pod %v (literal %q)", w.ID(), contract.EnvServingNamespace, e, tc.fromPod, tc.literal)
+				}
+			}
+		})
 	}
 }

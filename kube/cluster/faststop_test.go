@@ -62,7 +62,6 @@ func TestStopsAreFastWithTheActivatorAsOnlyRouter(t *testing.T) {
 	})
 
 	u.namespace(t, "shop", map[string]string{"podgate.dev/inject": "enabled"})
-	u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", "shop", "--clusterrole=podgate:gate", "--serviceaccount=shop:default")
 	// Pods of the test app with the default grace period (30 s: a quiet
 	// period of 15 s), labelled app=NAME.
 	pod := func(name string, annotations map[string]string) *corev1.Pod {

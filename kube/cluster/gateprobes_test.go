@@ -33,7 +33,6 @@ const clusterStall = 10 * time.Second
 func testInjectedProbesOnACluster(t *testing.T, u *upProcess) {
 	ctx := t.Context()
 	u.namespace(t, "pair", map[string]string{"podgate.dev/inject": "enabled"})
-	u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", "pair", "--clusterrole=podgate:gate", "--serviceaccount=pair:default")
 	probe := func(path string, port int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port)}},

@@ -13,15 +13,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/gate/contract"
@@ -95,7 +89,7 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		u.upToDoor, time.Since(u.began).Round(time.Millisecond))
 	ctx := t.Context()
 
-	t.Run("the webhook and the activator run podgate's own binary, from the image the node finds in the cluster's layout", func(t *testing.T) {
+	t.Run("the webhook, the activator and the node status service run podgate's own binary, from the image the node finds in the cluster's layout", func(t *testing.T) {
 		_, digest, err := ociimage.Build(podgateBin, install.ImageTag)
 		if err != nil {
 			t.Fatal(err)
@@ -120,8 +114,15 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 				found[argv[1]] = true
 			}
 		}
-		if !found["webhook"] || !found["activator"] {
-			t.Errorf("processes run from %s: %v; want podgate webhook and podgate activator", cache, found)
+		if !found["webhook"] || !found["activator"] || !found["node-status"] {
+			t.Errorf("processes run from %s: %v; want podgate webhook, podgate activator and podgate node-status", cache, found)
+		}
+		ds, err := u.client.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.NodeStatus, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := ds.Spec.Template.Spec.Containers[0]; c.Image != want || ds.Status.NumberReady != 1 {
+			t.Errorf("DaemonSet %s: image %q, %d ready; want %s, ready on the node", deploy.NodeStatus, c.Image, ds.Status.NumberReady, want)
 		}
 	})
 
@@ -161,9 +162,10 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		}
 	})
 
-	t.Run("an opted-in Deployment gets the gate and is served through the front door", func(t *testing.T) {
+	t.Run("a labelled namespace is the only step: an opted-in Deployment gets the gate, its condition written by the node status service, and is served through the front door", func(t *testing.T) {
+		// Labelling the namespace is the only step: no RoleBinding, the
+		// pods' service account has no right at all.
 		u.namespace(t, "shop", map[string]string{"podgate.dev/inject": "enabled"})
-		u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", "shop", "--clusterrole=podgate:gate", "--serviceaccount=shop:default")
 		dep := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
 			Spec: appsv1.DeploymentSpec{
@@ -200,6 +202,14 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 			return len(pods) == 2 && len(why) == 0, fmt.Sprintf("%d pods %v", len(pods), why)
 		})
 		t.Logf("2 gated pods ready %s after the Deployment was created", time.Since(created).Round(time.Millisecond))
+		if rbs, err := u.client.RbacV1().RoleBindings("shop").List(ctx, metav1.ListOptions{}); err != nil || len(rbs.Items) != 0 {
+			t.Errorf("RoleBindings in shop: %v %v; want none", rbs, err)
+		}
+		for _, p := range pods {
+			if c := podCondition(&p, contract.ContainersReadyCondition); c == nil || c.Status != corev1.ConditionTrue {
+				t.Errorf("pod %s: condition %s %+v, want True", p.Name, contract.ContainersReadyCondition, c)
+			}
+		}
 		for _, p := range pods {
 			gated := false
 			for _, g := range p.Spec.ReadinessGates {
@@ -230,8 +240,16 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 		}
 	})
 
-	t.Run("a gate writes the status of its own pod only", func(t *testing.T) {
-		testGateOwnPodPolicy(t, u)
+	t.Run("no container of an injected pod may write a pod's status, with the API server or the node status service", func(t *testing.T) {
+		testLeastPrivilegeFromThePod(t, u)
+	})
+
+	t.Run("the node status service's own token writes the gates' condition of its node's pods only", func(t *testing.T) {
+		testNodeStatusServiceOwnToken(t, u)
+	})
+
+	t.Run("a gate that does not reach its node's status service shows as an Event in kubectl describe", func(t *testing.T) {
+		testGateNotConnectedShowsInDescribe(t, u, gateRef)
 	})
 
 	t.Run("an injected pod's status blames its failing sidecar, and a stopped gate restarts nothing", func(t *testing.T) {
@@ -266,88 +284,5 @@ func testGatesRunTheGateImage(t *testing.T, u *upProcess, want int) {
 	}
 	if len(gates) != want {
 		t.Errorf("%d gate processes %q; want one per pod, %d", len(gates), gates, want)
-	}
-}
-
-// testGateOwnPodPolicy checks kube/deploy/base's policy podgate-gate-own-pod
-// with tokens the API server binds to pods, as a node asks for them: a
-// gate's token patches its own pod's status, and is refused, with the
-// policy's message, another pod's or with no pod binding; an identity
-// with a wildcard is left alone.
-func testGateOwnPodPolicy(t *testing.T, u *upProcess) {
-	ctx := t.Context()
-	const ns = "policy"
-	u.namespace(t, ns, nil)
-	u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", ns, "--clusterrole=podgate:gate", "--serviceaccount="+ns+":default")
-	if _, err := u.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "admin"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := u.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "policy-admin"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "admin", Namespace: ns}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pods := map[string]*corev1.Pod{}
-	for name, sa := range map[string]string{"a": "default", "b": "default", "ops": "admin"} {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: corev1.PodSpec{ServiceAccountName: sa, TerminationGracePeriodSeconds: ptr.To[int64](1),
-				Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sleep", "600"}}}},
-		}
-		created, err := u.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pods[name] = created
-	}
-	// A client with a token of sa, bound to pod (none: nil).
-	as := func(sa string, pod *corev1.Pod) kubernetes.Interface {
-		spec := authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}
-		if pod != nil {
-			spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
-		}
-		tok, err := u.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := &rest.Config{Host: u.config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: u.config.CAData, CAFile: u.config.CAFile}}
-		return kubernetes.NewForConfigOrDie(cfg)
-	}
-	patch := func(c kubernetes.Interface, pod string) error {
-		p := fmt.Sprintf(`{"status":{"conditions":[{"type":"example.com/policy-test","status":"True","reason":"By%s"}]}}`, pod)
-		_, err := c.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{}, "status")
-		return err
-	}
-	gateOfA, unbound := as("default", pods["a"]), as("default", nil)
-	// The policy takes effect a moment after it is created: wait until it
-	// refuses what it must, then check the rest.
-	eventually(t, waitLimit, "the policy refusing the gate of pod a a patch of pod b", func() (bool, string) {
-		err := patch(gateOfA, "b")
-		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "podgate-gate-own-pod"), fmt.Sprint(err)
-	})
-	for _, tc := range []struct {
-		name   string
-		client kubernetes.Interface
-		pod    string
-		want   string // "" allowed, else in the Forbidden message
-	}{
-		{"a gate patches its own pod's status", gateOfA, "a", ""},
-		{"a gate is refused another pod's status, named", gateOfA, "b",
-			"podgate: a gate writes the status of its own pod only; system:serviceaccount:policy:default holds the token of pod a (uid " + string(pods["a"].UID) + "), not one of pod b (uid " + string(pods["b"].UID) + ")"},
-		{"a gate's token bound to no pod is refused", unbound, "a", "holds a token bound to no pod, not one of pod a"},
-		{"an identity with a wildcard is left alone", as("admin", pods["ops"]), "b", ""},
-		{"the admin is left alone", u.client, "b", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := patch(tc.client, tc.pod)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("patch pods/status of %s: %v, want it allowed", tc.pod, err)
-			case tc.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("patch pods/status of %s: %v, want Forbidden: %s", tc.pod, err, tc.want)
-			}
-		})
 	}
 }

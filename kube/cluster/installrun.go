@@ -38,14 +38,15 @@ func (b *imageBuild) wait() {
 }
 
 // install installs podgate on the cluster whose node is Ready — its
-// image, kube/deploy/base, the webhook and the activator ready — and says
+// image, kube/deploy/base, the webhook, the activator and the node status
+// service ready — and says
 // where the front door is. Meanwhile it watches the cluster process, ctx
 // and the signals, as Up does: stopped reports that the cluster was
 // stopped (or failed, or the install did), and Up returns err.
 func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info, image *imageBuild, begin time.Time) (stopped bool, err error) {
 	cfg := h.cfg
 	start := time.Now()
-	fmt.Fprintf(cfg.Stderr, "podgate: installing podgate (deploy/base: the webhook, the activator, the gates' rights) from its image (--no-install: a bare cluster)\n")
+	fmt.Fprintf(cfg.Stderr, "podgate: installing podgate (deploy/base: the webhook, the activator, the node status service) from its image (--no-install: a bare cluster)\n")
 	stopped, err = h.during(ctx, sigs, "podgate", func(ictx context.Context) error {
 		select {
 		case <-image.done:
@@ -63,16 +64,15 @@ func (h *hostSide) install(ctx context.Context, sigs chan os.Signal, info *Info,
 		return true, err
 	}
 	info.FrontDoor, info.Image, info.GateImage = h.rec.FrontDoor, image.img.Ref, image.img.GateRef
-	fmt.Fprintf(cfg.Stderr, `podgate: podgate installed in %s: image %s, gate image %s (%s), webhook and activator ready
+	fmt.Fprintf(cfg.Stderr, `podgate: podgate installed in %s: image %s, gate image %s (%s), webhook, activator and node status service ready
 podgate: front door on %s (cluster up to front door ready: %s)
 
 Host NAME.NAMESPACE.example.com reaches Service NAME in NAMESPACE through
 podgate's activator. Pods opt in to the gate with the label
-podgate.dev/inject=enabled, on the pod or its namespace; their service
-account needs the gate's rights:
+podgate.dev/inject=enabled, on the pod or its namespace (nothing else:
+their gates ask podgate's node status service on their node):
 
   kubectl label namespace shop podgate.dev/inject=enabled
-  kubectl create rolebinding podgate:gate -n shop --clusterrole=podgate:gate --serviceaccount=shop:default
   curl -H 'Host: web.shop.example.com' %s/
 `, time.Since(start).Round(100*time.Millisecond), image.img.Ref, image.img.GateRef, image.img.Built,
 		info.FrontDoor, time.Since(begin).Round(100*time.Millisecond), info.FrontDoor)

@@ -326,8 +326,8 @@ func TestClusterUpKnative(t *testing.T) {
 }
 
 // adoptedRevisionPod runs a Knative Service of two containers, each with an
-// HTTP readiness probe, in a namespace opted in to podgate (with the
-// gate's RoleBinding), and checks its pod as the API server has it:
+// HTTP readiness probe, in a namespace opted in to podgate (the label
+// only), and checks its pod as the API server has it:
 // adopted (gate true) — the queue container named by podgate, its
 // readiness at 1 s × 1, the readiness gate True with the pod Ready — or
 // left as Knative wrote it.
@@ -335,7 +335,6 @@ func (u *upProcess) adoptedRevisionPod(t *testing.T, apply func(string), ingress
 	t.Helper()
 	u.kubectl(t, "create", "namespace", "adopt")
 	u.kubectl(t, "label", "namespace", "adopt", "podgate.dev/inject=enabled")
-	u.kubectl(t, "create", "rolebinding", "podgate:gate", "-n", "adopt", "--clusterrole", "podgate:gate", "--serviceaccount", "adopt:default")
 	apply(`apiVersion: serving.knative.dev/v1
 kind: Service
 metadata: {name: two, namespace: adopt}
@@ -406,6 +405,6 @@ spec:
 		}
 	}
 	if gateCond != corev1.ConditionTrue || ready != corev1.ConditionTrue {
-		t.Errorf("pod %s: %s %q, Ready %q; want both True (the gate writes its condition through its RoleBinding)", pod.Name, contract.ContainersReadyCondition, gateCond, ready)
+		t.Errorf("pod %s: %s %q, Ready %q; want both True (the gate writes its condition through its node's status service)", pod.Name, contract.ContainersReadyCondition, gateCond, ready)
 	}
 }

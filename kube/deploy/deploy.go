@@ -1,5 +1,5 @@
-// Package deploy holds podgate's kustomize manifests (base, knative,
-// examples) as files for kubectl, and the base also embedded in the
+// Package deploy holds podgate's kustomize manifests (base, knative) as
+// files for kubectl, and the base also embedded in the
 // binary: `podgate cluster up` installs it on the cluster it starts,
 // wherever the binary runs from, without the source tree.
 package deploy
@@ -7,7 +7,7 @@ package deploy
 import "embed"
 
 // Base is kube/deploy/base: the namespace podgate-system and its components
-// (webhook, activator, gate-rbac), under "base/".
+// (webhook, activator, node-status), under "base/".
 //
 //go:embed base
 var Base embed.FS
@@ -29,3 +29,8 @@ const (
 	Webhook   = "podgate-webhook"
 	Activator = "podgate-activator"
 )
+
+// NodeStatus is Base's DaemonSet of the node status service (one per
+// node, on the node's address at contract.NodeStatusPort), and its
+// service account.
+const NodeStatus = "podgate-node-status"

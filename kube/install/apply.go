@@ -20,8 +20,9 @@ import (
 	"github.com/podgate/podgate/kube/deploy"
 )
 
-// DefaultTimeout bounds the install: the apply, the pods of the webhook
-// and the activator started from podgate's image, both ready.
+// DefaultTimeout bounds the install: the apply, the pods of the webhook,
+// the activator and the node status service started from podgate's image,
+// all ready.
 const DefaultTimeout = 3 * time.Minute
 
 // poll is how often Apply's wait asks the API server.
@@ -50,10 +51,11 @@ type Options struct {
 
 // overlay is the kustomization cluster up applies: kube/deploy/base (copied
 // beside it from the binary) with podgate's image by digest, one replica
-// of each part (one node), the webhook injecting gates of the gate's
-// image by digest, and readiness probed every second instead of every
-// 5 s: a part's first probe comes as it starts, before it listens, so the
-// period is what the install waits for.
+// of each Deployment (one node), the webhook injecting gates of the gate's
+// image by digest, and readiness of the Deployments and the node status
+// service's DaemonSet probed every second instead of every 5 s: a part's
+// first probe comes as it starts, before it listens, so the period is
+// what the install waits for.
 const overlay = `# Written by podgate cluster up: deploy/base with podgate's image by
 # digest (built from the podgate that started the cluster, in the OCI
 # layout the node runs images from), one replica of each part on this one
@@ -81,8 +83,8 @@ patches:
       path: /spec/template/spec/containers/0/args/-
       value: --gate-image=%[5]s
 - target:
-    kind: Deployment
-    name: (%[3]s|%[4]s)
+    kind: (Deployment|DaemonSet)
+    name: (%[3]s|%[4]s|%[6]s)
   patch: |-
     - op: replace
       path: /spec/template/spec/containers/0/readinessProbe/periodSeconds
@@ -134,7 +136,7 @@ func writeOverlay(dir, digest, gateImage string, onlyRouter bool) error {
 	if err != nil {
 		return fmt.Errorf("write deploy/base to %s: %w", dir, err)
 	}
-	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator, gateImage)
+	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator, gateImage, deploy.NodeStatus)
 	if onlyRouter {
 		k = strings.TrimRight(k, "\n") + "\n" + fmt.Sprintf(onlyRouterOverlay, deploy.Webhook, deploy.Activator)
 	}
@@ -143,9 +145,10 @@ func writeOverlay(dir, digest, gateImage string, onlyRouter bool) error {
 
 // Apply applies the overlay for opts.Image and opts.GateImage with kubectl (its kustomize
 // is `kubectl apply -k`'s) and waits until the webhook and the activator
-// are ready and their Services have a ready endpoint: the webhook then
-// answers the API server (the pods that opted in can be created), and
-// the front door reaches an activator.
+// are ready and their Services have a ready endpoint, and the node status
+// service is ready on every node: the webhook then answers the API server
+// (the pods that opted in can be created), the front door reaches an
+// activator, and the gates of those pods find their node's service.
 func Apply(ctx context.Context, opts Options) error {
 	_, digest, ok := strings.Cut(opts.Image, "@")
 	if !ok {
@@ -202,14 +205,34 @@ func notReady(ctx context.Context, cs kubernetes.Interface) string {
 			continue
 		}
 		if w := deploymentNotReady(d); w != "" {
-			why = append(why, fmt.Sprintf("Deployment %s: %s%s", name, w, podsSay(ctx, cs, d)))
+			sel, _ := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+			why = append(why, fmt.Sprintf("Deployment %s: %s%s", name, w, podsSay(ctx, cs, d.Namespace, sel.String())))
 			continue
 		}
 		if !hasReadyEndpoint(ctx, cs, name) {
 			why = append(why, fmt.Sprintf("Service %s: no ready endpoint", name))
 		}
 	}
+	ds, err := cs.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.NodeStatus, metav1.GetOptions{})
+	if err != nil {
+		why = append(why, err.Error())
+	} else if w := daemonSetNotReady(ds); w != "" {
+		sel, _ := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+		why = append(why, fmt.Sprintf("DaemonSet %s: %s%s", deploy.NodeStatus, w, podsSay(ctx, cs, ds.Namespace, sel.String())))
+	}
 	return strings.Join(why, "; ")
+}
+
+// daemonSetNotReady says why the DaemonSet is not ready on every node it
+// is meant for, "" once it is: scheduled on at least one node (a cluster
+// up has its node), every pod of the current template ready.
+func daemonSetNotReady(ds *appsv1.DaemonSet) string {
+	st := ds.Status
+	if st.ObservedGeneration < ds.Generation || st.DesiredNumberScheduled == 0 ||
+		st.UpdatedNumberScheduled != st.DesiredNumberScheduled || st.NumberReady != st.DesiredNumberScheduled {
+		return fmt.Sprintf("ready on %d of %d nodes (%d updated)", st.NumberReady, st.DesiredNumberScheduled, st.UpdatedNumberScheduled)
+	}
+	return ""
 }
 
 func deploymentNotReady(d *appsv1.Deployment) string {
@@ -224,15 +247,11 @@ func deploymentNotReady(d *appsv1.Deployment) string {
 	return ""
 }
 
-// podsSay is what the Deployment's pods report, for the error of an
-// install that timed out: their phase and whatever their containers wait
-// for.
-func podsSay(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment) string {
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	if err != nil {
-		return ""
-	}
-	pods, err := cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+// podsSay is what the pods of a Deployment or DaemonSet (in namespace,
+// of the label selector) report, for the error of an install that timed
+// out: their phase and whatever their containers wait for.
+func podsSay(ctx context.Context, cs kubernetes.Interface, namespace, selector string) string {
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil || len(pods.Items) == 0 {
 		return ""
 	}

@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,14 +11,15 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/podgate/podgate/internal/k8sbin"
 	"github.com/podgate/podgate/kube/deploy"
 )
 
-// The overlay as kubectl's kustomize builds it: every Deployment of
-// podgate's image by digest, the webhook injecting the gate's image by
+// The overlay as kubectl's kustomize builds it: every Deployment and the
+// node status service's DaemonSet of podgate's image by digest, the webhook injecting the gate's image by
 // its digest; with OnlyRouter, the webhook and the activator told that the
 // activator is the only router, and the activator's preStop sleep 1 s.
 func TestTheOverlayPinsPodgatesImageAndInjectsTheGatesByDigest(t *testing.T) {
@@ -44,17 +46,36 @@ func testOverlay(t *testing.T, onlyRouter bool) {
 		t.Fatalf("kubectl kustomize %s: %v", dir, err)
 	}
 	deployments := map[string]appsv1.Deployment{}
+	var nodeStatus *appsv1.DaemonSet
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+		var raw runtime.RawExtension
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatalf("kubectl kustomize's output: %v", err)
 		}
-		if d.Kind == "Deployment" {
-			deployments[d.Name] = d
+		var d appsv1.Deployment
+		if err := json.Unmarshal(raw.Raw, &d); err != nil {
+			t.Fatal(err)
 		}
+		switch {
+		case d.Kind == "Deployment":
+			deployments[d.Name] = d
+		case d.Kind == "DaemonSet" && d.Name == deploy.NodeStatus:
+			nodeStatus = &appsv1.DaemonSet{}
+			if err := json.Unmarshal(raw.Raw, nodeStatus); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The node status service runs podgate's image by digest too, its
+	// readiness probed every second as the Deployments'.
+	if nodeStatus == nil {
+		t.Fatalf("no DaemonSet %s in:\n%s", deploy.NodeStatus, out)
+	}
+	if c := nodeStatus.Spec.Template.Spec.Containers[0]; c.Image != deploy.Image+"@"+digest || c.ReadinessProbe.PeriodSeconds != 1 {
+		t.Errorf("%s: image %s, readiness every %d s; want podgate's by digest, every second", deploy.NodeStatus, c.Image, c.ReadinessProbe.PeriodSeconds)
 	}
 	for _, name := range []string{deploy.Webhook, deploy.Activator} {
 		d, ok := deployments[name]
@@ -81,5 +102,32 @@ func testOverlay(t *testing.T, onlyRouter bool) {
 				t.Errorf("%s: preStop sleeps %d s, want %d", name, sleep, want)
 			}
 		}
+	}
+}
+
+// The install waits for the node status service on every node: a cluster
+// up whose gates found no service on their node would have its injected
+// pods sit unready.
+func TestDaemonSetNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		gen    int64
+		status appsv1.DaemonSetStatus
+		ready  bool
+	}{
+		{"not observed yet", 2, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 1, UpdatedNumberScheduled: 1, NumberReady: 1}, false},
+		{"scheduled on no node yet", 1, appsv1.DaemonSetStatus{ObservedGeneration: 1}, false},
+		{"its pod not ready", 1, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 1, UpdatedNumberScheduled: 1}, false},
+		{"an old pod ready, the new one not", 1, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 1, NumberReady: 1}, false},
+		{"ready on one of two nodes", 1, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberReady: 1}, false},
+		{"ready on every node", 1, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberReady: 2}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := &appsv1.DaemonSet{Status: tc.status}
+			ds.Generation = tc.gen
+			if why := daemonSetNotReady(ds); (why == "") != tc.ready {
+				t.Errorf("daemonSetNotReady = %q, want ready %v", why, tc.ready)
+			}
+		})
 	}
 }

@@ -55,7 +55,7 @@ const (
 
 // KnativeNamespace is a scenario's World on a cluster of `cluster up
 // --knative`: a namespace opted in to podgate (podgate.dev/inject=enabled,
-// the gate's RoleBinding) where the scenario's Knative Services are
+// the only step) where the scenario's Knative Services are
 // applied as Knative Services, and load goes through Knative's ingress.
 type KnativeNamespace struct {
 	ns       *Namespace

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,9 +18,9 @@ import (
 	"github.com/podgate/podgate/lab/manifest"
 )
 
-// Namespace is a scenario's World on a cluster: a namespace of its own
-// whose default service account has the gate's rights (the RoleBinding
-// of docs/kubernetes.md), the scenario's manifests applied there.
+// Namespace is a scenario's World on a cluster: a namespace of its own,
+// the scenario's manifests applied there. The gates need no right of
+// their own: they ask the node status service podgate installs.
 type Namespace struct {
 	c    *Cluster
 	name string
@@ -29,20 +28,11 @@ type Namespace struct {
 
 var _ lab.World = (*Namespace)(nil)
 
-// Namespace creates namespace name with the gate's rights for its
-// default service account, and waits for that account (no pod can be
-// created before it exists).
+// Namespace creates namespace name and waits for its default service
+// account (no pod can be created before it exists).
 func (c *Cluster) Namespace(ctx context.Context, name string) (*Namespace, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("kubelab: %w", err)
-	}
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "podgate:gate", Namespace: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "podgate:gate"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: name}},
-	}
-	if _, err := c.cs.RbacV1().RoleBindings(name).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("kubelab: %w", err)
 	}
 	err := lab.Poll(ctx, lab.PollInterval, "the default ServiceAccount of "+name, func(ctx context.Context) (bool, error) {

@@ -34,7 +34,15 @@ type Config struct {
 	// Clock times ReadyAfter, FailLiveAfter and SleepOnTerm; nil is the real
 	// clock. Tests pass a fake clock to step through those rules.
 	Clock clock.WithDelayedExecution
+	// ServiceAccountDir holds the pod's service-account token and CA
+	// (token, ca.crt), which /fetch?token=serviceaccount sends and trusts;
+	// empty is DefaultServiceAccountDir, where Kubernetes mounts them.
+	ServiceAccountDir string
 }
+
+// DefaultServiceAccountDir is where Kubernetes mounts a pod's
+// service-account token and the API server's CA.
+const DefaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 func (c Config) withDefaults() Config {
 	if c.Name == "" {
