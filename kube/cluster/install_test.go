@@ -139,6 +139,21 @@ func TestClusterUpInstallsPodgate(t *testing.T) {
 	}
 	gateRef := deploy.GateImage + "@" + gateImg.Digest.String()
 
+	t.Run("podgate's own pods are not probed for liveness or readiness before they listen (their startup probes wait for that)", func(t *testing.T) {
+		evs, err := u.client.CoreV1().Events(deploy.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=Unhealthy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What startup probes prevent: liveness or readiness probed before
+		// the server listens. (A startup probe may fail while its server
+		// starts, and a loaded machine may time any probe out: neither is
+		// this.)
+		for _, e := range evs.Items {
+			if !strings.HasPrefix(e.Message, "Startup probe") && strings.Contains(e.Message, "connection refused") {
+				t.Errorf("%s %s: %s (%d×)", e.InvolvedObject.Name, e.InvolvedObject.FieldPath, e.Message, e.Count)
+			}
+		}
+	})
 	t.Run("the webhook injects the gate's image by digest, built from the source tree into the same layout", func(t *testing.T) {
 		d, err := u.client.AppsV1().Deployments(deploy.Namespace).Get(ctx, deploy.Webhook, metav1.GetOptions{})
 		if err != nil {
