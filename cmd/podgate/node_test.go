@@ -42,6 +42,7 @@ func TestNodeFlags(t *testing.T) {
 		{"a cluster DNS address that is none", []string{"node", "--kubeconfig", missing, "--name", "n1", "--cluster-dns", "10.96.0.10,dns"}, exitUsage, `--cluster-dns "dns": not an IP address`},
 		{"a cluster domain that is no DNS subdomain", []string{"node", "--kubeconfig", missing, "--name", "n1", "--cluster-domain", "Cluster_Local"}, exitUsage, `--cluster-domain "Cluster_Local"`},
 		{"no resolv.conf", []string{"node", "--kubeconfig", missing, "--name", "n1", "--resolv-conf", ""}, exitUsage, "--resolv-conf: required"},
+		{"no pod capacity", []string{"node", "--kubeconfig", missing, "--name", "n1", "--max-pods", "0"}, exitUsage, "--max-pods 0: want 1 or more"},
 		{"a Lease too short to renew", []string{"node", "--kubeconfig", missing, "--name", "n1", "--node-lease-duration-seconds", "2"}, exitUsage, "--node-lease-duration-seconds 2"},
 		{"pod network namespaces from the host's network namespace", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "netns"}, exitInvalid, "refusing to configure the host's network namespace"},
 	} {

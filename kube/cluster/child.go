@@ -170,7 +170,7 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 	msg, _ := json.Marshal(readyMessage{Kubeconfig: cp.AdminKubeconfig(), APIServer: apiServer})
 	return kube.Run(ctx, kube.Config{
 		Signals:    sigs,
-		Kubeconfig: kubeconfig, NodeName: cc.NodeName, NodeIP: gateway,
+		Kubeconfig: kubeconfig, NodeName: cc.NodeName, NodeIP: gateway, MaxPods: cc.MaxPods,
 		Network:          nodenet.New(network),
 		PodsDir:          PodsDir(cc.Dir),
 		APIServerForPods: apiServer,

@@ -104,6 +104,9 @@ type Config struct {
 	// its first address, the pods the following ones. It must not overlap
 	// the Service range (controlplane.DefaultServiceCIDR).
 	PodCIDR string
+	// MaxPods is the node's pod capacity (0: the kubelet's default,
+	// kube.DefaultMaxPods); the pod range's size bounds it too.
+	MaxPods int
 	// Listen is the host's loopback address of the API server (default
 	// DefaultListen: a free port).
 	Listen string
@@ -173,6 +176,9 @@ func (cfg Config) Check() error {
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Dir == "" {
 		return cfg, errors.New("--dir: required")
+	}
+	if cfg.MaxPods < 0 {
+		return cfg, fmt.Errorf("--max-pods %d: want 1 or more (0: the default)", cfg.MaxPods)
 	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
@@ -275,6 +281,7 @@ func checkListen(flag, listen string) error {
 type childConfig struct {
 	Dir      string   `json:"dir"`
 	PodCIDR  string   `json:"podCIDR"`
+	MaxPods  int      `json:"maxPods,omitempty"`
 	NodeName string   `json:"nodeName"`
 	BinDir   string   `json:"binDir"`
 	Images   []string `json:"images,omitempty"`

@@ -88,6 +88,7 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{"cluster up refuses an API address off loopback as a usage error", []string{"cluster", "up", "--dir", t.TempDir(), "--listen", "0.0.0.0:0"}, 2, "host loopback only"},
 		{"cluster up refuses a loopback pod CIDR as a usage error", []string{"cluster", "up", "--dir", t.TempDir(), "--pod-cidr", "127.0.0.0/24"}, 2, "overlaps 127.0.0.0/8"},
+		{"cluster up refuses a node without pod capacity as a usage error", []string{"cluster", "up", "--dir", t.TempDir(), "--max-pods", "0"}, 2, "--max-pods 0: want 1 or more"},
 		{"cluster up refuses a front door off loopback as a usage error", []string{"cluster", "up", "--dir", t.TempDir(), "--front-door", "0.0.0.0:8080"}, 2, "--front-door"},
 		{"cluster down with no cluster says so and succeeds", []string{"cluster", "down", "--dir", t.TempDir()}, 0, "no cluster runs there"},
 		{"the cluster process refuses to run by hand", []string{"cluster", "child", "--dir", "/x", "--config", "{}"}, 1, "started by podgate cluster up only"},

@@ -271,7 +271,7 @@ func startChild(cfg Config, bins string) (*hostSide, error) {
 	}
 	defer closeIngress()
 	cmd.ExtraFiles = append(cmd.ExtraFiles, readyW)
-	cc := childConfig{Dir: cfg.Dir, PodCIDR: cfg.PodCIDR, NodeName: cfg.NodeName, BinDir: bins,
+	cc := childConfig{Dir: cfg.Dir, PodCIDR: cfg.PodCIDR, MaxPods: cfg.MaxPods, NodeName: cfg.NodeName, BinDir: bins,
 		Images: cfg.Images, Version: cfg.Version, Install: !cfg.NoInstall, ClusterDNS: clusterDNS, ReadyFd: 2 + len(cmd.ExtraFiles)}
 	args, err := cc.args()
 	if err != nil {

@@ -28,8 +28,8 @@ import (
 // plane).
 const KubeletVersion = "v1.37.2+podgate"
 
-// maxPods is the kubelet's default pod capacity.
-const maxPods = 110
+// DefaultMaxPods is the kubelet's default pod capacity (its --max-pods).
+const DefaultMaxPods = 110
 
 // leaseNamespace holds the nodes' Leases.
 const leaseNamespace = "kube-node-lease"
@@ -40,6 +40,10 @@ func nodeObject(cfg Config) *corev1.Node {
 	pods := rangeSize(cfg.PodCIDR)
 	if cfg.Network != nil {
 		pods, _ = cfg.Network.Capacity() // the node's own address is not a pod's
+	}
+	maxPods := cfg.MaxPods
+	if maxPods <= 0 {
+		maxPods = DefaultMaxPods
 	}
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
@@ -94,7 +98,7 @@ func nodeObject(cfg Config) *corev1.Node {
 func rangeSize(cidr string) int {
 	p, err := netip.ParsePrefix(cidr)
 	if err != nil || p.Bits() < 8 {
-		return maxPods
+		return DefaultMaxPods
 	}
 	return 1<<(32-p.Bits()) - 2
 }

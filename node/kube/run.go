@@ -55,6 +55,9 @@ type Config struct {
 	// addresses from (default node.DefaultPodCIDR; with Network, the
 	// network's range).
 	PodCIDR string
+	// MaxPods is the node's pod capacity, as the kubelet's --max-pods
+	// (0: DefaultMaxPods); the pod range's size bounds it too.
+	MaxPods int
 	// NodeIP is the node's InternalIP and its pods' status.hostIP
 	// (default node.HostIP; required with Network: the node's address
 	// as its pods reach it).

@@ -11,6 +11,7 @@ import (
 	"github.com/podgate/podgate/internal/command"
 	"github.com/podgate/podgate/kube/cluster"
 	"github.com/podgate/podgate/kube/install"
+	"github.com/podgate/podgate/node/kube"
 )
 
 // NewClusterCmd is `podgate cluster`.
@@ -72,6 +73,9 @@ cluster that ended on its own, 2 usage error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Version = strings.Fields(Version)[0]
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if cfg.MaxPods < 1 {
+				return command.Usagef("--max-pods %d: want 1 or more", cfg.MaxPods)
+			}
 			if err := cfg.Check(); err != nil {
 				return command.Usagef("%v", err)
 			}
@@ -84,6 +88,7 @@ cluster that ended on its own, 2 usage error.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Dir, "dir", cluster.DefaultDir(), "the cluster's directory: kubeconfig, pid file, the control plane's PKI, data and logs")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the pods' range inside the cluster's network namespace; the node takes its first address")
+	f.IntVar(&cfg.MaxPods, "max-pods", kube.DefaultMaxPods, "the node's pod capacity (the kubelet's flag); the pod range's size bounds it too")
 	f.StringVar(&cfg.Listen, "listen", cluster.DefaultListen, "host loopback address of the API server (port 0: a free one)")
 	f.StringVar(&cfg.NodeName, "name", cluster.DefaultNodeName, "the node's name")
 	f.StringArrayVar(&cfg.Images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")

@@ -40,6 +40,7 @@ type nodeOptions struct {
 	imageLayout                       string
 	podNetwork                        string
 	leaseSeconds                      int32
+	maxPods                           int
 	clusterDNS                        []string
 	clusterDomain, resolvConf         string
 }
@@ -100,7 +101,7 @@ registered with another pod range), 2 usage error.`,
 				ctx = context.Background()
 			}
 			cfg := kube.Config{
-				Kubeconfig: o.kubeconfig, NodeName: o.name, PodCIDR: o.podCIDR, NodeIP: o.nodeIP,
+				Kubeconfig: o.kubeconfig, NodeName: o.name, PodCIDR: o.podCIDR, NodeIP: o.nodeIP, MaxPods: o.maxPods,
 				PodsDir: o.podsDir, APIServerForPods: o.apiServerForPods, Images: im, Version: strings.Fields(Version)[0],
 				LeaseDurationSeconds: o.leaseSeconds, LeaseRenewInterval: time.Duration(o.leaseSeconds) * time.Second / 4,
 				Output: cmd.OutOrStdout(), Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
@@ -128,6 +129,7 @@ registered with another pod range), 2 usage error.`,
 	f.StringVar(&o.name, "name", "", "the Node's name (default: this host's name)")
 	f.StringVar(&o.podNetwork, "pod-network", podNetworkLoopback, "where pods get their addresses: loopback (addresses of --pod-cidr on the host, which the API server refuses in EndpointSlices) or netns (a network namespace per pod behind a bridge, in the node's own network namespace; needs root)")
 	f.StringVar(&o.podCIDR, "pod-cidr", node.DefaultPodCIDR, "the node's pod range: spec.podCIDR and where pod IPs come from (inside 127.0.0.0/8; with --pod-network netns outside it, default "+defaultNetnsPodCIDR+")")
+	f.IntVar(&o.maxPods, "max-pods", kube.DefaultMaxPods, "the node's pod capacity (the kubelet's flag); the pod range's size bounds it too")
 	f.StringVar(&o.nodeIP, "node-ip", node.HostIP, "the Node's InternalIP (with --pod-network netns default: the bridge's address, the pod range's first)")
 	f.Int32Var(&o.leaseSeconds, "node-lease-duration-seconds", kube.DefaultLeaseDurationSeconds, "the node's Lease duration, renewed every quarter of it (the kubelet's flag)")
 	f.StringVar(&o.podsDir, "pods-dir", "", "where each pod's files go (credentials, DNS files, volumes), a directory per pod, emptied at start (default $TMPDIR/podgate-node-NAME/pods, removed at exit)")
@@ -166,6 +168,9 @@ func (o *nodeOptions) check(cmd *cobra.Command) error {
 	}
 	if o.resolvConf == "" {
 		return command.Usagef("--resolv-conf: required (the node's resolv.conf; the kubelet's \"\" for none is not supported)")
+	}
+	if o.maxPods < 1 {
+		return command.Usagef("--max-pods %d: want 1 or more", o.maxPods)
 	}
 	if o.leaseSeconds < 4 {
 		return command.Usagef("--node-lease-duration-seconds %d: want 4 or more (the Lease is renewed every quarter of it)", o.leaseSeconds)
