@@ -335,6 +335,16 @@ func TestGetWatchOfAnEmptyListPrintsTheHeaderWithTheFirstRow(t *testing.T) {
 	w := startCLI("get", "events", "-w", "--api", srv.addr)
 	// Nothing to wait for yet: an empty list prints nothing, not even
 	// "No resources found" (kubectl prints it; under -w it would be noise).
+	// The event comes once the watch is open: made earlier, the list
+	// would print it, and the stop below could come before the watch
+	// was asked for, which is a control API that cannot be reached.
+	deadline := time.Now().Add(30 * time.Second)
+	for srv.store.Events.Watchers() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("podgate get -w opened no watch of events within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	threeHours := metav1.NewTime(time.Now().Add(-3 * time.Hour))
 	e := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "web.1"},
