@@ -134,6 +134,7 @@ func startLoad(ingress, host, path string, clients int) *ingressLoad {
 					return
 				default:
 				}
+				sent := time.Now()
 				code, body, err := ingressGet(ingress, host, path)
 				l.mu.Lock()
 				if err == nil && code == http.StatusOK {
@@ -144,7 +145,8 @@ func startLoad(ingress, host, path string, clients int) *ingressLoad {
 				} else {
 					l.failed.Add(1)
 					if len(l.failures) < 5 {
-						l.failures = append(l.failures, fmt.Sprintf("%d %q %v", code, body, err))
+						l.failures = append(l.failures, fmt.Sprintf("%d %q %v (sent at %s, answered after %s)", code, body, err,
+							sent.Format("15:04:05.000"), time.Since(sent).Round(time.Millisecond)))
 					}
 				}
 				l.mu.Unlock()
