@@ -192,7 +192,7 @@ func (g *Gate) waitForDrain(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	select {
-	case <-g.drainer.Done():
+	case <-g.drainSaid:
 		_, _ = io.WriteString(w, "drained\n")
 	case <-r.Context().Done():
 	}

@@ -86,7 +86,12 @@ type Gate struct {
 	// (Serve's context ending), the gate's own preStop hook, or the status
 	// source's deletionTimestamp, whichever comes first.
 	terminating chan struct{}
-	termOnce    sync.Once
+	// drainSaid is closed once the drain's end is logged: the preStop
+	// hooks waiting for the drain are answered only then, so the
+	// "drained:" line always comes before a container's SIGTERM.
+	drainSaid     chan struct{}
+	drainSaidOnce sync.Once
+	termOnce      sync.Once
 	// statusSeen: the status source has reported at least once.
 	statusSeen atomic.Bool
 	// reporting is the drain's progress reporter; quit ends it.
@@ -169,6 +174,7 @@ func New(opts Options) (*Gate, error) {
 		target:          probe.Target{PodIP: cfg.UpstreamHost},
 		status:          opts.Status,
 		terminating:     make(chan struct{}),
+		drainSaid:       make(chan struct{}),
 		quit:            make(chan struct{}),
 	}
 	g.stopping.changed = g.signalReadiness
@@ -628,6 +634,7 @@ func (g *Gate) reportDrain(t clock.Ticker) {
 }
 
 func (g *Gate) logDrained() {
+	defer g.drainSaidOnce.Do(func() { close(g.drainSaid) })
 	if g.drainer.EndedEarly() {
 		g.log.Info("drained: the "+g.cfg.OnlyRouter+", this pod's only router, no longer routes here and no request is in flight",
 			"quietPeriod", g.cfg.DrainQuietPeriod.String())

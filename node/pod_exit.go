@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podgate/podgate/internal/brokenbuild"
 	"github.com/podgate/podgate/node/events"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/node/restart"
@@ -66,15 +67,25 @@ func (p *pod) onProbe(u prober.Update) {
 			p.record(c, eventType, reason, message)
 		}
 	}
+	if brokenbuild.Has(brokenbuild.ExecReadiness) && u.Kind == prober.Readiness && c.spec.ReadinessProbe != nil && c.spec.ReadinessProbe.Exec != nil {
+		u.Ready = true
+	}
+	was := c.ready
 	c.ready, c.started = u.Ready, u.Started
+	if brokenbuild.Has(brokenbuild.KillFirst) && (u.Restart || c.kill != nil) {
+		c.ready = was // the kubelet's order: ready until the process exits
+	}
 	if !u.Restart || p.term.Terminating || c.kill != nil {
 		return
 	}
+
 	// podgate's order (docs/facts.md §3, seed 004): the container is already not
 	// Ready in this update; publish that — pod status and endpoint — before
 	// the Killing event and before the process hears of it. The kubelet
 	// kills first and only updates the endpoint after the restart.
-	p.publish()
+	if !brokenbuild.Has(brokenbuild.KillFirst) {
+		p.publish()
+	}
 	grace := termination.ProbeKillGrace(&p.obj.Spec, u.TerminationGracePeriodSeconds)
 	p.startKill(c, grace, restart.ProbeKill(c.name, u.Kind.String(), p.obj.Spec.RestartPolicy, c.kind()), true)
 }

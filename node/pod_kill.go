@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podgate/podgate/internal/brokenbuild"
 	"github.com/podgate/podgate/node/events"
 	"github.com/podgate/podgate/node/hooks"
 	"github.com/podgate/podgate/node/kill"
@@ -92,7 +93,7 @@ func (p *pod) startKill(c *container, grace time.Duration, message string, probe
 	}
 	pr := c.proc
 	var hook *corev1.LifecycleHandler
-	if lc := c.spec.Lifecycle; lc != nil {
+	if lc := c.spec.Lifecycle; lc != nil && !brokenbuild.Has(brokenbuild.NoPreStop) {
 		hook = lc.PreStop
 	}
 	p.tasks.Add(1)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/podgate/podgate/internal/brokenbuild"
 )
 
 // Drainer decides when a terminating gate may exit: once no request has
@@ -88,6 +90,9 @@ func (d *Drainer) Unrouted() bool {
 // mayEndEarly: the only router confirmed, nothing arrived since, nothing
 // is in flight.
 func (d *Drainer) mayEndEarly() bool {
+	if brokenbuild.Has(brokenbuild.NoEarlyDrain) {
+		return false
+	}
 	u := d.unrouted.Load()
 	return u >= 0 && d.arrivals.Load() == u && d.inflight.Load() == 0
 }

@@ -48,6 +48,9 @@ func (j *judge) judge(e scenario.Expectation) Verdict {
 		v.Detail, err = j.answered(e.Answered)
 	case e.NoneServed != nil:
 		v.Rule = "noneServed: " + j.window(e.NoneServed)
+		if by := e.NoneServed.By; by != "" {
+			v.Rule += fmt.Sprintf(" by %s (%s)", by, j.podName(by))
+		}
 		v.Detail, err = j.noneServed(e.NoneServed)
 	case e.Released != nil:
 		v.Rule = "released: " + j.window(e.Released)
@@ -243,6 +246,16 @@ func (j *judge) stretch(w *scenario.Window) (from, to time.Time, err error) {
 	return from, to, err
 }
 
+// shortWindow refuses a window too short to judge (scenario.MinWindow):
+// such a rule would pass whatever the gate did.
+func shortWindow(from, to time.Time) error {
+	if !from.IsZero() && to.Sub(from) < scenario.MinWindow {
+		return fmt.Errorf("the window lasted %s, too short to show anything (at least %s: hold it open with a `wait: {for: …}` step)",
+			to.Sub(from).Round(time.Millisecond), scenario.MinWindow)
+	}
+	return nil
+}
+
 func (j *judge) noneServed(w *scenario.Window) (string, error) {
 	rec, err := j.requests()
 	if err != nil {
@@ -252,11 +265,23 @@ func (j *judge) noneServed(w *scenario.Window) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sent := rec.StartedBetween(from, to)
-	if served := rec.ServedBetween(from, to); len(served) > 0 {
-		return "", fmt.Errorf("%d requests sent in it were served before its end, want none:\n%s", len(served), j.list(served))
+	if err := shortWindow(from, to); err != nil {
+		return "", err
 	}
-	return fmt.Sprintf("%d requests were sent in it; none was served before its end", len(sent)), nil
+	sent := rec.StartedBetween(from, to)
+	served := rec.ServedBetween(from, to)
+	if w.By == "" {
+		if len(served) > 0 {
+			return "", fmt.Errorf("%d requests sent in it were served before its end, want none:\n%s", len(served), j.list(served))
+		}
+		return fmt.Sprintf("%d requests were sent in it; none was served before its end", len(sent)), nil
+	}
+	name := j.podName(w.By)
+	served = slices.DeleteFunc(served, func(q load.Request) bool { return strings.TrimSpace(q.Body) != name })
+	if len(served) > 0 {
+		return "", fmt.Errorf("%d requests sent in it were served by %s before its end, want none:\n%s", len(served), name, j.list(served))
+	}
+	return fmt.Sprintf("%d requests were sent in it; none was served by %s before its end", len(sent), name), nil
 }
 
 func (j *judge) released(w *scenario.Window) (string, error) {
@@ -266,6 +291,9 @@ func (j *judge) released(w *scenario.Window) (string, error) {
 	}
 	from, to, err := j.stretch(w)
 	if err != nil {
+		return "", err
+	}
+	if err := shortWindow(from, to); err != nil {
 		return "", err
 	}
 	rel := rec.Released(from, to)
@@ -420,8 +448,16 @@ func (j *judge) killed(most int) (string, error) {
 				until = "ready again at " + j.m.Rel(k.To)
 			}
 			counted, before, _ := fd.inWindow(p, k.From, k.To)
+			published := "not ready from " + j.m.Rel(k.From)
+			if out := readyUntil(p, k.At); out.Sub(k.At) > NewsAllowance {
+				// Killed while still published ready (the kubelet's
+				// order), and for longer than news takes: no router
+				// could know, so nothing sent to it is late news.
+				counted, before = append(counted, before...), nil
+				published = "killed while still published ready, until " + j.m.Rel(out)
+			}
 			bad, early = append(bad, counted...), append(early, before...)
-			windows = append(windows, fmt.Sprintf("%s of %s killed at %s (not ready from %s, %s): %d sent", k.Container, p.Name, j.m.Rel(k.At), j.m.Rel(k.From), until, len(counted)))
+			windows = append(windows, fmt.Sprintf("%s of %s killed at %s (%s, %s): %d sent", k.Container, p.Name, j.m.Rel(k.At), published, until, len(counted)))
 		}
 	}
 	if len(windows) == 0 {
@@ -435,6 +471,21 @@ func (j *judge) killed(most int) (string, error) {
 		return "", fmt.Errorf("%d requests sent to a pod in a kill's window after the front door knew, want at most %d:\n%s\n%s", len(bad), most, detail, j.timelineList(bad))
 	}
 	return detail + j.earlyWords(fd, early), nil
+}
+
+// readyUntil is when pod p, published ready at t, stopped being so (t
+// itself when it was not ready then; far in the future when never).
+func readyUntil(p *timeline.Pod, t time.Time) time.Time {
+	for _, s := range p.Ready {
+		if s.State != "ready" || s.From.After(t) || (!s.Open && !s.To.After(t)) {
+			continue
+		}
+		if s.Open {
+			return t.Add(24 * time.Hour)
+		}
+		return s.To
+	}
+	return t
 }
 
 func (j *judge) eventWords(e *scenario.EventRule) string {

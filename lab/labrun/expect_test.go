@@ -37,6 +37,9 @@ func (w *world) at(sec float64) time.Time {
 // mark makes a mark and returns the seconds since t0 it was made at.
 func (w *world) mark(name string) float64 { return w.r.tl.Mark(name).Sub(w.t0).Seconds() }
 
+// markAt makes a mark at sec seconds after t0.
+func (w *world) markAt(name string, sec float64) { w.r.tl.MarkAt(name, w.at(sec)) }
+
 // req is a request the load saw: sent at sec, lasting dur seconds.
 func (w *world) req(sec, dur float64, status int, body string) {
 	w.r.rec.Requests = append(w.r.rec.Requests, load.Request{Start: w.at(sec), Duration: time.Duration(dur * float64(time.Second)), Status: status, Body: body})
@@ -140,32 +143,54 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			return scenario.Expectation{FailedOnly: &scenario.Answer{Status: 504, Body: "activator request timeout", SentAfter: "off"}}
 		}, false, []string{"1 of 1 failed requests were something else"}},
 		{"noneServed: held across the window", func(w *world) scenario.Expectation {
-			from := w.mark("out")
-			w.req(from, 2, 200, "web") // ends after "back"
-			time.Sleep(time.Millisecond)
-			w.mark("back")
+			w.markAt("out", 1)
+			w.req(1, 3, 200, "web") // ends after "back"
+			w.markAt("back", 3)
 			return scenario.Expectation{NoneServed: &scenario.Window{From: "out", To: "back"}}
 		}, true, []string{"1 requests were sent in it; none was served before its end"}},
 		{"noneServed: one served inside", func(w *world) scenario.Expectation {
-			from := w.mark("out")
-			w.req(from, 0, 200, "web")
-			time.Sleep(time.Millisecond)
-			w.mark("back")
+			w.markAt("out", 1)
+			w.req(1, 0, 200, "web")
+			w.markAt("back", 3)
 			return scenario.Expectation{NoneServed: &scenario.Window{From: "out", To: "back"}}
 		}, false, []string{"1 requests sent in it were served before its end, want none"}},
+		{"noneServed: a window too short judges nothing", func(w *world) scenario.Expectation {
+			w.markAt("out", 1)
+			w.markAt("back", 1.028)
+			return scenario.Expectation{NoneServed: &scenario.Window{From: "out", To: "back"}}
+		}, false, []string{"the window lasted 28ms, too short to show anything (at least 1s"}},
+		{"noneServed by a pod: the other pod's answers do not count", func(w *world) scenario.Expectation {
+			w.r.pods["pod"] = &boundPod{name: "web-1"}
+			w.markAt("out", 1)
+			w.req(1.5, 0.01, 200, "web-2")
+			w.markAt("back", 3)
+			return scenario.Expectation{NoneServed: &scenario.Window{From: "out", To: "back", By: "pod"}}
+		}, true, []string{"1 requests were sent in it; none was served by web-1 before its end"}},
+		{"noneServed by a pod: its own answer counts", func(w *world) scenario.Expectation {
+			w.r.pods["pod"] = &boundPod{name: "web-1"}
+			w.markAt("out", 1)
+			w.req(1.5, 0.01, 200, "web-2")
+			w.req(2, 0.01, 200, "web-1")
+			w.markAt("back", 3)
+			return scenario.Expectation{NoneServed: &scenario.Window{From: "out", To: "back", By: "pod"}}
+		}, false, []string{"1 requests sent in it were served by web-1 before its end, want none"}},
 		{"released: held across the end, then served", func(w *world) scenario.Expectation {
-			from := w.mark("out")
-			w.req(from, 2, 200, "web")
-			time.Sleep(time.Millisecond)
-			w.mark("back")
+			w.markAt("out", 1)
+			w.req(1, 4, 200, "web")
+			w.markAt("back", 3)
 			return scenario.Expectation{Released: &scenario.Window{From: "out", To: "back"}}
-		}, true, []string{"1 requests sent in it were held across its end and then served; the longest held 2s"}},
+		}, true, []string{"1 requests sent in it were held across its end and then served; the longest held 4s"}},
 		{"released: none held", func(w *world) scenario.Expectation {
-			w.mark("out")
-			time.Sleep(time.Millisecond)
-			w.mark("back")
+			w.markAt("out", 1)
+			w.markAt("back", 3)
 			return scenario.Expectation{Released: &scenario.Window{From: "out", To: "back"}}
 		}, false, []string{"no request sent in it was held across its end and then served (0 sent in it)"}},
+		{"released: a window too short judges nothing", func(w *world) scenario.Expectation {
+			w.markAt("out", 1)
+			w.req(1, 4, 200, "web")
+			w.markAt("back", 1.5)
+			return scenario.Expectation{Released: &scenario.Window{From: "out", To: "back"}}
+		}, false, []string{"the window lasted 500ms, too short"}},
 		{"servedAfter: a mark never reached", func(w *world) scenario.Expectation {
 			return scenario.Expectation{ServedAfter: "restarted"}
 		}, false, []string{`mark "restarted" was never reached`}},
@@ -202,6 +227,18 @@ func TestRulesJudgeTheRunAndSayWhy(t *testing.T) {
 			w.ready(12, true)
 			return scenario.Expectation{RequestsSentToKilledPod: intp(0)}
 		}, false, []string{"1 requests sent to a pod in a kill's window after the front door knew, want at most 0", "request 4 sent at +00:10.500"}},
+		{"requestsSentToKilledPod: killed while still published ready, everything sent to it counts", func(w *world) scenario.Expectation {
+			w.readyPod()
+			w.route(1, -1, 2, "web", 200)
+			// The kubelet's order: the kill, then the pod not ready only
+			// when the container is gone, 2 s later.
+			w.fact(10, record.Fact{Kind: record.KindEvent, Pod: "web", Container: "app", Event: &record.Event{Reason: "Killing", Message: "Container app failed liveness probe, will be restarted"}})
+			w.route(2, -1, 10.5, "web", 200)
+			w.route(3, -1, 11.5, "web", 200)
+			w.ready(12, false)
+			w.ready(13, true)
+			return scenario.Expectation{RequestsSentToKilledPod: intp(0)}
+		}, false, []string{"2 requests sent to a pod in a kill's window", "killed while still published ready, until +00:12.000", "request 2 sent at +00:10.500"}},
 		{"requestsSentToKilledPod: no kill to judge", func(w *world) scenario.Expectation {
 			w.readyPod()
 			return scenario.Expectation{RequestsSentToKilledPod: intp(0)}

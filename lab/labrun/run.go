@@ -47,6 +47,10 @@ type Config struct {
 	// Out receives each scenario's report, in the order given, each as
 	// soon as it and those before it are done.
 	Out io.Writer
+	// MaxStepTimeout caps every step's timeout (0: each step's own): a
+	// run expected to fail, against a deliberately broken build, need
+	// not wait out 90 s for a state that never comes.
+	MaxStepTimeout time.Duration
 }
 
 // Verdict is one judged rule.
@@ -197,7 +201,7 @@ func runOne(ctx context.Context, cfg Config, s *scenario.Scenario, cidr string) 
 	if s.Replicas > 0 {
 		args = append(args, "--replicas", strconv.Itoa(s.Replicas))
 	}
-	r := &runner{s: s, tl: lab.NewTimeline(), pods: map[string]*boundPod{}}
+	r := &runner{s: s, tl: lab.NewTimeline(), pods: map[string]*boundPod{}, maxStep: cfg.MaxStepTimeout}
 	startCtx, cancel := context.WithTimeout(ctx, scenario.DefaultStepTimeout)
 	w, err := lab.StartLocal(startCtx, lab.Config{Binary: cfg.Binary, PodCIDR: cidr, Files: files, Args: args}, s.Load.Service)
 	cancel()

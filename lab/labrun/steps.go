@@ -42,6 +42,8 @@ type runner struct {
 	// nothing records routing decisions and a held request may time out
 	// in Knative's activator or in the gate.
 	onKnative bool
+	// maxStep caps each step's timeout (Config.MaxStepTimeout).
+	maxStep time.Duration
 }
 
 // toggled is one toggle made: of which pod, set to what, when.
@@ -116,6 +118,9 @@ func (r *runner) step(ctx context.Context, i int, st scenario.Step) error {
 		}
 	}
 	timeout := r.s.StepTimeout(i)
+	if r.maxStep > 0 {
+		timeout = min(timeout, r.maxStep)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
@@ -269,8 +274,26 @@ func (r *runner) wait(ctx context.Context, w *scenario.Wait) error {
 		return lab.WaitPodGone(ctx, r.w, r.pods[w.Gone].name)
 	case w.Gate != nil:
 		return r.waitGate(ctx, w.Gate)
+	case w.For != "":
+		return hold(ctx, w.For)
 	}
 	return r.waitLoad(ctx, w)
+}
+
+// hold waits d (checked when the scenario was read).
+func hold(ctx context.Context, d string) error {
+	dur, err := time.ParseDuration(d)
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("holding %s: %w", d, ctx.Err())
+	}
 }
 
 // running matches a running pod with an address, ready or not.

@@ -101,6 +101,12 @@ func (fd frontDoor) inWindow(p *timeline.Pod, from, to time.Time) (counted, earl
 	case left:
 		learned = l
 	}
+	// News that takes longer than the allowance is a router that did not
+	// follow: what it sent meanwhile counts (a pod killed while it was
+	// still published ready keeps getting requests until it exits).
+	if cap := from.Add(NewsAllowance); learned.After(cap) {
+		learned = cap
+	}
 	for _, q := range in {
 		if q.Sent.Before(learned) {
 			early = append(early, q)

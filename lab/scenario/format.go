@@ -158,6 +158,10 @@ type Wait struct {
 	// prefix), sent at or after SentAfter if set.
 	Answered  *Answer `json:"answered,omitempty"`
 	SentAfter string  `json:"sentAfter,omitempty"`
+	// For waits this long ("2s"): a hold inside a window, so that the
+	// load sends requests the window's rule can judge (a window between
+	// two states reached at once judges nothing; see MinWindow).
+	For string `json:"for,omitempty"`
 }
 
 // ContainerRef is a container of a bound pod.
@@ -197,6 +201,10 @@ type Answer struct {
 type Window struct {
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// By narrows noneServed to the requests a bound pod answered (the
+	// test app answers its pod's name): with two pods, the other one
+	// serves while this one must not.
+	By string `json:"by,omitempty"`
 }
 
 // NoTraffic names a pod (bound) that no request may reach while it is

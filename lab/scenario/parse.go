@@ -22,6 +22,13 @@ import (
 // healthy run needs a small fraction of it.
 const DefaultStepTimeout = 90 * time.Second
 
+// MinWindow is the shortest window a noneServed or released rule judges:
+// at the load's usual rates a shorter one holds a handful of requests at
+// most, and a window between two states reached within milliseconds of
+// each other passes whatever the gate does. A scenario holds its window
+// open with a `wait: {for: …}` step.
+const MinWindow = time.Second
+
 // maxFile bounds a scenario file: a few kilobytes of YAML, manifests
 // inline included.
 const maxFile = 1 << 20
@@ -278,6 +285,12 @@ func (s *Scenario) checkStep(c *checker, i int, p *field.Path) field.ErrorList {
 		timeout = DefaultStepTimeout
 	}
 	s.timing[i] = stepTiming{at: at, timeout: timeout}
+	if st.Wait != nil && st.Wait.For != "" {
+		if d, err := time.ParseDuration(st.Wait.For); err == nil && d >= timeout {
+			errs = append(errs, field.Invalid(p.Child("wait", "for"), st.Wait.For,
+				fmt.Sprintf("must be shorter than the step's timeout (%s)", timeout)))
+		}
+	}
 	var actions []string
 	for name, set := range map[string]bool{"wait": st.Wait != nil, "load": st.Load != "", "toggle": st.Toggle != nil, "delete": st.Delete != ""} {
 		if set {
@@ -374,6 +387,7 @@ func (w *Wait) check(c *checker, p *field.Path) field.ErrorList {
 		"podsRunning": w.PodsRunning != 0, "replacement": w.Replacement != "", "podReady": w.PodReady != "",
 		"restarted": w.Restarted != nil, "gone": w.Gone != "", "gate": w.Gate != nil, "served": w.Served != 0,
 		"servedAfter": w.ServedAfter != "", "servedBy": len(w.ServedBy) > 0, "held": w.Held, "answered": w.Answered != nil,
+		"for": w.For != "",
 	}
 	var conds []string
 	for k, v := range set {
@@ -446,6 +460,12 @@ func (w *Wait) check(c *checker, p *field.Path) field.ErrorList {
 	case "answered":
 		errs = append(errs, w.Answered.check(c, p.Child("answered"))...)
 		errs = append(errs, c.needsLoad(p.Child("answered"))...)
+	case "for":
+		if d, err := duration(p.Child("for"), w.For); err != nil {
+			errs = append(errs, err)
+		} else if d == 0 {
+			errs = append(errs, field.Invalid(p.Child("for"), w.For, "must be positive"))
+		}
 	}
 	return errs
 }
@@ -516,6 +536,13 @@ func (e Expectation) check(c *checker, p *field.Path) field.ErrorList {
 		errs = append(errs, c.mark(wp.Child("to"), w.To)...)
 		if e.Released != nil && w.To == "" {
 			errs = append(errs, field.Required(wp.Child("to"), "the mark the requests were held across"))
+		}
+		if w.By != "" {
+			if e.Released != nil {
+				errs = append(errs, field.Forbidden(wp.Child("by"), "goes with noneServed"))
+			} else {
+				errs = append(errs, c.pod(wp.Child("by"), w.By)...)
+			}
 		}
 	case "servedAfter":
 		errs = append(errs, c.mark(p.Child("servedAfter"), e.ServedAfter)...)

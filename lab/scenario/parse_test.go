@@ -69,6 +69,9 @@ func TestParseNamesEachProblemByItsFieldPath(t *testing.T) {
 		{"a step doing nothing", replace("  - at: 5s\n    mark: five seconds in\n", "  - timeout: 5s\n"), []string{`steps[4]: Required value`}},
 		{"a wait for two things", replace("wait: {served: 10}", "wait: {served: 10, gone: pod}"), []string{`steps[2].wait: Invalid value: "gone, served"`}},
 		{"a wait for nothing", replace("wait: {served: 10}", "wait: {}"), []string{`steps[2].wait: Invalid value: ""`}},
+		{"a hold of no time", replace("wait: {served: 10}", "wait: {for: 0s}"), []string{`steps[2].wait.for: Invalid value: "0s": must be positive`}},
+		{"a hold as long as its step's timeout", replace("wait: {served: 10}", "wait: {for: 90s}"), []string{`steps[2].wait.for: Invalid value: "90s": must be shorter than the step's timeout (1m30s)`}},
+		{"a hold and another wait", replace("wait: {served: 10}", "wait: {for: 2s, served: 10}"), []string{`steps[2].wait: Invalid value: "for, served"`}},
 		{"an unknown service state", replace("wait: {served: 10}", "wait: {service: up}"), []string{`steps[2].wait.service: Unsupported value: "up"`}},
 		{"a pod never bound", replace("toggle: {pod: pod,", "toggle: {pod: other,"), []string{`steps[3].toggle.pod: Invalid value: "other"`}},
 		{"a pod bound twice", replace("wait: {served: 10}", "wait: {podsRunning: 1, as: [pod]}"), []string{`steps[2].wait.as[0]: Duplicate value: "pod"`}},
@@ -84,6 +87,8 @@ func TestParseNamesEachProblemByItsFieldPath(t *testing.T) {
 		{"an expectation of an unknown mark", replace("servedAfter: toggled", "servedAfter: never"), []string{`expect[1].servedAfter: Not found: "never"`}},
 		{"no expectations", replace("expect:\n  - failed: 0\n  - servedAfter: toggled\n", "expect: []\n"), []string{`expect: Required value`}},
 		{"a negative count", replace("failed: 0", "failed: -1"), []string{`expect[0].failed: Invalid value: -1`}},
+		{"noneServed by a pod never bound", replace("failed: 0", "noneServed: {by: other}"), []string{`expect[0].noneServed.by: Invalid value: "other"`}},
+		{"released by a pod", replace("failed: 0", "released: {to: toggled, by: pod}"), []string{`expect[0].released.by: Forbidden: goes with noneServed`}},
 		{"several problems at once", func(s string) string {
 			return replace("kind: Scenario", "kind: Pod")(replace("toggle: ready", "toggle: sleepy")(s))
 		}, []string{"kind: Unsupported value", "steps[3].toggle.toggle: Unsupported value"}},
