@@ -12,6 +12,7 @@ import (
 	"io"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,18 +30,14 @@ type Item struct {
 type Resource struct {
 	// NameKind prefixes -o name output: "pod",
 	// "endpointslice.discovery.k8s.io".
-	NameKind    string
-	Columns     []string
-	WideColumns []string
+	NameKind string
+	// Columns are the API server's column definitions (a TableOf's), the
+	// header's source.
+	Columns []metav1.TableColumnDefinition
 }
 
 // columns are the header of the table.
-func (r Resource) columns(wide bool) []string {
-	if wide {
-		return r.WideColumns
-	}
-	return r.Columns
-}
+func (r Resource) columns(wide bool) []string { return Header(r.Columns, wide) }
 
 // Formats are the -o values a Printer knows; "" is the table.
 var Formats = []string{"", "wide", "json", "yaml", "name"}

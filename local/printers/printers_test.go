@@ -244,7 +244,7 @@ func TestEventRowsFoldRepeatsLikeKubectlEvents(t *testing.T) {
 		})
 	}
 	wide := EventRow(event("b", "Unhealthy", "x", 3, 2*time.Minute, 12*time.Second), true, now)
-	if got := strings.Join(wide, "|"); got != "12s|Warning|Unhealthy|Pod/web|spec.containers{app}|kubelet, podgate|x|2m|3|b" {
+	if got := strings.Join(wide, "|"); got != "12s|Warning|Unhealthy|pod/web|spec.containers{app}|kubelet, podgate|x|2m|3|b" {
 		t.Errorf("wide row = %q", got)
 	}
 }
