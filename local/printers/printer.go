@@ -2,7 +2,9 @@
 // of `kubectl get` (pods with kubectl's READY/STATUS/RESTARTS rules,
 // events folded as `kubectl events` folds them, EndpointSlices, Knative
 // Services as `kubectl get ksvc`), -o wide, -o name, and -o json|yaml.
-// It fetches nothing: callers hand it objects.
+// Its tables are the API server's meta.k8s.io Tables (TableOf): the
+// control API serves them to kubectl and `podgate get` prints them, from
+// one set of columns. It fetches nothing: callers hand it objects.
 package printers
 
 import (
