@@ -16,6 +16,7 @@ import (
 
 	"github.com/podgate/podgate/local/apiserver/resources"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/printers"
 )
 
 // collection serves one objstore collection as a Kubernetes resource.
@@ -31,7 +32,11 @@ type collection[T objstore.Object] struct {
 	writes     writes[T]
 	// bookmarkEvery is how often a watch that allows bookmarks gets one.
 	bookmarkEvery time.Duration
-	log           *slog.Logger
+	// table is the resource's Table (`kubectl get`'s columns); now is the
+	// clock of its AGE cells.
+	table printers.TableOf[T]
+	now   func() time.Time
+	log   *slog.Logger
 }
 
 // list answers a list or, with ?watch=true, a watch of the collection in
@@ -42,9 +47,14 @@ func (c *collection[T]) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, c.log, err)
 		return
 	}
+	tr, err := askedTable(r)
+	if err != nil {
+		writeError(w, c.log, err)
+		return
+	}
 	ns := r.PathValue("ns")
 	if q.watch {
-		c.watch(w, r, ns, q)
+		c.watch(w, r, ns, q, tr)
 		return
 	}
 	// Every list is served from the latest state, which satisfies each of
@@ -54,11 +64,19 @@ func (c *collection[T]) list(w http.ResponseWriter, r *http.Request) {
 	items := make([]T, 0, len(objs))
 	for _, o := range objs {
 		if c.matches(o, q) {
+			if tr != nil {
+				items = append(items, o)
+				continue
+			}
 			if !c.itemsTyped {
 				o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 			}
 			items = append(items, o)
 		}
+	}
+	if tr != nil {
+		writeJSON(w, http.StatusOK, c.asTable(items, rv, tr, false))
+		return
 	}
 	writeJSON(w, http.StatusOK, listBody[T]{
 		TypeMeta: metav1.TypeMeta{APIVersion: c.res.GroupVersion().String(), Kind: c.res.Kind + "List"},
@@ -75,9 +93,18 @@ type listBody[T any] struct {
 }
 
 func (c *collection[T]) get(w http.ResponseWriter, r *http.Request) {
+	tr, err := askedTable(r)
+	if err != nil {
+		writeError(w, c.log, err)
+		return
+	}
 	o, err := c.store.Get(r.PathValue("ns"), r.PathValue("name"))
 	if err != nil {
 		writeError(w, c.log, err)
+		return
+	}
+	if tr != nil {
+		writeJSON(w, http.StatusOK, c.asTable([]T{o}, o.GetResourceVersion(), tr, false))
 		return
 	}
 	writeJSON(w, http.StatusOK, o)
@@ -93,7 +120,7 @@ type watchEvent struct {
 	Object any             `json:"object"`
 }
 
-func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string, q listQuery) {
+func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string, q listQuery, tr *tableRequest) {
 	ctx := r.Context()
 	if q.timeout > 0 {
 		var cancel context.CancelFunc
@@ -109,8 +136,9 @@ func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string,
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
+	tables := c.watchTables(tr)
 	send := func(ev watchEvent) bool {
-		if enc.Encode(ev) != nil {
+		if enc.Encode(tables(ev)) != nil {
 			return false
 		}
 		return rc.Flush() == nil
@@ -149,6 +177,25 @@ func (c *collection[T]) watch(w http.ResponseWriter, r *http.Request, ns string,
 				return
 			}
 		}
+	}
+}
+
+// watchTables turns each watch event's object into a one-row Table when
+// the watch asked for Tables (kubectl get -w), as the API server does: the
+// column definitions only in the first, errors (a Status) as they are.
+func (c *collection[T]) watchTables(tr *tableRequest) func(watchEvent) watchEvent {
+	if tr == nil {
+		return func(ev watchEvent) watchEvent { return ev }
+	}
+	headersSent := false
+	return func(ev watchEvent) watchEvent {
+		obj, ok := ev.Object.(T)
+		if !ok {
+			return ev
+		}
+		ev.Object = c.asTable([]T{obj}, obj.GetResourceVersion(), tr, headersSent)
+		headersSent = true
+		return ev
 	}
 }
 

@@ -26,7 +26,10 @@
 // ?resourceVersion= (410 Expired when that is too old, so clients list
 // again), with ?allowWatchBookmarks=true BOOKMARKs and
 // ?sendInitialEvents=true the watch-list protocol; ?timeoutSeconds= ends
-// it. Answers are JSON; request bodies are JSON or, as client-go's
+// it. A request that accepts a meta.k8s.io Table (kubectl get's Accept
+// header) gets one, with the API server's columns from package printers,
+// on lists, objects and watches, honouring ?includeObject=. Answers are
+// JSON; request bodies are JSON or, as client-go's
 // generated clients send them, protobuf. The server listens on loopback
 // only: it has no authentication.
 package apiserver

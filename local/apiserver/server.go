@@ -18,11 +18,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/internal/loopback"
 	"github.com/podgate/podgate/local/apiserver/resources"
 	"github.com/podgate/podgate/local/objstore"
+	"github.com/podgate/podgate/local/printers"
 	"github.com/podgate/podgate/local/servingv1"
 )
 
@@ -44,6 +46,9 @@ type Config struct {
 	// BookmarkInterval is how often a watch with allowWatchBookmarks=true
 	// gets a BOOKMARK (default DefaultBookmarkInterval).
 	BookmarkInterval time.Duration
+	// Clock is what the AGE cells of Tables count from; nil: the real
+	// clock.
+	Clock clock.PassiveClock
 }
 
 // DefaultBookmarkInterval is how often watches get bookmarks: the API
@@ -69,15 +74,22 @@ func NewServer(cfg Config) *Server {
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = DefaultBookmarkInterval
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
-	st, log, every := cfg.Store, cfg.Logger, cfg.BookmarkInterval
+	st, log, every, now := cfg.Store, cfg.Logger, cfg.BookmarkInterval, cfg.Clock.Now
 	mount(s.mux, &collection[*corev1.Pod]{res: resources.Pods, store: st.Pods, selectable: podFields, fieldSet: podFieldSet, log: log, bookmarkEvery: every,
+		table: printers.PodTable, now: now,
 		writes: writes[*corev1.Pod]{create: true, update: podSpecUpdate, status: podStatusUpdate, patchSchema: corev1.Pod{}}},
 		map[string]http.HandlerFunc{http.MethodDelete: s.deletePod})
 	mount(s.mux, &collection[*corev1.Event]{res: resources.Events, store: st.Events, selectable: eventFields, fieldSet: eventFieldSet, log: log, bookmarkEvery: every,
+		table: printers.EventTable, now: now,
 		writes: writes[*corev1.Event]{create: true, update: replaceAll[*corev1.Event], patchSchema: corev1.Event{}}}, nil)
-	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: resources.EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log, bookmarkEvery: every}, nil)
-	mount(s.mux, &collection[*servingv1.Service]{res: resources.Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log, bookmarkEvery: every}, nil)
+	mount(s.mux, &collection[*discoveryv1.EndpointSlice]{res: resources.EndpointSlices, store: st.EndpointSlices, selectable: metadataFields, fieldSet: endpointSliceFieldSet, log: log, bookmarkEvery: every,
+		table: printers.EndpointSliceTable, now: now}, nil)
+	mount(s.mux, &collection[*servingv1.Service]{res: resources.Services, store: st.Services, selectable: metadataFields, fieldSet: serviceFieldSet, itemsTyped: true, log: log, bookmarkEvery: every,
+		table: printers.ServiceTable, now: now}, nil)
 	s.mux.HandleFunc(resources.Pods.Path("{ns}", "{name}")+"/log", s.methods(schema.GroupResource{Resource: "pods/log"},
 		map[string]http.HandlerFunc{http.MethodGet: s.podLogs}))
 	s.mountDiscovery()

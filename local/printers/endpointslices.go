@@ -7,18 +7,33 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// EndpointSlices print as `kubectl get endpointslices`.
-var EndpointSlices = Resource{
-	NameKind:    "endpointslice.discovery.k8s.io",
-	Columns:     []string{"NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"},
-	WideColumns: []string{"NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"},
+// EndpointSliceTable is the API server's EndpointSlice table: NAME
+// ADDRESSTYPE PORTS ENDPOINTS AGE, with no wide columns.
+var EndpointSliceTable = TableOf[*discoveryv1.EndpointSlice]{
+	Columns: []metav1.TableColumnDefinition{
+		nameColumn,
+		{Name: "AddressType", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["addressType"]},
+		{Name: "Ports", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["ports"]},
+		{Name: "Endpoints", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["endpoints"]},
+		ageColumn,
+	},
+	Cells: endpointSliceCells,
 }
 
-// EndpointSliceRow is kubectl's: up to three ports and three addresses,
-// then "+ N more...", and "<unset>" for none.
-func EndpointSliceRow(s *discoveryv1.EndpointSlice, _ bool, now time.Time) []string {
+// EndpointSlices print as `kubectl get endpointslices`.
+var EndpointSlices = Resource{NameKind: "endpointslice.discovery.k8s.io", Columns: EndpointSliceTable.Columns}
+
+// EndpointSliceRow is kubectl's row.
+func EndpointSliceRow(s *discoveryv1.EndpointSlice, wide bool, now time.Time) []string {
+	return EndpointSliceTable.Row(s, wide, now)
+}
+
+// endpointSliceCells: up to three ports (number, else name, else "*") and
+// three addresses, then "+ N more...", and "<unset>" for none.
+func endpointSliceCells(s *discoveryv1.EndpointSlice, now time.Time) []any {
 	var ports []string
 	for _, p := range s.Ports {
 		switch {
@@ -34,7 +49,7 @@ func EndpointSliceRow(s *discoveryv1.EndpointSlice, _ bool, now time.Time) []str
 	for _, e := range s.Endpoints {
 		addrs = append(addrs, e.Addresses...)
 	}
-	return []string{s.Name, string(s.AddressType), firstThree(ports), firstThree(addrs), age(s.CreationTimestamp, now)}
+	return []any{s.Name, string(s.AddressType), firstThree(ports), firstThree(addrs), age(s.CreationTimestamp, now)}
 }
 
 func firstThree(list []string) string {

@@ -9,25 +9,43 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Pods print as `kubectl get pods`.
-var Pods = Resource{
-	NameKind:    "pod",
-	Columns:     []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"},
-	WideColumns: []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"},
+// PodTable is the API server's pod table: NAME READY STATUS RESTARTS AGE,
+// and for -o wide IP NODE NOMINATED NODE READINESS GATES.
+var PodTable = TableOf[*corev1.Pod]{
+	Columns: []metav1.TableColumnDefinition{
+		nameColumn,
+		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
+		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
+		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
+		ageColumn,
+		{Name: "IP", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["podIP"]},
+		{Name: "Node", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["nodeName"]},
+		{Name: "Nominated Node", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"]},
+		{Name: "Readiness Gates", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["readinessGates"]},
+	},
+	Cells:      podCells,
+	Conditions: podRowConditions,
 }
+
+// Pods print as `kubectl get pods`.
+var Pods = Resource{NameKind: "pod", Columns: PodTable.Columns}
 
 // PodRow is kubectl's pod row: NAME READY STATUS RESTARTS AGE, and with
 // wide IP NODE NOMINATED NODE READINESS GATES.
-func PodRow(p *corev1.Pod, wide bool, now time.Time) []string {
+func PodRow(p *corev1.Pod, wide bool, now time.Time) []string { return PodTable.Row(p, wide, now) }
+
+// podCells are a pod's cells: RESTARTS counts with the time since the
+// latest restart ("3 (12s ago)"); the wide cells show "<none>" for what
+// is unset and READINESS GATES as met/declared.
+func podCells(p *corev1.Pod, now time.Time) []any {
 	s := summarizePod(p)
 	restarts := strconv.Itoa(s.restarts)
 	if s.restarts != 0 && !s.lastRestart.IsZero() {
 		restarts = fmt.Sprintf("%d (%s ago)", s.restarts, age(metav1.NewTime(s.lastRestart), now))
 	}
-	row := []string{p.Name, fmt.Sprintf("%d/%d", s.ready, s.total), s.status, restarts, age(p.CreationTimestamp, now)}
-	if !wide {
-		return row
-	}
+	// podIPs[0]; status.podIP is the same address whenever both are set
+	// (the API server keeps them in step), and podgate's node may set only
+	// the older field.
 	ip := p.Status.PodIP
 	if len(p.Status.PodIPs) > 0 {
 		ip = p.Status.PodIPs[0].IP
@@ -42,7 +60,20 @@ func PodRow(p *corev1.Pod, wide bool, now time.Time) []string {
 		}
 		gates = fmt.Sprintf("%d/%d", met, n)
 	}
-	return append(row, orNone(ip), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), gates)
+	return []any{p.Name, fmt.Sprintf("%d/%d", s.ready, s.total), s.status, restarts, age(p.CreationTimestamp, now),
+		orNone(ip), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), gates}
+}
+
+// podRowConditions mark a pod that finished as Completed, which is how the
+// API server tells clients the row is of a pod that will not run again.
+func podRowConditions(p *corev1.Pod) []metav1.TableRowCondition {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodSucceeded), Message: "The pod has completed successfully."}}
+	case corev1.PodFailed:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodFailed), Message: "The pod failed."}}
+	}
+	return nil
 }
 
 // podSummary is what kubectl makes of a pod's status.

@@ -2,7 +2,9 @@
 // of `kubectl get` (pods with kubectl's READY/STATUS/RESTARTS rules,
 // events folded as `kubectl events` folds them, EndpointSlices, Knative
 // Services as `kubectl get ksvc`), -o wide, -o name, and -o json|yaml.
-// It fetches nothing: callers hand it objects.
+// Its tables are the API server's meta.k8s.io Tables (TableOf): the
+// control API serves them to kubectl and `podgate get` prints them, from
+// one set of columns. It fetches nothing: callers hand it objects.
 package printers
 
 import (
@@ -12,6 +14,7 @@ import (
 	"io"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,18 +32,14 @@ type Item struct {
 type Resource struct {
 	// NameKind prefixes -o name output: "pod",
 	// "endpointslice.discovery.k8s.io".
-	NameKind    string
-	Columns     []string
-	WideColumns []string
+	NameKind string
+	// Columns are the API server's column definitions (a TableOf's), the
+	// header's source.
+	Columns []metav1.TableColumnDefinition
 }
 
 // columns are the header of the table.
-func (r Resource) columns(wide bool) []string {
-	if wide {
-		return r.WideColumns
-	}
-	return r.Columns
-}
+func (r Resource) columns(wide bool) []string { return Header(r.Columns, wide) }
 
 // Formats are the -o values a Printer knows; "" is the table.
 var Formats = []string{"", "wide", "json", "yaml", "name"}

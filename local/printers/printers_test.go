@@ -2,6 +2,8 @@ package printers
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,7 +246,7 @@ func TestEventRowsFoldRepeatsLikeKubectlEvents(t *testing.T) {
 		})
 	}
 	wide := EventRow(event("b", "Unhealthy", "x", 3, 2*time.Minute, 12*time.Second), true, now)
-	if got := strings.Join(wide, "|"); got != "12s|Warning|Unhealthy|Pod/web|spec.containers{app}|kubelet, podgate|x|2m|3|b" {
+	if got := strings.Join(wide, "|"); got != "12s|Warning|Unhealthy|pod/web|spec.containers{app}|kubelet, podgate|x|2m|3|b" {
 		t.Errorf("wide row = %q", got)
 	}
 }
@@ -354,3 +356,83 @@ func TestTablesAreLaidOutLikeKubectls(t *testing.T) {
 }
 
 // --- the command against a real control API ---
+
+// The columns are the API server's (names, types, formats, priority 1
+// for -o wide); local/apiserver's TestKubectlGetPrintsWhatKubeAPIServerPrints
+// holds them against a real kube-apiserver, descriptions included.
+func TestTablesHaveTheAPIServersColumns(t *testing.T) {
+	tests := []struct {
+		name    string
+		columns []metav1.TableColumnDefinition
+		want    string // name:type[:format][:priority] per column
+	}{
+		{"pods", PodTable.Columns,
+			"Name:string:name Ready:string Status:string Restarts:string Age:string IP:string:1 Node:string:1 Nominated Node:string:1 Readiness Gates:string:1"},
+		{"events", EventTable.Columns,
+			"Last Seen:string Type:string Reason:string Object:string Subobject:string:1 Source:string:1 Message:string First Seen:string:1 Count:string:1 Name:string:name:1"},
+		{"endpointslices", EndpointSliceTable.Columns, "Name:string:name AddressType:string Ports:string Endpoints:string Age:string"},
+		{"knative services: the CRD's printer columns, no Age", ServiceTable.Columns,
+			"Name:string:name URL:string LatestCreated:string LatestReady:string Ready:string Reason:string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range tt.columns {
+				s := c.Name + ":" + c.Type
+				if c.Format != "" {
+					s += ":" + c.Format
+				}
+				if c.Priority != 0 {
+					s += ":" + strconv.Itoa(int(c.Priority))
+				}
+				if c.Description == "" {
+					t.Errorf("column %s has no description", c.Name)
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("columns\n%s\nwant\n%s", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
+
+// The cells the API server fills: strings, the event count an integer,
+// a custom resource's missing field nil (printed empty), every wide cell
+// there whether or not the client prints it.
+func TestTableCellsAreTheAPIServersValues(t *testing.T) {
+	p := podWith(corev1.PodRunning, restarted(status("app", false, waiting("CrashLoopBackOff")), 3, 12*time.Second))
+	p.Status.PodIPs = []corev1.PodIP{{IP: "127.0.1.7"}}
+	p.Spec.NodeName = "vm"
+	e := event("b", "Unhealthy", "x", 3, 2*time.Minute, 12*time.Second)
+	e.InvolvedObject.Kind, e.Source = "Pod", corev1.EventSource{}
+	e.ReportingController, e.ReportingInstance = "podgate.dev/node", "vm"
+	noName := event("n", "Registered", "y", 0, time.Minute, 0)
+	noName.InvolvedObject = corev1.ObjectReference{Kind: "Node"}
+	noName.LastTimestamp = metav1.Time{}
+	tests := []struct {
+		name  string
+		cells []any
+		want  []any
+	}{
+		{"a crash-looping pod", PodTable.Cells(p, now), []any{"web", "0/1", "CrashLoopBackOff", "3 (12s ago)", "5m", "127.0.1.7", "vm", "<none>", "<none>"}},
+		{"an event: the object's kind in lower case, the reporting controller as source, the count an integer",
+			EventTable.Cells(e, now), []any{"12s", "Warning", "Unhealthy", "pod/web", "spec.containers{app}", "podgate.dev/node, vm", "x", "2m", int64(3), "b"}},
+		{"an event about a nameless object, seen once: count 1, last seen when first seen",
+			EventTable.Cells(noName, now), []any{"60s", "Warning", "Registered", "node", "", "kubelet, podgate", "y", "60s", int64(1), "n"}},
+		{"a Knative Service not reconciled yet: nil cells", ServiceTable.Cells(ksvc("new", "", ""), now),
+			[]any{"new", "http://new.default.example.com", "new-00001", nil, nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if fmt.Sprintf("%#v", tt.cells) != fmt.Sprintf("%#v", tt.want) {
+				t.Errorf("cells\n%#v\nwant\n%#v", tt.cells, tt.want)
+			}
+		})
+	}
+	// A finished pod's row says so.
+	done := podWith(corev1.PodSucceeded, status("app", false, terminated("Completed", 0, 0)))
+	if c := PodTable.Table([]*corev1.Pod{done}, now, false).Rows[0].Conditions; len(c) != 1 || c[0].Type != metav1.RowCompleted || c[0].Reason != "Succeeded" {
+		t.Errorf("succeeded pod's row conditions %+v, want Completed (Succeeded)", c)
+	}
+}
