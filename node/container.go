@@ -36,6 +36,11 @@ type container struct {
 	sec seccontext.Decision
 	// refusalSeen: the Failed event of a refusal was recorded.
 	refusalSeen bool
+	// pullWaiting is what a container whose image the node does not have
+	// (cfg.Absent) waits as since the last look (package
+	// node/imagepull); pullNext is when the node looks again.
+	pullWaiting *corev1.ContainerStateWaiting
+	pullNext    time.Time
 
 	// The current instance.
 	id        string

@@ -49,12 +49,17 @@
 //     capabilities, no_new_privs and read-only view its process gets
 //     (proc.Security), the kubelet's runAsNonRoot refusal, and a warning
 //     event for each field the node does not enforce.
+//   - image pulls: a container without a command whose image the node
+//     cannot run (images.Map.Present) waits as a kubelet's does for an
+//     image it cannot pull — ErrImagePull, ImagePullBackOff or
+//     ErrImageNeverPull, with the kubelet's events — looked at again
+//     every 10 s (node/imagepull; pod.go's lookForImage).
 //
 // The other subpackages are the parts the pod worker uses: node/proc (a
 // process group per container, parent-death signal and a guardian process
 // so nothing outlives podgate; what a process gives up before it runs), node/kill (one container's stop
 // sequence), node/queue (the pod worker's mailbox), node/backoff
-// (CrashLoopBackOff), node/events (the event recorder, reasons),
+// (CrashLoopBackOff, the image pull back-off), node/events (the event recorder, reasons),
 // node/logbuf and node/podlogs (the output kept, and read as `kubectl
 // logs` does), node/containerconfig with node/env and node/images
 // (what a container runs with), node/hooks (lifecycle handlers)

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podgate/podgate/node/events"
+	"github.com/podgate/podgate/node/imagepull"
+	"github.com/podgate/podgate/node/images"
 	"github.com/podgate/podgate/node/podworkers"
 	"github.com/podgate/podgate/node/proc"
 	"github.com/podgate/podgate/node/queue"
@@ -80,6 +82,13 @@ type pod struct {
 	q            *queue.Queue[podEvent]
 	tasks        sync.WaitGroup // process waiters and killers
 	timers       []interface{ Stop() bool }
+	// pulls are the pod's image pulls and their back-off; pullTimer
+	// brings the worker back at pullAt to look again at an image it
+	// does not have (one timer, however many looks: a pod waiting for an
+	// image looks every 10 s for as long as it exists).
+	pulls     imagepull.Puller
+	pullTimer interface{ Stop() bool }
+	pullAt    time.Time
 
 	prepared      bool               // extras.Prepare succeeded: containers may start
 	cancelPrepare context.CancelFunc // ends a Prepare under way
@@ -232,6 +241,12 @@ func startView(cs []*container) []startorder.Container {
 // maybeStart starts c unless it is backing off; the timer set when it
 // died brings the worker back in time.
 func (p *pod) maybeStart(c *container, now time.Time) {
+	if c.cfg.Absent != nil {
+		// The kubelet pulls a container's image before it looks at
+		// anything else of it; this node has no image to pull.
+		p.lookForImage(c, now)
+		return
+	}
 	if c.sec.Refused != "" && !c.refusalSeen {
 		// The kubelet's event of a container it cannot create.
 		c.refusalSeen = true
@@ -241,6 +256,37 @@ func (p *pod) maybeStart(c *container, now time.Time) {
 		return
 	}
 	p.startContainer(c)
+}
+
+// lookForImage is a look at c, whose image the node does not have: at
+// most one every imagepull.RetryEvery, however often the worker wakes,
+// with the kubelet's events and waiting reason (package node/imagepull).
+func (p *pod) lookForImage(c *container, now time.Time) {
+	if now.Before(c.pullNext) {
+		p.pullDue(c.pullNext)
+		return
+	}
+	at := p.pulls.Absent(c.spec.Image, c.spec.ImagePullPolicy, images.PullError(c.spec.Image), now)
+	for _, e := range at.Events {
+		p.record(c, e.Type, e.Reason, e.Message)
+	}
+	w := at.Waiting
+	c.pullWaiting, c.pullNext = &w, at.Next
+	p.pullDue(at.Next)
+}
+
+// pullDue makes the worker look again at t, unless a look at or before t
+// is already due.
+func (p *pod) pullDue(t time.Time) {
+	now := p.a.clock.Now()
+	if p.pullTimer != nil && p.pullAt.After(now) && !p.pullAt.After(t) {
+		return
+	}
+	if p.pullTimer != nil {
+		p.pullTimer.Stop()
+	}
+	p.pullAt = t
+	p.pullTimer = p.a.clock.AfterFunc(t.Sub(now), func() { p.post(evSync{}) })
 }
 
 // restartDue makes the worker look again at t.
@@ -257,6 +303,9 @@ func (p *pod) restartDue(t time.Time) {
 func (p *pod) finish() {
 	for _, t := range p.timers {
 		t.Stop()
+	}
+	if p.pullTimer != nil {
+		p.pullTimer.Stop()
 	}
 	p.mgr.Stop()
 	p.stopPrepare()

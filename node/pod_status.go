@@ -71,6 +71,11 @@ func (c *container) statusView() podstatus.Container {
 		RestartCount: c.hist.RestartCount, LastState: c.hist.LastState, Terminated: c.hist.Terminated, Waiting: c.hist.Waiting,
 		Succeeded: c.hist.Succeeded, Done: c.hist.Done,
 	}
+	if c.pullWaiting != nil {
+		// Its image is not on the node: it never ran (package node/imagepull).
+		w := *c.pullWaiting
+		v.Waiting = &w
+	}
 	switch {
 	case c.sec.Refused != "":
 		v.SetupError = c.sec.Refused

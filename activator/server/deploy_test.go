@@ -132,7 +132,7 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 		}
 		spec := d.Spec.Template.Spec
 		c := spec.Containers[0]
-		if spec.ServiceAccountName != "podgate-activator" || c.Image != "ghcr.io/podgate/podgate:latest" || len(c.Args) == 0 || c.Args[0] != "activator" {
+		if spec.ServiceAccountName != "podgate-activator" || c.Image != "ghcr.io/podgate/podgate:v0.3.0" || len(c.Args) == 0 || c.Args[0] != "activator" {
 			t.Errorf("service account %q, image %q, args %q", spec.ServiceAccountName, c.Image, c.Args)
 		}
 		for _, p := range []struct {
@@ -179,8 +179,8 @@ func TestKustomizationsBuildAndApply(t *testing.T) {
 		for k, v := range knativeKeys {
 			withPodgate[k] = v
 		}
-		withPodgate["queue-sidecar-image"] = "ghcr.io/podgate/podgate-gate:latest"
-		podgateOnly := map[string]string{"queue-sidecar-image": "ghcr.io/podgate/podgate-gate:latest"}
+		withPodgate["queue-sidecar-image"] = "ghcr.io/podgate/podgate-gate:v0.3.0"
+		podgateOnly := map[string]string{"queue-sidecar-image": "ghcr.io/podgate/podgate-gate:v0.3.0"}
 		for _, tc := range []struct {
 			name string
 			// install makes Knative's ConfigMap (Knative itself is not
@@ -263,7 +263,7 @@ func testNodeStatusDaemonSet(t *testing.T, objs []map[string]any) {
 	c := spec.Containers[0]
 	port := fmt.Sprint(contract.NodeStatusPort)
 	wantArgs := []string{"node-status", "--node=$(NODE_NAME)", "--listen=$(HOST_IP):" + port}
-	if c.Image != "ghcr.io/podgate/podgate:latest" || !reflect.DeepEqual(c.Args, wantArgs) {
+	if c.Image != "ghcr.io/podgate/podgate:v0.3.0" || !reflect.DeepEqual(c.Args, wantArgs) {
 		t.Errorf("image %q args %q, want podgate's image with %q", c.Image, c.Args, wantArgs)
 	}
 	fields := map[string]string{}

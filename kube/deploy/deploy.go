@@ -21,6 +21,16 @@ const Image = "ghcr.io/podgate/podgate"
 // kube/deploy/knative makes it Knative's queue sidecar.
 const GateImage = "ghcr.io/podgate/podgate-gate"
 
+// Version is the release whose images every manifest of kube/deploy
+// names, by tag: podgate's (Image) in Base's Deployments and DaemonSet,
+// the gate's (GateImage) in the webhook's --gate-image and Knative's
+// queue-sidecar-image. A user applying kube/deploy at a release's tag
+// gets that release's images, never :latest; an overlay's `images:`
+// (and a later --gate-image) pins a digest, as `podgate cluster up`
+// does with the images it builds. A release sets it and the manifests
+// together (TestManifestsNameTheReleaseImages).
+const Version = "v0.3.0"
+
 // Namespace is podgate's own namespace in Base.
 const Namespace = "podgate-system"
 

@@ -79,8 +79,11 @@ patches:
     kind: Deployment
     name: %[3]s
   patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/args/-
+    - op: test
+      path: /spec/template/spec/containers/0/args/%[7]d
+      value: --gate-image=%[8]s
+    - op: replace
+      path: /spec/template/spec/containers/0/args/%[7]d
       value: --gate-image=%[5]s
 - target:
     kind: (Deployment|DaemonSet)
@@ -90,6 +93,12 @@ patches:
       path: /spec/template/spec/containers/0/readinessProbe/periodSeconds
       value: 1
 `
+
+// baseGateImageArg is where the base's webhook names the release's gate
+// image (--gate-image=GateImage:Version) among its args: the overlay
+// replaces it with the gate's image by digest, after a test that it is
+// there (kustomize refuses the overlay if the base moved it).
+const baseGateImageArg = 7
 
 // onlyRouterOverlay is appended to overlay's patches with
 // Options.OnlyRouter.
@@ -136,7 +145,8 @@ func writeOverlay(dir, digest, gateImage string, onlyRouter bool) error {
 	if err != nil {
 		return fmt.Errorf("write deploy/base to %s: %w", dir, err)
 	}
-	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator, gateImage, deploy.NodeStatus)
+	k := fmt.Sprintf(overlay, deploy.Image, digest, deploy.Webhook, deploy.Activator, gateImage, deploy.NodeStatus,
+		baseGateImageArg, deploy.GateImage+":"+deploy.Version)
 	if onlyRouter {
 		k = strings.TrimRight(k, "\n") + "\n" + fmt.Sprintf(onlyRouterOverlay, deploy.Webhook, deploy.Activator)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,6 +45,13 @@ func testOverlay(t *testing.T, onlyRouter bool) {
 	out, err := exec.Command(kubectl, "kustomize", dir).Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize %s: %v", dir, err)
+	}
+	// Every image by digest: nothing of the release's tags (nor :latest)
+	// is left for the node to look up.
+	for _, tag := range []string{":latest", ":" + deploy.Version} {
+		if bytes.Contains(out, []byte(tag)) {
+			t.Errorf("kubectl kustomize's output names %s:\n%s", tag, out)
+		}
 	}
 	deployments := map[string]appsv1.Deployment{}
 	var nodeStatus *appsv1.DaemonSet
@@ -86,8 +94,16 @@ func testOverlay(t *testing.T, onlyRouter bool) {
 		if c.Image != deploy.Image+"@"+digest {
 			t.Errorf("%s: image %s, want podgate's by digest", name, c.Image)
 		}
-		if gated := slices.Contains(c.Args, "--gate-image="+gateRef); gated != (name == deploy.Webhook) {
-			t.Errorf("%s: args %q; want --gate-image=%s on the webhook only", name, c.Args, gateRef)
+		// The base names the release's gate image; the overlay's comes
+		// after it, and the last --gate-image is the one the webhook takes.
+		var lastGate string
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--gate-image="); ok {
+				lastGate = v
+			}
+		}
+		if gated := lastGate == gateRef; gated != (name == deploy.Webhook) {
+			t.Errorf("%s: args %q; want the last --gate-image=%s on the webhook only", name, c.Args, gateRef)
 		}
 		flag := map[string]string{deploy.Webhook: "--only-router=activator", deploy.Activator: "--only-router"}[name]
 		if got := slices.Contains(c.Args, flag); got != onlyRouter {

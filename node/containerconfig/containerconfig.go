@@ -30,6 +30,13 @@ type Config struct {
 	Exec probe.Executor // runs its exec probes and hooks
 	// Errs is why the container cannot be started, if anything.
 	Errs field.ErrorList
+	// Absent, when set, says the node does not have the container's
+	// image (images.Map.Present): it waits as a kubelet's container waits
+	// for an image it cannot pull (package node/imagepull), before
+	// anything in Errs counts, as the kubelet pulls before it makes a
+	// container's configuration. Pod's errors include it, so a check
+	// before anything runs (podgate run's) refuses it.
+	Absent *field.Error
 }
 
 // Blocked reports a container that cannot be started at all: it waits as
@@ -43,6 +50,15 @@ func (c Config) Message() string {
 		return c.Errs[0].Error()
 	}
 	return fmt.Sprint(c.Errs.ToAggregate())
+}
+
+// allErrs is everything that keeps the container from starting: its
+// image's absence first, as the kubelet pulls first.
+func (c Config) allErrs() field.ErrorList {
+	if c.Absent == nil {
+		return c.Errs
+	}
+	return append(field.ErrorList{c.Absent}, c.Errs...)
 }
 
 // Resolver holds what every container of a node shares.
@@ -60,8 +76,12 @@ func (r Resolver) Resolve(spec *corev1.Container, path *field.Path, info env.Pod
 	vars, errs := env.Resolve(r.Base, injected, spec, info, path)
 	cfg := Config{Env: vars, Errs: errs, Dir: spec.WorkingDir}
 	argv, ferr := r.Images.Argv(spec.Image, spec.Command, spec.Args, path)
-	if ferr != nil {
+	switch {
+	case ferr == nil:
+	case r.Images.Present(spec.Image, spec.Command):
 		cfg.Errs = append(cfg.Errs, ferr)
+	default:
+		cfg.Absent = ferr
 	}
 	for i := range argv {
 		argv[i] = expansion.Expand(argv[i], vars.Get)
@@ -80,12 +100,12 @@ func (r Resolver) Resolve(spec *corev1.Container, path *field.Path, info env.Pod
 func (r Resolver) Pod(specPath *field.Path, spec *corev1.PodSpec, info env.PodInfo, extra []env.Var, enter func(func() error) error) (inits, mains []Config, errs field.ErrorList) {
 	for i := range spec.InitContainers {
 		cfg := r.Resolve(&spec.InitContainers[i], specPath.Child("initContainers").Index(i), info, extra, enter)
-		errs = append(errs, cfg.Errs...)
+		errs = append(errs, cfg.allErrs()...)
 		inits = append(inits, cfg)
 	}
 	for i := range spec.Containers {
 		cfg := r.Resolve(&spec.Containers[i], specPath.Child("containers").Index(i), info, extra, enter)
-		errs = append(errs, cfg.Errs...)
+		errs = append(errs, cfg.allErrs()...)
 		mains = append(mains, cfg)
 	}
 	return inits, mains, errs

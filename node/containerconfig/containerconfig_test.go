@@ -22,6 +22,9 @@ func TestResolveAsTheKubeletBeforeCreate(t *testing.T) {
 		wantArgv []string
 		wantDir  string
 		wantErrs int
+		// wantAbsent: the image is not on the node (kept apart from
+		// Errs: the container waits for its image first).
+		wantAbsent bool
 	}{
 		{name: "HOSTNAME and POD_IP are expanded in the command line",
 			spec:     corev1.Container{Name: "c", Command: []string{"/bin/echo"}, Args: []string{"$(HOSTNAME)", "$(POD_IP)"}},
@@ -36,9 +39,12 @@ func TestResolveAsTheKubeletBeforeCreate(t *testing.T) {
 		{name: "workingDir wins over the node's directory",
 			spec:     corev1.Container{Name: "c", Command: []string{"/bin/true"}, WorkingDir: "/tmp"},
 			wantArgv: []string{"/bin/true"}, wantDir: "/tmp"},
-		{name: "an unresolvable entrypoint is kept as an error, not fatal",
+		{name: "an image the node does not have is kept as absent, not fatal",
 			spec:    corev1.Container{Name: "c", Image: "no-such-image"},
-			wantDir: "/node/work", wantErrs: 1},
+			wantDir: "/node/work", wantAbsent: true},
+		{name: "an image the node does not have with a problem of its own keeps both",
+			spec:    corev1.Container{Name: "c", Image: "no-such-image", Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.nope"}}}}},
+			wantDir: "/node/work", wantAbsent: true, wantErrs: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -46,7 +52,10 @@ func TestResolveAsTheKubeletBeforeCreate(t *testing.T) {
 			if len(cfg.Errs) != tc.wantErrs {
 				t.Fatalf("errors %v, want %d", cfg.Errs, tc.wantErrs)
 			}
-			if tc.wantErrs == 0 && !slices.Equal(cfg.Argv, tc.wantArgv) {
+			if (cfg.Absent != nil) != tc.wantAbsent {
+				t.Fatalf("absent %v, want %v", cfg.Absent, tc.wantAbsent)
+			}
+			if tc.wantErrs == 0 && !tc.wantAbsent && !slices.Equal(cfg.Argv, tc.wantArgv) {
 				t.Errorf("argv %q, want %q", cfg.Argv, tc.wantArgv)
 			}
 			if cfg.Dir != tc.wantDir {

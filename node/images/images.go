@@ -176,6 +176,32 @@ func Repository(image string) string {
 	return image
 }
 
+// Present reports whether the node has what a container of image with
+// command runs: a container with a command runs it on this machine,
+// whatever its image; one without needs the image's entrypoint, from the
+// Store (one it holds but cannot run is present: Argv says why it does
+// not start) or mapped. A container whose image is not present waits as
+// a kubelet's does for an image it cannot pull (package node/imagepull).
+func (m Map) Present(image string, command []string) bool {
+	if len(command) > 0 {
+		return true
+	}
+	if m.Store != nil {
+		if _, _, _, found, err := m.Store.Entrypoint(image); found || err != nil {
+			return true
+		}
+	}
+	_, ok := m.entrypoint(image)
+	return ok
+}
+
+// PullError is why a pull of image, which is not Present, fails: podgate's
+// node has no registry to pull from, and says how to give it the image.
+func PullError(image string) string {
+	return fmt.Sprintf("podgate's node does not pull images: it runs containers as local processes, and image %q has no local entrypoint: give the container a command, or start the node with --image %s=/path/to/program (podgate cluster up, podgate node, podgate run) or with the image in its --image-layout (podgate node, podgate run)",
+		image, Repository(image))
+}
+
 // Argv is the container's command line before $(VAR) expansion, as a
 // container runtime builds it: command replaces the image's entrypoint;
 // args replace its default arguments (an image of the Store has its CMD;

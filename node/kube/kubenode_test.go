@@ -378,6 +378,65 @@ func TestNodeRunsPodsOfARealControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod whose image the node lacks waits as for a failed pull, in kubectl get pods too", func(t *testing.T) {
+		kubectl, err := k8sbin.Path(k8sbin.Kubectl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			pod    string
+			policy corev1.PullPolicy
+			status string   // the waiting reason, kubectl's STATUS
+			events []string // "REASON MESSAGE", in the order recorded
+		}{
+			{"pull-never", corev1.PullNever, "ErrImageNeverPull", []string{
+				`ErrImageNeverPull Container image "example.test/absent:v1" is not present with pull policy of Never`,
+				"Failed Error: ErrImageNeverPull"}},
+			{"pull-absent", corev1.PullIfNotPresent, "ErrImagePull", []string{
+				`Pulling Pulling image "example.test/absent:v1"`,
+				`Failed Failed to pull image "example.test/absent:v1": ` + images.PullError("example.test/absent:v1"),
+				"Failed Error: ErrImagePull"}},
+		} {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: tc.pod, Namespace: "default"},
+				Spec: corev1.PodSpec{NodeName: "node-1", TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers: []corev1.Container{{Name: "app", Image: "example.test/absent:v1", ImagePullPolicy: tc.policy}}},
+			}
+			if _, err := core.Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitPod(t, core, tc.pod, "waiting as "+tc.status, func(p *corev1.Pod) (bool, string) {
+				if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+					return false, fmt.Sprintf("statuses %+v", p.Status.ContainerStatuses)
+				}
+				w := p.Status.ContainerStatuses[0].State.Waiting
+				return w.Reason == tc.status, fmt.Sprintf("waiting %s: %s", w.Reason, w.Message)
+			})
+			// The events go through the events API on their own: they
+			// may follow the status.
+			want := strings.Join(tc.events, "\n")
+			eventually(t, time.Minute, tc.pod+"'s events", func() (bool, string) {
+				var got []string
+				for _, ev := range podEvents(t, core, tc.pod) {
+					if ev.Source.Component == "kubelet" && ev.InvolvedObject.FieldPath == "spec.containers{app}" {
+						got = append(got, ev.Reason+" "+ev.Message)
+					}
+				}
+				return strings.Join(got, "\n") == want, fmt.Sprintf("the container's events\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+			})
+			// kubectl's STATUS is the API server's table printer's: the
+			// waiting reason.
+			out, err := exec.Command(kubectl, "--kubeconfig", cp.AdminKubeconfig(), "get", "pod", tc.pod, "--no-headers").CombinedOutput()
+			if f := strings.Fields(string(out)); err != nil || len(f) < 3 || f[2] != tc.status {
+				t.Errorf("kubectl get pod %s: %v\n%s\nwant STATUS %s", tc.pod, err, out, tc.status)
+			}
+			out, err = exec.Command(kubectl, "--kubeconfig", cp.AdminKubeconfig(), "delete", "pod", tc.pod, "--wait=true", "--timeout=60s").CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl delete: %v\n%s", err, out)
+			}
+		}
+	})
+
 	t.Run("the status patch and the removal are preconditioned on the UID", func(t *testing.T) {
 		// A node may not write pods of another node: the admin plays the
 		// node here, for a pod bound to a node that does not run.
