@@ -173,8 +173,8 @@ func New(opts Options) (*Gate, error) {
 		runner:          opts.Runner,
 		target:          probe.Target{PodIP: cfg.UpstreamHost},
 		status:          opts.Status,
-		terminating:     make(chan struct{}), drainSaid: make(chan struct{}),
-		quit:            make(chan struct{}),
+		terminating:     make(chan struct{}),
+		quit:            make(chan struct{}), drainSaid: make(chan struct{}),
 	}
 	g.stopping.changed = g.signalReadiness
 	// The statistics run on the real clock: their rules are tested in
