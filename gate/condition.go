@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/gate/contract"
-	"github.com/podgate/podgate/internal/brokenbuild"
 )
 
 // PodCondition is the value of the condition the gate writes on its own
@@ -284,7 +283,7 @@ func (g *Gate) condition() PodCondition {
 	switch why := g.agg.NotReady(); {
 	case len(why) > 0:
 		msg = "containers not ready: " + strings.Join(why, ", ")
-	case g.stopping.Load() > 0 && !brokenbuild.Has(brokenbuild.Readiness):
+	case g.restarting():
 		msg = "a container is being restarted (its preStop hook runs)"
 	case g.status != nil && !g.statusSeen.Load():
 		msg = "waiting for the status source's first report of the containers"

@@ -24,6 +24,7 @@ import (
 	"github.com/podgate/podgate/gate/gatemetrics"
 	"github.com/podgate/podgate/gate/proxy"
 	"github.com/podgate/podgate/gate/readiness"
+	"github.com/podgate/podgate/internal/brokenbuild"
 	"github.com/podgate/podgate/probe"
 )
 
@@ -260,8 +261,14 @@ func newRequestLog(opts Options, cfg contract.Config) (*proxy.RequestLog, error)
 // cannot know whether the containers it does not probe itself run at all
 // (as a native sidecar it starts before them).
 func (g *Gate) Ready() bool {
-	return !g.drainer.Draining() && g.stopping.Load() == 0 && g.agg.Ready() &&
+	return !g.drainer.Draining() && !g.restarting() && g.agg.Ready() &&
 		(g.status == nil || g.statusSeen.Load())
+}
+
+// restarting: a container's preStop hook runs without a SIGTERM to the
+// gate (a liveness kill), so that container is about to go.
+func (g *Gate) restarting() bool {
+	return g.stopping.Load() > 0 && !brokenbuild.Has(brokenbuild.Readiness)
 }
 
 // Aggregator is the gate's view of its containers.
