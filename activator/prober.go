@@ -87,7 +87,7 @@ func (t *Target) runProber(ctx context.Context, b *backend) {
 			ok  bool
 			err error
 		)
-		if b.pod.Direct {
+		if b.direct {
 			ok, err = t.checkConnect(ctx, b.addr)
 		} else {
 			ok, err = checkGate(ctx, t.cfg.ProbeTransport, b.addr, t.cfg.ProbeTimeout)
@@ -97,7 +97,7 @@ func (t *Target) runProber(ctx context.Context, b *backend) {
 		}
 		t.gateAnswered(b, gen, ok, err)
 		tick := ticker.C()
-		if b.pod.Direct && ok {
+		if b.direct && ok {
 			// A pod without a gate is Kubernetes' to judge: it is checked
 			// again only after a refused connection (connectFailed kicks).
 			tick = nil

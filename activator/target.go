@@ -102,7 +102,7 @@ func (t *Target) updateLocked(pods []Pod) []Pod {
 		}
 		seen[p.Name] = true
 		b := t.byName[p.Name]
-		if b != nil && (b.pod.Addr != p.Addr || (b.pod.Terminating && !p.Terminating)) {
+		if b != nil && (b.pod.Addr != p.Addr || b.pod.Direct != p.Direct || (b.pod.Terminating && !p.Terminating)) {
 			// A new pod under an old name (a terminating pod never comes
 			// back in Kubernetes): start afresh, with a new prober.
 			t.removeLocked(b)
@@ -128,7 +128,7 @@ func (t *Target) updateLocked(pods []Pod) []Pod {
 
 func (t *Target) addLocked(p Pod) *backend {
 	ctx, stop := context.WithCancel(t.ctx)
-	b := &backend{name: p.Name, addr: p.Addr, pod: p, everReady: p.Ready, kick: make(chan struct{}, 1), stop: stop}
+	b := &backend{name: p.Name, addr: p.Addr, direct: p.Direct, pod: p, everReady: p.Ready, kick: make(chan struct{}, 1), stop: stop}
 	b.proxy = t.newProxy(b)
 	t.byName[p.Name] = b
 	t.bal.backends = append(t.bal.backends, b)

@@ -75,8 +75,7 @@ func stream(ctx context.Context, out chan<- Snapshot, changed <-chan struct{}, s
 // target port (ports.go), marked Direct. A pod listed in two slices
 // (moving between them) counts once, ready if either says so. podByName
 // finds an endpoint's pod in the slice's namespace (nil: not known, yet
-// or any more: not a backend until it is, since whether it has a gate
-// decides its port); withAdmin gives each pod its gate's admin address,
+// or any more); withAdmin gives each pod its gate's admin address,
 // where the target tells the gate that it sends it nothing any more.
 //
 // When endpoints exist but none can be routed (pods without a gate and
@@ -130,8 +129,8 @@ type resolver struct {
 	unroutable error
 }
 
-// endpoint is ep as a backend; false: not one (its pod unknown, or
-// without a gate and a port).
+// endpoint is ep as a backend; false: not one (a pod without a gate and
+// a port).
 func (r *resolver) endpoint(sl *discoveryv1.EndpointSlice, ep *discoveryv1.Endpoint, podByName func(namespace, name string) *corev1.Pod, withAdmin bool) (activator.Pod, bool) {
 	ip := ep.Addresses[0]
 	p := activator.Pod{
@@ -151,7 +150,10 @@ func (r *resolver) endpoint(sl *discoveryv1.EndpointSlice, ep *discoveryv1.Endpo
 	p.Name = ref.Name
 	pod := podByName(sl.Namespace, ref.Name)
 	if pod == nil || (ref.UID != "" && ref.UID != pod.UID) {
-		return p, false
+		// Not known yet: on the gate's port, which only a gate answers
+		// (the target health-checks it before any request), until the
+		// pod's arrival says whether it has one.
+		return p, true
 	}
 	// The pod's deletion, seen before the EndpointSlice controller marks
 	// its endpoint terminating: no new request from now on, and its gate
