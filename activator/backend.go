@@ -12,7 +12,7 @@ type backend struct {
 	// direct is pod.Direct, fixed for the backend's life: the prober
 	// reads it without the lock.
 	direct bool
-	pod        Pod
+	pod    Pod
 	// everReady is set once the endpoint was seen ready: from then on the
 	// gate's answer alone no longer suffices (the fast path is only for a
 	// pod's first start), so an endpoint that Kubernetes marks unready

@@ -52,7 +52,7 @@ func servicePort(sls []*discoveryv1.EndpointSlice) (string, error) {
 		return HTTPPortName, nil
 	}
 	slices.Sort(names)
-	return "", fmt.Errorf("it has %d ports (%s) and none is named %q: name the port to serve HTTP on %q", len(names), strings.Join(names, ", "), HTTPPortName, HTTPPortName)
+	return "", fmt.Errorf("it has %d ports (%s) and none is named %q: name %q the port that serves HTTP", len(names), strings.Join(names, ", "), HTTPPortName, HTTPPortName)
 }
 
 // slicePort is the port number sl's endpoints serve Service port name on
