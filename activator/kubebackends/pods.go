@@ -159,7 +159,7 @@ func (r *resolver) endpoint(sl *discoveryv1.EndpointSlice, ep *discoveryv1.Endpo
 	// its endpoint terminating: no new request from now on, and its gate
 	// told sooner.
 	p.Terminating = p.Terminating || pod.DeletionTimestamp != nil
-	if contract.GateContainer(&pod.Spec) == nil {
+	if !hasGate(&pod.Spec) {
 		return r.direct(sl, p, ip)
 	}
 	p.FastPath = pod.DeletionTimestamp == nil && activator.FastPathAllowed(&pod.Spec)
@@ -189,6 +189,22 @@ func (r *resolver) direct(sl *discoveryv1.EndpointSlice, p activator.Pod, ip str
 	p.Direct = true
 	p.Addr = net.JoinHostPort(ip, strconv.Itoa(int(port)))
 	return p, true
+}
+
+// hasGate says whether the pod has a gate that answers the activator's
+// health check on the gate port: podgate's, as injection adds it (the
+// container named contract.GateContainerName), or a Knative revision's
+// queue sidecar (contract.KnativeQueueContainerName: Knative's
+// queue-proxy, or podgate's gate started as it).
+func hasGate(spec *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			if cs[i].Name == contract.GateContainerName || cs[i].Name == contract.KnativeQueueContainerName {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // gateAdminPort is the admin port the pod's gate declares, 0 without a

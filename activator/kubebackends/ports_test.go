@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/local/objstore"
 )
 
@@ -94,6 +95,15 @@ func TestPodsWithoutAGateGoToTheServiceTargetPortPodsWithAGateToTheGate(t *testi
 		pods:   []*corev1.Pod{gated("g")},
 		slices: []*discoveryv1.EndpointSlice{portSlice("web-1", []string{"g"}, port("a", 80), port("b", 81))},
 		want:   []activator.Pod{{Name: "g", Addr: "10.0.0.1:8012", Ready: true, FastPath: true}},
+	}, {
+		name: "a Knative revision's pod, its queue sidecar the gate, goes to the gate's port",
+		pods: []*corev1.Pod{func() *corev1.Pod {
+			p := plain("k")
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: contract.KnativeQueueContainerName})
+			return p
+		}()},
+		slices: []*discoveryv1.EndpointSlice{portSlice("web-1", []string{"k"}, port("http", 8012), port("https", 8112))},
+		want:   []activator.Pod{{Name: "k", Addr: "10.0.0.1:8012", Ready: true, FastPath: true}},
 	}, {
 		name:   "a pod without a gate goes to its slice's port (the resolved targetPort), no fast path",
 		pods:   []*corev1.Pod{plain("p")},
