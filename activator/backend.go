@@ -9,7 +9,10 @@ import (
 // lock, except the immutable ones (name, addr, proxy, kick, stop).
 type backend struct {
 	name, addr string
-	pod        Pod
+	// direct is pod.Direct, fixed for the backend's life: the prober
+	// reads it without the lock.
+	direct bool
+	pod    Pod
 	// everReady is set once the endpoint was seen ready: from then on the
 	// gate's answer alone no longer suffices (the fast path is only for a
 	// pod's first start), so an endpoint that Kubernetes marks unready

@@ -98,6 +98,8 @@ func (t *Target) refuse(w http.ResponseWriter, rs *requestState, err error) {
 		http.Error(w, errQueueFull.Error(), http.StatusServiceUnavailable)
 	case errors.Is(err, errClosed):
 		http.Error(w, errClosed.Error(), http.StatusServiceUnavailable)
+	case errors.As(err, new(*UnroutableError)):
+		http.Error(w, "activator: "+err.Error(), http.StatusServiceUnavailable)
 	default: // the client's context ended
 		rs.clientGone = true
 	}

@@ -13,8 +13,14 @@ type Pod struct {
 	// Name identifies the pod within its target (namespace/name or uid);
 	// a pod whose Addr changes is treated as a new backend.
 	Name string
-	// Addr is host:port of the pod's gate traffic port (PodIP:8012).
+	// Addr is host:port of the pod's gate traffic port (PodIP:8012), or,
+	// for a Direct pod, of its serving port.
 	Addr string
+	// Direct marks a pod without a gate (not injected): requests go
+	// straight to its serving port, and Kubernetes' ready condition alone
+	// says whether it may take them. There is no gate to health-check; a
+	// refused connection takes it out until a TCP connect succeeds again.
+	Direct bool
 	// Ready is the endpoint's ready condition (serving and not
 	// terminating): Kubernetes' verdict on the pod.
 	Ready bool

@@ -83,16 +83,48 @@ func (t *Target) runProber(ctx context.Context, b *backend) {
 	defer ticker.Stop()
 	for {
 		gen := t.generation(b)
-		ok, err := checkGate(ctx, t.cfg.ProbeTransport, b.addr, t.cfg.ProbeTimeout)
+		var (
+			ok  bool
+			err error
+		)
+		if b.direct {
+			ok, err = t.checkConnect(ctx, b.addr)
+		} else {
+			ok, err = checkGate(ctx, t.cfg.ProbeTransport, b.addr, t.cfg.ProbeTimeout)
+		}
 		if ctx.Err() != nil {
 			return
 		}
 		t.gateAnswered(b, gen, ok, err)
+		tick := ticker.C()
+		if b.direct && ok {
+			// A pod without a gate is Kubernetes' to judge: it is checked
+			// again only after a refused connection (connectFailed kicks).
+			tick = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C():
+		case <-tick:
 		case <-b.kick:
 		}
 	}
+}
+
+// checkConnect is a Direct pod's check: its serving port takes a TCP
+// connection (closed at once). It has no gate to ask; this only tells a
+// port that refuses from one that listens.
+func (t *Target) checkConnect(ctx context.Context, addr string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.ProbeTimeout)
+	defer cancel()
+	dial := t.cfg.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	c, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return false, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	_ = c.Close()
+	return true, nil
 }

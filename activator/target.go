@@ -25,6 +25,9 @@ type Target struct {
 	byName map[string]*backend
 	ready  int
 	closed bool
+	// unroutable, when set, is why the source cannot route the target at
+	// all (SetUnroutable): requests get it at once instead of a hold.
+	unroutable *UnroutableError
 	// changed gets a signal whenever ready changes; see Changed.
 	changed chan struct{}
 }
@@ -99,7 +102,7 @@ func (t *Target) updateLocked(pods []Pod) []Pod {
 		}
 		seen[p.Name] = true
 		b := t.byName[p.Name]
-		if b != nil && (b.pod.Addr != p.Addr || (b.pod.Terminating && !p.Terminating)) {
+		if b != nil && (b.pod.Addr != p.Addr || b.pod.Direct != p.Direct || (b.pod.Terminating && !p.Terminating)) {
 			// A new pod under an old name (a terminating pod never comes
 			// back in Kubernetes): start afresh, with a new prober.
 			t.removeLocked(b)
@@ -125,7 +128,7 @@ func (t *Target) updateLocked(pods []Pod) []Pod {
 
 func (t *Target) addLocked(p Pod) *backend {
 	ctx, stop := context.WithCancel(t.ctx)
-	b := &backend{name: p.Name, addr: p.Addr, pod: p, everReady: p.Ready, kick: make(chan struct{}, 1), stop: stop}
+	b := &backend{name: p.Name, addr: p.Addr, direct: p.Direct, pod: p, everReady: p.Ready, kick: make(chan struct{}, 1), stop: stop}
 	b.proxy = t.newProxy(b)
 	t.byName[p.Name] = b
 	t.bal.backends = append(t.bal.backends, b)
@@ -256,6 +259,10 @@ func (t *Target) acquire(ctx context.Context, ahead bool, rec *requestRecord) (*
 		t.mu.Unlock()
 		return nil, errClosed
 	}
+	if u := t.unroutable; u != nil {
+		t.mu.Unlock()
+		return nil, u
+	}
 	if b := t.bal.tryAcquire(ahead); b != nil {
 		t.mu.Unlock()
 		rec.routed(b)
@@ -273,7 +280,7 @@ func (t *Target) acquire(ctx context.Context, ahead bool, rec *requestRecord) (*
 	select {
 	case b := <-w.ch:
 		if b == nil {
-			return nil, errClosed
+			return nil, t.wokenErr()
 		}
 		rec.routed(b)
 		return b, nil
@@ -291,6 +298,56 @@ func (t *Target) acquire(ctx context.Context, ahead bool, rec *requestRecord) (*
 		t.release(b)
 	}
 	return nil, context.Cause(ctx)
+}
+
+// wokenErr is why a held request was woken without a backend: the
+// target closed, or its source cannot route it.
+func (t *Target) wokenErr() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.unroutable == nil {
+		// The latter: routable again in the same instant; rare enough
+		// not to requeue.
+		return errClosed
+	}
+	return t.unroutable
+}
+
+// UnroutableError is why a target cannot route any request (a Service
+// whose pods have no gate and no port to serve HTTP on): answered 503 at
+// once, not held until the timeout.
+type UnroutableError struct{ Reason string }
+
+func (e *UnroutableError) Error() string { return e.Reason }
+
+// SetUnroutable says that the source cannot route the target at all, and
+// why (nil: it can again). Held requests and new ones get 503 with the
+// reason at once: waiting would not help until the Service changes.
+func (t *Target) SetUnroutable(err *UnroutableError) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil {
+		t.unroutable = nil
+		return
+	}
+	if same := t.unroutable; same != nil && *same == *err {
+		return
+	}
+	t.unroutable = err
+	if t.closed {
+		return
+	}
+	t.cfg.Logger.Warn("target cannot be routed", "target", t.name, "reason", err.Reason)
+	t.bal.wakeAll()
+	t.cfg.Metrics.QueueDepth(t.name, 0)
+}
+
+// Unroutable is why the target cannot be routed (SetUnroutable), nil
+// when it can.
+func (t *Target) Unroutable() *UnroutableError {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unroutable
 }
 
 // release frees the slot of a finished request. The last request to a

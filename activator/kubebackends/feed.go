@@ -135,22 +135,24 @@ func (c *Feed) HasService(namespace, name string) bool {
 }
 
 // Backends is the Service's pods as an activator.Backends, their gates on
-// port (GatePort when 0), with their gates' admin addresses when the feed
-// is the only router (Options.OnlyRouter).
-func (c *Feed) Backends(namespace, service string, port int32) activator.Backends {
-	return &clusterService{c: c, key: namespace + "/" + service, service: service, port: port}
+// port (GatePort when 0), a pod without a gate on the Service's own
+// target port, with their gates' admin addresses when the feed is the
+// only router (Options.OnlyRouter).
+func (c *Feed) Backends(namespace, service string, port int32) *ServiceBackends {
+	return &ServiceBackends{c: c, key: namespace + "/" + service, service: service, port: port}
 }
 
-type clusterService struct {
+// ServiceBackends is one Service's pods (Feed.Backends).
+type ServiceBackends struct {
 	c       *Feed
 	key     string
 	service string
 	port    int32
 }
 
-// Pods streams snapshots, the first once the informers have synced.
-func (s *clusterService) Pods(ctx context.Context) <-chan []activator.Pod {
-	out := make(chan []activator.Pod)
+// Snapshots streams snapshots, the first once the informers have synced.
+func (s *ServiceBackends) Snapshots(ctx context.Context) <-chan Snapshot {
+	out := make(chan Snapshot)
 	go func() {
 		defer close(out)
 		changed := s.c.subscribe(s.key)
@@ -163,7 +165,22 @@ func (s *clusterService) Pods(ctx context.Context) <-chan []activator.Pod {
 	return out
 }
 
-func (s *clusterService) snapshot() []activator.Pod {
+// Pods streams the snapshots' pods (activator.Backends).
+func (s *ServiceBackends) Pods(ctx context.Context) <-chan []activator.Pod {
+	out := make(chan []activator.Pod)
+	go func() {
+		defer close(out)
+		for snap := range s.Snapshots(ctx) {
+			select {
+			case out <- snap.Pods:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return out
+}
+
+func (s *ServiceBackends) snapshot() Snapshot {
 	objs, _ := s.c.slices.GetIndexer().ByIndex(byService, s.key)
 	slices := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
@@ -176,7 +193,25 @@ func (s *clusterService) snapshot() []activator.Pod {
 		}
 		return o.(*corev1.Pod)
 	}
-	return podsOf(s.service, s.port, slices, pod, s.c.onlyRouter)
+	pods, unroutable := podsOf(s.service, s.port, slices, pod, s.c.onlyRouter)
+	return Snapshot{Pods: pods, Unroutable: unroutable}
+}
+
+// ServiceRef is the Service as its EndpointSlices' owner reference names
+// it (its UID with it, so that an Event on it shows in `kubectl describe
+// service`), without reading Services: the activator has no right to.
+func (c *Feed) ServiceRef(namespace, name string) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: namespace, Name: name}
+	objs, _ := c.slices.GetIndexer().ByIndex(byService, namespace+"/"+name)
+	for _, o := range objs {
+		for _, own := range o.(*discoveryv1.EndpointSlice).OwnerReferences {
+			if own.Kind == "Service" && own.Name == name {
+				ref.UID = own.UID
+				return ref
+			}
+		}
+	}
+	return ref
 }
 
 func (c *Feed) subscribe(key string) chan struct{} {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podgate/podgate/activator"
+	"github.com/podgate/podgate/gate/contract"
 	"github.com/podgate/podgate/local/apiserver"
 	"github.com/podgate/podgate/local/objstore"
 )
@@ -59,6 +60,7 @@ func pod(name string, sidecarProbe *corev1.Probe) *corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "app", Image: "i"},
 			{Name: "side", Image: "i", ReadinessProbe: sidecarProbe},
+			{Name: contract.GateContainerName, Image: "g"}, // injected, no ports declared
 		}},
 	}
 }
@@ -288,8 +290,9 @@ func TestGateAdminAddress(t *testing.T) {
 	sidecar := gate
 	sidecar.RestartPolicy = &always
 	native.Spec.InitContainers = []corev1.Container{sidecar}
+	native.Spec.Containers = native.Spec.Containers[:2] // the gate is the init container
 	regular := pod("web-b", nil)
-	regular.Spec.Containers = append([]corev1.Container{gate}, regular.Spec.Containers...)
+	regular.Spec.Containers = append([]corev1.Container{gate}, regular.Spec.Containers[:2]...)
 
 	store := objstore.New(objstore.Options{})
 	put(t, store.Pods, native)

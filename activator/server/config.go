@@ -111,6 +111,11 @@ type Config struct {
 	// OnChange is told when the number of pods taking traffic of a route
 	// changed (a Knative Service's status follows it).
 	OnChange func(namespace, name string)
+	// ServiceEvents records a Warning Event (reason NoRoute) on a Service
+	// the activator cannot route, at most one a minute per Service and
+	// reason; Client must then be allowed to create and patch Events
+	// (`podgate activator` on a cluster; `podgate run`'s API has none).
+	ServiceEvents bool
 	// Announce, when set, gets a line per route once it takes traffic,
 	// after PrintCurls.
 	Announce io.Writer

@@ -5,7 +5,11 @@
 // that are ready in both views: Kubernetes' (the endpoint's ready
 // condition) and the gate's (the activator's own health check of each
 // pod's gate). While none is, it holds the request, and answers 504 after
-// the request timeout.
+// the request timeout. A pod without a gate (not injected) gets requests
+// on the Service's own target port, on Kubernetes' word alone; a Service
+// whose pods have no gate and no port to reach them on is answered 503
+// with the reason at once, and on a cluster gets a NoRoute Event
+// (noroute.go).
 //
 // One EndpointSlice informer and one Pod informer serve every Service
 // (activator/kubebackends.Feed). On a cluster, a Service's target
@@ -19,6 +23,7 @@
 // sends it nothing any more.
 //
 // On a cluster its identity needs list and watch on endpointslices and
-// pods, nothing else (kube/deploy/base/activator). Prometheus metrics,
+// pods, and create and patch on events, nothing else
+// (kube/deploy/base/activator). Prometheus metrics,
 // /healthz and /readyz are served on a port of their own.
 package server

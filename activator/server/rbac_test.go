@@ -25,7 +25,7 @@ func TestLeastPrivilege(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := t.Context()
 
-	t.Run("the activator may list and watch EndpointSlices and Pods everywhere, nothing else", func(t *testing.T) {
+	t.Run("the activator may list and watch EndpointSlices and Pods everywhere and write Events, nothing else", func(t *testing.T) {
 		user := "system:serviceaccount:podgate-system:podgate-activator"
 		for _, tc := range []struct {
 			verb, group, resource, subresource, namespace string
@@ -40,6 +40,13 @@ func TestLeastPrivilege(t *testing.T) {
 			{"create", "discovery.k8s.io", "endpointslices", "", testNS, false},
 			{"update", "discovery.k8s.io", "endpointslices", "", testNS, false},
 			{"list", "", "services", "", "", false},
+			{"get", "", "services", "", testNS, false},
+			{"create", "", "events", "", testNS, true},
+			{"patch", "", "events", "", testNS, true},
+			{"list", "", "events", "", "", false},
+			{"update", "", "events", "", testNS, false},
+			{"delete", "", "events", "", testNS, false},
+			{"create", "events.k8s.io", "events", "", testNS, false},
 			{"list", "", "endpoints", "", "", false},
 			{"get", "", "secrets", "", testNS, false},
 			{"list", "", "secrets", "", "", false},

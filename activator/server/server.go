@@ -136,6 +136,11 @@ func New(cfg Config) (*Server, error) {
 		s.closeListeners()
 		return nil, err
 	}
+	if cfg.ServiceEvents {
+		// After the last way New can fail: the broadcaster runs until
+		// Shutdown.
+		s.targets.events = newServiceEvents(cfg.Client, feed, s.cfg.Clock)
+	}
 	errorLog := slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	s.srv = &http.Server{Handler: s.targets, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
 	s.traffic[0].srv = s.srv
@@ -303,6 +308,9 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 		s.informers.Wait()
 		s.sweeps.Wait()
 		s.targets.waitFeeds()
+		if s.targets.events != nil {
+			s.targets.events.stop()
+		}
 		if s.metricsSrv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			if e := s.metricsSrv.Shutdown(ctx); e != nil {

@@ -35,6 +35,8 @@ type targets struct {
 	feed    *kubebackends.Feed
 	metrics *prommetrics.Metrics
 	own     *ownMetrics
+	// events records why a Service cannot be routed (nil: not at all).
+	events *serviceEvents
 	// fixed: Config.Routes are the only Services; byHost finds them.
 	fixed  bool
 	byHost map[string]*entry // NAME.NAMESPACE.DOMAIN, lower case
@@ -114,8 +116,14 @@ func (ts *targets) startFeed(ctx context.Context, e *entry, onUpdate func(*entry
 	// ready may not change the ready count (the gate's answer alone made
 	// the pod usable), yet it is what an announcement waits for.
 	feeding.Go(func() {
-		for pods := range src.Pods(ctx) {
-			e.target.Update(pods)
+		for snap := range src.Snapshots(ctx) {
+			e.target.Update(snap.Pods)
+			// After the update: a request held meanwhile is answered
+			// with the reason, not held until the timeout.
+			e.target.SetUnroutable(snap.Unroutable)
+			if snap.Unroutable != nil {
+				ts.noRoute(e)
+			}
 			onUpdate(e)
 		}
 	})
@@ -321,7 +329,19 @@ func (ts *targets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ts.release(e)
+	ts.noRoute(e)
 	e.target.ServeHTTP(w, r)
+}
+
+// noRoute records an Event on e's Service if it cannot be routed
+// (rate limited: serviceEvents).
+func (ts *targets) noRoute(e *entry) {
+	if ts.events == nil {
+		return
+	}
+	if why := e.target.Unroutable(); why != nil && ts.events.noRoute(e.namespace, e.service, why) {
+		ts.cfg.Logger.Info("recorded an Event on the Service", "target", e.key, "reason", ReasonNoRoute, "message", why.Reason)
+	}
 }
 
 // handler serves one fixed route whatever the Host (a service port).

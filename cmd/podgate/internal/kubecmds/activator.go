@@ -30,7 +30,11 @@ A request for Host NAME.NAMESPACE.DOMAIN goes to a pod of Service NAME in
 namespace NAMESPACE - a pod its EndpointSlices list - that is ready in both
 views: its endpoint's ready condition, and the answer of its gate to the
 activator's own health check (every 200 ms). While no pod is, the request is
-held, and gets 504 after --request-timeout. A host that names no Service with
+held, and gets 504 after --request-timeout. A pod without a gate (not
+injected) is sent requests on the Service's own target port once its endpoint
+is ready; a Service that cannot be routed (no gate and no port to serve HTTP
+on: no TCP port, or several and none named http) gets 503 with the reason at
+once and a Warning Event NoRoute. A host that names no Service with
 EndpointSlices gets 404 at once. A Service's health checks start with its
 first request and stop after --idle-timeout without one.
 
@@ -40,7 +44,7 @@ connections and gives requests in flight and held --shutdown-timeout.
 
 The cluster is found from --kubeconfig, else $KUBECONFIG, else the pod's
 service account, else ~/.kube/config. Its identity needs list and watch on
-endpointslices and pods. See docs/kubernetes.md.
+endpointslices and pods, and create and patch on events. See docs/kubernetes.md.
 
 Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 2 usage error.`,
@@ -49,6 +53,8 @@ Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not start or serve,
 			return onCluster(cmd, kubeconf, logFormat, func() error { return checkActivatorFlags(cfg) },
 				func(ctx context.Context, rc *rest.Config, logger *slog.Logger) error {
 					cfg.Rest, cfg.Logger = rc, logger
+					// On a cluster: a Service it cannot route gets an Event.
+					cfg.ServiceEvents = true
 					return server.Run(ctx, cfg)
 				})
 		},
