@@ -15,9 +15,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -88,6 +90,154 @@ func TestKubectlLogsExecPortForwardThroughTheKubeletAPI(t *testing.T) {
 	t.Run("kubectl logs", func(t *testing.T) { testKubectlLogs(t, u, next) })
 	t.Run("kubectl logs --previous after a restart", func(t *testing.T) { testLogsPrevious(t, u) })
 	t.Run("the kubelet API refuses callers other than the API server", func(t *testing.T) { testKubeletAPIRefuses(t, u) })
+	t.Run("kubectl exec", func(t *testing.T) { testKubectlExec(t, u, next) })
+	t.Run("kubectl exec -it on a terminal", func(t *testing.T) { testKubectlExecTTY(t, u) })
+	t.Run("kubectl port-forward", func(t *testing.T) { testPortForward(t, u) })
+}
+
+func testKubectlExec(t *testing.T, u *upProcess, next string) {
+	for _, tc := range []struct {
+		name             string
+		args             []string
+		stdin            string
+		wantOut, wantErr string
+		wantCode         int
+	}{
+		{"stdout, stderr and the exit code come back", []string{"--", "sh", "-c", "echo out; echo err >&2; exit 3"}, "", "out\n", "err\n", 3},
+		{"the container's environment and name", []string{"--", "sh", "-c", `echo "$NEXT $HOSTNAME"`}, "", next + " chatty\n", "", 0},
+		{"-i passes stdin to its end", []string{"-i", "--", "sh", "-c", "cat; echo done"}, "typed\n", "typed\ndone\n", "", 0},
+		{"a command that does not exist", []string{"--", "no-such-command-here"}, "", "", "no-such-command-here", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, err := k8sbin.Path(k8sbin.Kubectl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append([]string{"exec", "chatty", "-c", "writer"}, tc.args...)...)
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(u.dir, KubeconfigFile))
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			code := exitCode(cmd.Run())
+			if code != tc.wantCode || out.String() != tc.wantOut || !strings.Contains(errb.String(), tc.wantErr) {
+				t.Errorf("kubectl exec %v: exit %d, stdout %q, stderr %q; want %d, %q, stderr with %q", tc.args, code, out.String(), errb.String(), tc.wantCode, tc.wantOut, tc.wantErr)
+			}
+		})
+	}
+}
+
+// testKubectlExecTTY runs kubectl exec -it on a terminal of the test's
+// own, types a command into the remote shell and reads its echo.
+func testKubectlExecTTY(t *testing.T, u *upProcess) {
+	bin, err := k8sbin.Path(k8sbin.Kubectl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, follower := openTestPTY(t)
+	defer leader.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "exec", "-it", "chatty", "-c", "writer", "--", "sh")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(u.dir, KubeconfigFile), "TERM=dumb")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = follower, follower, follower
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	follower.Close()
+	var out syncbuf.Buffer
+	copied := make(chan struct{})
+	go func() { defer close(copied); _, _ = io.Copy(&out, leader) }()
+	if _, err := io.WriteString(leader, "tty; echo marker-$((6*7)); exit 5\r"); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	leader.Close()
+	<-copied
+	got := out.String()
+	// The shell echoes what was typed (the remote terminal's echo), then
+	// runs it on a terminal of its own.
+	if !strings.Contains(got, "echo marker-$((6*7))") || !strings.Contains(got, "marker-42") || !regexp.MustCompile(`/dev/pts/\d+`).MatchString(got) {
+		t.Errorf("kubectl exec -it: %q; want the typed line echoed, marker-42 and a /dev/pts terminal", got)
+	}
+	if code := exitCode(err); code != 5 {
+		t.Errorf("kubectl exec -it: exit %d (%v), want 5", code, err)
+	}
+}
+
+// testPortForward forwards a host loopback port to the test app's 8080
+// in its pod and sends a request through it.
+func testPortForward(t *testing.T, u *upProcess) {
+	ctx := context.Background()
+	spec := testappSpec(false)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: spec}
+	if _, err := u.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u.waitPod("web", "ready", ready)
+	bin, err := k8sbin.Path(k8sbin.Kubectl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, bin, "port-forward", "pod/web", ":8080")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(u.dir, KubeconfigFile))
+	var out syncbuf.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
+	var port string
+	eventually(t, waitLimit, "kubectl port-forward listening", func() (bool, string) {
+		m := re.FindStringSubmatch(out.String())
+		if m == nil {
+			return false, out.String()
+		}
+		port = m[1]
+		return true, ""
+	})
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	for i := range 2 { // a second connection through the same session
+		resp, err := hc.Get("http://127.0.0.1:" + port + "/")
+		if err != nil {
+			t.Fatalf("request %d through the forward: %v\nkubectl: %s", i, err, out.String())
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "web") {
+			t.Errorf("request %d through the forward: %d %q; want 200 from pod web", i, resp.StatusCode, b)
+		}
+	}
+}
+
+// openTestPTY opens a pseudo-terminal for kubectl -t: the test reads and
+// writes leader, kubectl gets follower.
+func openTestPTY(t *testing.T) (leader, follower *os.File) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
+		t.Fatal(err)
+	}
+	follower, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), follower
 }
 
 func testKubectlLogs(t *testing.T, u *upProcess, next string) {

@@ -19,11 +19,38 @@ import (
 // DefaultPort is the kubelet's --port.
 const DefaultPort = 10250
 
-// Pods is what the server serves from: the node agent.
+// Pods is what the server serves from: the node agent. A StatusError
+// chooses the answer's status.
 type Pods interface {
 	// Logs is a container's output (node.Agent.Logs); opts.Container is
-	// set. A StatusError chooses the answer's status.
+	// set.
 	Logs(ctx context.Context, namespace, pod string, opts corev1.PodLogOptions) (io.ReadCloser, error)
+	// Exec runs cmd in a running container as its own process runs, with
+	// streams, until it exits (its exit code) or ctx ends (it is killed).
+	Exec(ctx context.Context, namespace, pod, container string, cmd []string, streams ExecIO) (exitCode int, err error)
+	// DialPort connects to port on localhost inside the pod's network, as
+	// a container runtime's port-forward does.
+	DialPort(ctx context.Context, namespace, pod string, port uint16) (net.Conn, error)
+}
+
+// ExecIO are an exec session's streams.
+type ExecIO struct {
+	// Stdin is the command's input; nil: none (the null device).
+	Stdin io.Reader
+	// Stdout and Stderr receive its output; nil discards. With TTY,
+	// Stdout receives the terminal's output and Stderr is unused.
+	Stdout, Stderr io.Writer
+	// TTY runs the command on a terminal of its own.
+	TTY bool
+	// Resize carries the terminal's sizes as the client's changes (TTY
+	// only); nil: none.
+	Resize <-chan TerminalSize
+}
+
+// TerminalSize is a terminal's size in characters, as the resize stream
+// carries it (JSON {"Width":…,"Height":…}).
+type TerminalSize struct {
+	Width, Height uint16
 }
 
 // Config configures a Server.
@@ -69,6 +96,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
+	// GET and POST, as the kubelet; the pod's UID may come before the
+	// container (the API server sends none).
+	for _, m := range []string{"GET", "POST"} {
+		s.mux.HandleFunc(m+" /exec/{ns}/{pod}/{container}", s.exec)
+		s.mux.HandleFunc(m+" /exec/{ns}/{pod}/{uid}/{container}", s.exec)
+		s.mux.HandleFunc(m+" /portForward/{ns}/{pod}", s.portForward)
+		s.mux.HandleFunc(m+" /portForward/{ns}/{pod}/{uid}", s.portForward)
+	}
 	return s, nil
 }
 

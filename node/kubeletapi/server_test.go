@@ -72,6 +72,14 @@ func (fakePods) Logs(_ context.Context, ns, pod string, opts corev1.PodLogOption
 	return io.NopCloser(strings.NewReader(opts.Container + " says hello\n")), nil
 }
 
+func (fakePods) Exec(context.Context, string, string, string, []string, ExecIO) (int, error) {
+	return -1, apierrors.NewBadRequest("no exec here")
+}
+
+func (fakePods) DialPort(context.Context, string, string, uint16) (net.Conn, error) {
+	return nil, apierrors.NewBadRequest("no ports here")
+}
+
 func TestCallersAreAuthenticatedByCertificateAndAuthorizedPerRequest(t *testing.T) {
 	t.Parallel()
 	sign := func(cn string, parent *certs.KeyPair, ca bool, ips ...net.IP) *certs.KeyPair {
