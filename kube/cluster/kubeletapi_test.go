@@ -92,6 +92,7 @@ func TestKubectlLogsExecPortForwardThroughTheKubeletAPI(t *testing.T) {
 	t.Run("the kubelet API refuses callers other than the API server", func(t *testing.T) { testKubeletAPIRefuses(t, u) })
 	t.Run("kubectl exec", func(t *testing.T) { testKubectlExec(t, u, next) })
 	t.Run("kubectl exec -it on a terminal", func(t *testing.T) { testKubectlExecTTY(t, u) })
+	t.Run("kubectl exec runs as the container's user, with its volumes", func(t *testing.T) { testExecAsContainer(t, u) })
 	t.Run("kubectl port-forward", func(t *testing.T) { testPortForward(t, u) })
 }
 
@@ -128,6 +129,38 @@ func testKubectlExec(t *testing.T, u *upProcess, next string) {
 	}
 }
 
+// testExecAsContainer execs into a container with runAsUser and a
+// configMap volume: the command has the container's user and sees the
+// volume at its mount path, as the container's own process does.
+func testExecAsContainer(t *testing.T, u *upProcess) {
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubeletapi-greet", Namespace: "default"}, Data: map[string]string{"msg": "hi from the volume"}}
+	if _, err := u.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nobody", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			SecurityContext:               &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](65534), RunAsGroup: ptr.To[int64](65534)},
+			Volumes: []corev1.Volume{{Name: "greet", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sleep", "600"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "greet", MountPath: "/etc/podgate-kubeletapi-greet", ReadOnly: true}}}},
+		},
+	}
+	if _, err := u.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u.waitPod("nobody", "running", func(p *corev1.Pod) (bool, string) {
+		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
+	})
+	out, errOut, code := u.kubectlRun(t, "exec", "nobody", "--", "sh", "-c", "id -u; id -g; cat /etc/podgate-kubeletapi-greet/msg")
+	if code != 0 || out != "65534\n65534\nhi from the volume" {
+		t.Errorf("kubectl exec: exit %d, %q (stderr %q); want user and group 65534 and the volume's file", code, out, errOut)
+	}
+}
+
 // testKubectlExecTTY runs kubectl exec -it on a terminal of the test's
 // own, types a command into the remote shell and reads its echo.
 func testKubectlExecTTY(t *testing.T, u *upProcess) {
@@ -150,7 +183,7 @@ func testKubectlExecTTY(t *testing.T, u *upProcess) {
 	var out syncbuf.Buffer
 	copied := make(chan struct{})
 	go func() { defer close(copied); _, _ = io.Copy(&out, leader) }()
-	if _, err := io.WriteString(leader, "tty; echo marker-$((6*7)); exit 5\r"); err != nil {
+	if _, err := io.WriteString(leader, "tty; stty size; echo marker-$((6*7)); exit 5\r"); err != nil {
 		t.Fatal(err)
 	}
 	err = cmd.Wait()
@@ -159,8 +192,10 @@ func testKubectlExecTTY(t *testing.T, u *upProcess) {
 	got := out.String()
 	// The shell echoes what was typed (the remote terminal's echo), then
 	// runs it on a terminal of its own.
-	if !strings.Contains(got, "echo marker-$((6*7))") || !strings.Contains(got, "marker-42") || !regexp.MustCompile(`/dev/pts/\d+`).MatchString(got) {
-		t.Errorf("kubectl exec -it: %q; want the typed line echoed, marker-42 and a /dev/pts terminal", got)
+	// stty size: the remote terminal has the size of kubectl's (24x80).
+	if !strings.Contains(got, "echo marker-$((6*7))") || !strings.Contains(got, "marker-42") || !regexp.MustCompile(`/dev/pts/\d+`).MatchString(got) ||
+		!strings.Contains(got, "24 80") {
+		t.Errorf("kubectl exec -it: %q; want the typed line echoed, marker-42, a /dev/pts terminal of 24 rows and 80 columns", got)
 	}
 	if code := exitCode(err); code != 5 {
 		t.Errorf("kubectl exec -it: exit %d (%v), want 5", code, err)
