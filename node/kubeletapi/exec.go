@@ -22,8 +22,9 @@ import (
 // WebSocket protocol the API server speaks with kubectl.)
 var execProtocols = []string{remotecommand.StreamProtocolV4Name, remotecommand.StreamProtocolV3Name, remotecommand.StreamProtocolV2Name}
 
-// execOptions are an exec request's query: command (repeated), stdin,
-// stdout, stderr, tty.
+// execOptions are an exec request's query as the API server writes it:
+// command (repeated), input, output, error, tty (corev1's Exec*Param
+// names, "1" for true).
 type execOptions struct {
 	command                   []string
 	stdin, stdout, stderr, tt bool

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -80,12 +81,16 @@ func (fakePods) DialPort(context.Context, string, string, uint16) (net.Conn, err
 	return nil, apierrors.NewBadRequest("no ports here")
 }
 
-func TestCallersAreAuthenticatedByCertificateAndAuthorizedPerRequest(t *testing.T) {
-	t.Parallel()
-	sign := func(cn string, parent *certs.KeyPair, ca bool, ips ...net.IP) *certs.KeyPair {
+// startTestServer serves the kubelet API for pods with authz on TLS on
+// loopback, its certificate of a CA of the test's (ca; pool trusts it);
+// sign issues certificates (of parent, a CA when ca is set); other is a
+// second CA.
+func startTestServer(t *testing.T, authz Authorizer, pods Pods) (srv *httptest.Server, pool *x509.CertPool, sign func(cn string, parent *certs.KeyPair, ca bool, ips ...net.IP) *certs.KeyPair, ca, other *certs.KeyPair) {
+	t.Helper()
+	sign = func(cn string, parent *certs.KeyPair, isCA bool, ips ...net.IP) *certs.KeyPair {
 		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 			KeyUsage: x509.KeyUsageDigitalSignature, IPAddresses: ips, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}
-		if ca {
+		if isCA {
 			tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage, tmpl.ExtKeyUsage = true, true, x509.KeyUsageCertSign, nil
 		}
 		kp, err := certs.Sign(tmpl, parent)
@@ -94,20 +99,26 @@ func TestCallersAreAuthenticatedByCertificateAndAuthorizedPerRequest(t *testing.
 		}
 		return kp
 	}
-	ca, other := sign("ca", nil, true), sign("other", nil, true)
+	ca, other = sign("ca", nil, true), sign("other", nil, true)
 	serving, _ := sign("node", ca, false, net.ParseIP("127.0.0.1")).TLSCertificate()
-	pool := x509.NewCertPool()
+	pool = x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	authz := &allowOnly{user: "apiserver"}
-	s, err := New(Config{NodeName: "n", Cert: *serving, ClientCAs: pool, Authorizer: authz, Pods: fakePods{}})
+	s, err := New(Config{NodeName: "n", Cert: *serving, ClientCAs: pool, Authorizer: authz, Pods: pods})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(s.Handler())
+	srv = httptest.NewUnstartedServer(s.Handler())
 	srv.TLS = s.TLSConfig()
+	// The refused handshakes are the tests' point, not noise to print.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, pool, sign, ca, other
+}
 
+func TestCallersAreAuthenticatedByCertificateAndAuthorizedPerRequest(t *testing.T) {
+	t.Parallel()
+	srv, pool, sign, ca, other := startTestServer(t, &allowOnly{user: "apiserver"}, fakePods{})
 	for _, tc := range []struct {
 		name     string
 		cert     *certs.KeyPair
