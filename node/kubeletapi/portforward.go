@@ -113,10 +113,14 @@ func (s *Server) forward(ctx context.Context, conn httpstream.Connection, ns, po
 		}
 	}()
 	_, _ = io.Copy(p.data.stream, c)
-	// The pod's side ended: the stream's read side ends with the reset
-	// the client sees, which ends the copy towards the pod.
+	// The pod's side ended: everything it sent is on the stream. Closing
+	// the pair ends the client's forward of this connection, which then
+	// closes its side of the data stream: that ends the copy towards the
+	// pod (the connection being gone, so could the client's whole
+	// session).
 	_ = c.Close()
 	_ = p.data.stream.Close()
+	_ = p.errSt.stream.Close()
 	select {
 	case <-toPod:
 	case <-ctx.Done():

@@ -29,7 +29,8 @@ import (
 // terminal size, "refuse" is the agent refusing; DialPort reaches echo.
 type scriptedPods struct {
 	fakePods
-	echo string // host:port of an echo server
+	echo   string // host:port of an echo server (port 8080)
+	banner string // host:port of a server that writes a line and closes (port 9090)
 }
 
 func (p scriptedPods) Exec(ctx context.Context, _, _, _ string, cmd []string, s ExecIO) (int, error) {
@@ -52,11 +53,14 @@ func (p scriptedPods) Exec(ctx context.Context, _, _, _ string, cmd []string, s 
 }
 
 func (p scriptedPods) DialPort(ctx context.Context, _, _ string, port uint16) (net.Conn, error) {
-	if port != 8080 {
-		return nil, errors.New("connection refused")
-	}
 	var d net.Dialer
-	return d.DialContext(ctx, "tcp", p.echo)
+	switch port {
+	case 8080:
+		return d.DialContext(ctx, "tcp", p.echo)
+	case 9090:
+		return d.DialContext(ctx, "tcp", p.banner)
+	}
+	return nil, errors.New("connection refused")
 }
 
 // oneSize is a TerminalSizeQueue with one size.
@@ -131,23 +135,34 @@ func TestExecSpeaksRemotecommandOverSPDY(t *testing.T) {
 	}
 }
 
-func TestPortForwardConnectsEachStreamPairToThePort(t *testing.T) {
-	t.Parallel()
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
+// serve accepts connections on a loopback port until the test ends,
+// handing each to handle.
+func serve(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer echo.Close()
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
-			c, err := echo.Accept()
+			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+			go func() { defer c.Close(); handle(c) }()
 		}
 	}()
-	srv, _, sign, ca, _ := startTestServer(t, &allowOnly{user: "apiserver"}, scriptedPods{echo: echo.Addr().String()})
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
+func TestPortForwardConnectsEachStreamPairToThePort(t *testing.T) {
+	t.Parallel()
+	echo := serve(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+	banner := serve(t, func(c net.Conn) { _, _ = io.WriteString(c, "banner\n") })
+	srv, _, sign, ca, _ := startTestServer(t, &allowOnly{user: "apiserver"}, scriptedPods{echo: echo, banner: banner})
 	client := sign("apiserver", ca, false)
 	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CertData: client.CertPEM, KeyData: client.KeyPEM, CAData: ca.CertPEM}}
 	rt, upgrader, err := spdy.RoundTripperFor(cfg)
@@ -159,7 +174,7 @@ func TestPortForwardConnectsEachStreamPairToThePort(t *testing.T) {
 	stop, ready := make(chan struct{}), make(chan struct{})
 	// Written by the forwarder's goroutines.
 	var out, errOut syncbuf.Buffer
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &out, &errOut)
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080", "0:9090"}, stop, ready, &out, &errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +192,12 @@ func TestPortForwardConnectsEachStreamPairToThePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	local := map[uint16]string{}
+	for _, p := range ports {
+		local[p.Remote] = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(p.Local)))
+	}
 	for i := range 2 { // each connection is a stream pair of its own
-		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), 5*time.Second)
+		c, err := net.DialTimeout("tcp", local[8080], 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,4 +212,16 @@ func TestPortForwardConnectsEachStreamPairToThePort(t *testing.T) {
 		}
 		c.Close()
 	}
+	t.Run("a program that closes first closes the client's connection", func(t *testing.T) {
+		c, err := net.DialTimeout("tcp", local[9090], 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != "banner\n" {
+			t.Errorf("read %q, %v; want the banner and the end of the connection", got, err)
+		}
+	})
 }

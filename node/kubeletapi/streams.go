@@ -36,8 +36,17 @@ func upgrade(w http.ResponseWriter, r *http.Request, protocols []string) (httpst
 	}
 	streams := make(chan newStream, 8)
 	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, replySent <-chan struct{}) error {
-		streams <- newStream{s, replySent}
-		return nil
+		// Refused when nobody takes it (a client opening more streams
+		// than the session uses), rather than holding the connection's
+		// reader for ever.
+		t := time.NewTimer(streamCreationTimeout)
+		defer t.Stop()
+		select {
+		case streams <- newStream{s, replySent}:
+			return nil
+		case <-t.C:
+			return errors.New("stream not accepted: the session takes no more")
+		}
 	})
 	if conn == nil {
 		return nil, "", nil
