@@ -98,7 +98,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	}
 	if sess.resize != nil {
 		resize := make(chan TerminalSize, 1)
-		go decodeResize(sess.resize, resize)
+		go decodeResize(sess.resize, resize, ctx.Done())
 		exio.Resize = resize
 	}
 	code, err := s.cfg.Pods.Exec(ctx, r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container"), opts.command, exio)
@@ -188,8 +188,9 @@ func (sess *execSession) report(code int, err error) {
 	_, _ = sess.errStream.Write(b)
 }
 
-// decodeResize reads the resize stream's sizes into ch until it ends.
-func decodeResize(r io.Reader, ch chan<- TerminalSize) {
+// decodeResize reads the resize stream's sizes into ch until it ends,
+// or until done (no one reads ch any more).
+func decodeResize(r io.Reader, ch chan<- TerminalSize, done <-chan struct{}) {
 	defer close(ch)
 	dec := json.NewDecoder(r)
 	for {
@@ -197,6 +198,10 @@ func decodeResize(r io.Reader, ch chan<- TerminalSize) {
 		if err := dec.Decode(&sz); err != nil {
 			return
 		}
-		ch <- sz
+		select {
+		case ch <- sz:
+		case <-done:
+			return
+		}
 	}
 }
