@@ -176,6 +176,8 @@ func (p *pod) handle(ev podEvent) {
 		p.acks = append(p.acks, ev.done)
 	case evConditions:
 		p.gateConds = ev.conds
+	case evExec:
+		p.onExec(ev)
 	}
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -44,6 +46,8 @@ func TestNodeFlags(t *testing.T) {
 		{"no resolv.conf", []string{"node", "--kubeconfig", missing, "--name", "n1", "--resolv-conf", ""}, exitUsage, "--resolv-conf: required"},
 		{"no pod capacity", []string{"node", "--kubeconfig", missing, "--name", "n1", "--max-pods", "0"}, exitUsage, "--max-pods 0: want 1 or more"},
 		{"a Lease too short to renew", []string{"node", "--kubeconfig", missing, "--name", "n1", "--node-lease-duration-seconds", "2"}, exitUsage, "--node-lease-duration-seconds 2"},
+		{"a serving certificate without its key and client CA", []string{"node", "--kubeconfig", missing, "--name", "n1", "--tls-cert-file", "c.crt"}, exitUsage, "all three or none"},
+		{"a kubelet port out of range", []string{"node", "--kubeconfig", missing, "--name", "n1", "--port", "70000"}, exitUsage, "--port 70000: want 0 to 65535"},
 		{"pod network namespaces from the host's network namespace", []string{"node", "--kubeconfig", missing, "--name", "n1", "--pod-network", "netns"}, exitInvalid, "refusing to configure the host's network namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,8 +60,8 @@ func TestNodeFlags(t *testing.T) {
 }
 
 // TestNodeRunsAPodOfARealCluster runs the built binary as a node of a real
-// control plane: it registers, runs a pod bound to it, and drains on
-// SIGINT.
+// control plane: it registers, runs a pod bound to it, serves its logs
+// to the API server through the kubelet API, and drains on SIGINT.
 func TestNodeRunsAPodOfARealCluster(t *testing.T) {
 	bin := podgateBinary(t)
 	cp, err := controlplane.Start(t.Context(), controlplane.Options{Dir: t.TempDir()})
@@ -70,8 +74,9 @@ func TestNodeRunsAPodOfARealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tlsFlags := kubeletTLSFlags(t, cp, "cli-node")
 	var stdout, stderr syncbuf.Buffer
-	node := exec.Command(bin, "node", "--kubeconfig", kubeconfig, "--name", "cli-node", "--pod-cidr", "127.3.3.0/24")
+	node := exec.Command(bin, append([]string{"node", "--kubeconfig", kubeconfig, "--name", "cli-node", "--pod-cidr", "127.3.3.0/24", "--port", "0"}, tlsFlags...)...)
 	node.Stdout, node.Stderr = &stdout, &stderr
 	if err := node.Start(); err != nil {
 		t.Fatal(err)
@@ -103,6 +108,13 @@ func TestNodeRunsAPodOfARealCluster(t *testing.T) {
 		return p.Status.Phase == corev1.PodRunning && strings.HasPrefix(p.Status.PodIP, "127.3.3."), fmt.Sprintf("phase %s, IP %s", p.Status.Phase, p.Status.PodIP)
 	})
 
+	// Through the API server, which dials the node's InternalIP at the
+	// port the Node publishes.
+	poll(t, "kubectl logs of pod hello", func() (bool, string) {
+		b, err := core.Pods("default").GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(t.Context())
+		return err == nil && strings.Contains(string(b), "listening"), fmt.Sprintf("%q %v", b, err)
+	})
+
 	if err := node.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +129,25 @@ func TestNodeRunsAPodOfARealCluster(t *testing.T) {
 	if _, err := core.Pods("default").Get(t.Context(), "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod hello after the node drained: %v, want NotFound", err)
 	}
+}
+
+// kubeletTLSFlags writes the node's kubelet API serving certificate (for
+// 127.0.0.1) and the cluster's CA, and returns the flags naming them.
+func kubeletTLSFlags(t *testing.T, cp *controlplane.ControlPlane, name string) []string {
+	t.Helper()
+	kp, ca, err := cp.KubeletServing(name, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string][]byte{"kubelet.crt": kp.CertPEM, "kubelet.key": kp.KeyPEM, "ca.crt": ca}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"--tls-cert-file", filepath.Join(dir, "kubelet.crt"), "--tls-private-key-file", filepath.Join(dir, "kubelet.key"),
+		"--client-ca-file", filepath.Join(dir, "ca.crt")}
 }
 
 func poll(t *testing.T, what string, cond func() (bool, string)) {

@@ -31,6 +31,19 @@ func Attr(dieWithParent bool) *syscall.SysProcAttr {
 	return a
 }
 
+// TerminalAttr makes the child lead a session of its own with terminal,
+// its standard input (fd 0), as its controlling terminal — what a
+// container runtime gives a command run with a TTY (kubectl exec -t). A
+// session leader leads its process group too, so the group can be killed
+// as one as with Attr; dieWithParent as for Attr.
+func TerminalAttr(dieWithParent bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if dieWithParent {
+		setDeathSignal(a)
+	}
+	return a
+}
+
 // Kill sends sig to the process group pgid. ESRCH (nobody left) is the
 // normal case after the group has gone and is not reported; pgid 0 and 1
 // (which would name this process's own group or init) are ignored.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,12 +167,17 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 		// control plane starts; it is read when a pod of it starts.
 		im.Store = ociimage.Layout{Dir: filepath.Join(cc.Dir, imageDir), CacheDir: filepath.Join(cc.Dir, imageCacheDir)}
 	}
+	kubelet, err := kubeletAPI(cp, cc.NodeName, network.Gateway())
+	if err != nil {
+		return err
+	}
 	apiServer := net.JoinHostPort(gateway, port)
 	msg, _ := json.Marshal(readyMessage{Kubeconfig: cp.AdminKubeconfig(), APIServer: apiServer})
 	return kube.Run(ctx, kube.Config{
 		Signals:    sigs,
 		Kubeconfig: kubeconfig, NodeName: cc.NodeName, NodeIP: gateway, MaxPods: cc.MaxPods,
 		Network:          nodenet.New(network),
+		KubeletAPI:       kubelet,
 		PodsDir:          PodsDir(cc.Dir),
 		APIServerForPods: apiServer,
 		ClusterDNS:       clusterDNS(cc),
@@ -183,6 +189,26 @@ func runNode(ctx context.Context, sigs <-chan os.Signal, cc childConfig, cp *con
 			}
 		},
 	})
+}
+
+// kubeletAPI is the node's kubelet API on the node's address, port
+// 10250 (the cluster's namespace is its own: the port is free), with a
+// serving certificate of the cluster's CA for that address, trusting the
+// API server's kubelet client certificate.
+func kubeletAPI(cp *controlplane.ControlPlane, nodeName string, nodeIP netip.Addr) (*kube.KubeletAPI, error) {
+	kp, ca, err := cp.KubeletServing(nodeName, []net.IP{net.IP(nodeIP.AsSlice())})
+	if err != nil {
+		return nil, err
+	}
+	cert, err := kp.TLSCertificate()
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("kubelet API: the cluster's CA does not parse")
+	}
+	return &kube.KubeletAPI{Cert: *cert, ClientCAs: pool}, nil
 }
 
 // clusterDNS is the node's --cluster-dns: CoreDNS's Service address on a

@@ -23,7 +23,9 @@
 //     the pod CIDR's first address (the node's, netns.SetupCluster), the
 //     control plane with the API server on all addresses of the namespace
 //     and advertising the node's address, the node agent with that
-//     address as its InternalIP (running the images of DIR/image), the
+//     address as its InternalIP (running the images of DIR/image) and
+//     its kubelet API on that address, port 10250, with a serving
+//     certificate of the cluster's CA (kubectl logs, exec, port-forward), the
 //     forward from the host's listener to the API server, and the front
 //     door's to the activator's ready endpoints. It stops the node first (pods terminate
 //     gracefully and are deleted), then the control plane, then the

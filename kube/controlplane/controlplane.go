@@ -13,6 +13,12 @@
 // granted to every node by the ClusterRole NodeEndpointSlicesRole, made
 // once the API server is ready.
 //
+// The API server calls nodes' kubelet APIs (logs, exec, port-forward) at
+// their InternalIP, verifying their serving certificates against the
+// cluster's CA (KubeletServing issues one) and showing a client
+// certificate of its own, user KubeletClientUser, bound to the bootstrap
+// ClusterRole system:kubelet-api-admin (KubeletAPIBinding).
+//
 // Each component leads its own process group and gets SIGKILL when podgate
 // (or the test) dies; Stop, or the end of Start's context, stops them in
 // order: scheduler, controller manager, API server, etcd last (an API

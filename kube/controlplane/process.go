@@ -178,6 +178,13 @@ func (c *ControlPlane) apiServerArgs() []string {
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + f.frontProxyCert, "--proxy-client-key-file=" + f.frontProxyKey,
+		// logs, exec and port-forward go to the node's kubelet API at its
+		// InternalIP (the node's name resolves nowhere), on a certificate
+		// of the cluster's CA, with the API server's own client
+		// certificate.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		"--kubelet-client-certificate=" + f.kubeletClientCert, "--kubelet-client-key=" + f.kubeletClientKey,
+		"--kubelet-certificate-authority=" + f.caCert,
 		"--profiling=false",
 	}
 	if netipAddr(c.opts.AdvertiseAddress).IsLoopback() {

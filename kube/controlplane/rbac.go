@@ -38,9 +38,26 @@ func nodeEndpointSlicesRBAC() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) 
 	return role, binding
 }
 
+// kubeletAPIAdminRole is the bootstrap ClusterRole of every kubelet API
+// subresource (nodes/proxy, nodes/log, …), which the API server's kubelet
+// client needs for logs, exec and port-forward, as kubeadm binds it.
+const kubeletAPIAdminRole = "system:kubelet-api-admin"
+
+// KubeletAPIBinding is the ClusterRoleBinding of kubeletAPIAdminRole to
+// the API server's kubelet client (KubeletClientUser).
+const KubeletAPIBinding = "podgate:kube-apiserver-kubelet-client"
+
+func kubeletAPIBinding() *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletAPIBinding, Labels: map[string]string{"app.kubernetes.io/managed-by": "podgate"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: kubeletAPIAdminRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: KubeletClientUser}},
+	}
+}
+
 // installNodeRBAC creates what podgate's nodes need beyond the kubelet's
-// permissions (NodeEndpointSlicesRole), or leaves it as it is when it
-// exists.
+// permissions (NodeEndpointSlicesRole) and what the API server needs of
+// them (KubeletAPIBinding), or leaves it as it is when it exists.
 func (c *ControlPlane) installNodeRBAC(ctx context.Context) error {
 	client, err := rbacclient.NewForConfig(c.AdminConfig())
 	if err != nil {
@@ -50,8 +67,10 @@ func (c *ControlPlane) installNodeRBAC(ctx context.Context) error {
 	if _, err := client.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("controlplane: ClusterRole %s: %w", role.Name, err)
 	}
-	if _, err := client.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("controlplane: ClusterRoleBinding %s: %w", binding.Name, err)
+	for _, b := range []*rbacv1.ClusterRoleBinding{binding, kubeletAPIBinding()} {
+		if _, err := client.ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("controlplane: ClusterRoleBinding %s: %w", b.Name, err)
+		}
 	}
 	return nil
 }

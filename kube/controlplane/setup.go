@@ -29,6 +29,10 @@ const (
 	nodeUserPrefix        = "system:node:"
 	nodesGroup            = "system:nodes"
 	frontProxyUser        = "front-proxy-client"
+	// KubeletClientUser is the API server's identity towards the kubelets
+	// (its --kubelet-client-certificate), kubeadm's name for it; RBAC
+	// grants it the bootstrap ClusterRole system:kubelet-api-admin.
+	KubeletClientUser = "kube-apiserver-kubelet-client"
 )
 
 // ports are the free ports the components listen on.
@@ -38,15 +42,16 @@ type ports struct {
 
 // files are the paths the components are given.
 type files struct {
-	caCert, caKey                      string
-	apiServerCert, apiServerKey        string
-	saKey, saPub                       string
-	frontProxyCA                       string
-	frontProxyCert, frontProxyKey      string
-	kcmCert, kcmKey                    string
-	schedulerCert, schedulerKey        string
-	adminKubeconfig                    string
-	kcmKubeconfig, schedulerKubeconfig string
+	caCert, caKey                       string
+	apiServerCert, apiServerKey         string
+	saKey, saPub                        string
+	frontProxyCA                        string
+	frontProxyCert, frontProxyKey       string
+	kubeletClientCert, kubeletClientKey string
+	kcmCert, kcmKey                     string
+	schedulerCert, schedulerKey         string
+	adminKubeconfig                     string
+	kcmKubeconfig, schedulerKubeconfig  string
 }
 
 // pki holds what issues and what was issued.
@@ -133,6 +138,9 @@ func (c *ControlPlane) writePKI() error {
 			dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}},
 			&f.apiServerCert, &f.apiServerKey},
 		{frontCA, "front-proxy-client", certSpec{commonName: frontProxyUser, client: true}, &f.frontProxyCert, &f.frontProxyKey},
+		// What the API server shows a node's kubelet API (logs, exec,
+		// port-forward), which authorizes it with a SubjectAccessReview.
+		{ca, "apiserver-kubelet-client", certSpec{commonName: KubeletClientUser, client: true}, &f.kubeletClientCert, &f.kubeletClientKey},
 		// The controller manager and the scheduler serve /healthz on
 		// certificates of the cluster's CA, so their health is checked
 		// with verification as everything else.
@@ -204,6 +212,30 @@ func (c *ControlPlane) NodeKubeconfig(name string) (string, error) {
 		return "", fmt.Errorf("controlplane: node %s: %w", name, err)
 	}
 	return path, nil
+}
+
+// KubeletServing issues the serving certificate of node name's kubelet
+// API for its addresses ips (the API server reaches the node by its
+// InternalIP and checks the certificate against the cluster's CA, its
+// --kubelet-certificate-authority), and returns it with the CA that
+// signed the API server's client certificate, for the node to verify
+// its callers with.
+func (c *ControlPlane) KubeletServing(name string, ips []net.IP) (cert *certs.KeyPair, clientCA []byte, err error) {
+	kp, err := issue(c.pki.ca, certSpec{commonName: nodeUserPrefix + name, orgs: []string{nodesGroup}, server: true, ips: ips, dnsNames: []string{name}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("controlplane: kubelet serving certificate of node %s: %w", name, err)
+	}
+	return kp, c.pki.ca.CertPEM, nil
+}
+
+// IssueClient issues a client certificate of the cluster's CA for user in
+// groups, as an administrator signs one (a test's unprivileged caller).
+func (c *ControlPlane) IssueClient(user string, groups ...string) (*certs.KeyPair, error) {
+	kp, err := issue(c.pki.ca, certSpec{commonName: user, orgs: groups, client: true})
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: client certificate of %s: %w", user, err)
+	}
+	return kp, nil
 }
 
 func (c *ControlPlane) writeKubeconfig(path, user string, kp *certs.KeyPair) error {

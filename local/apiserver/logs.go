@@ -2,16 +2,15 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/podgate/podgate/local/apiserver/resources"
+	"github.com/podgate/podgate/node/podlogs"
 )
 
 // LogSource serves container output: the node agent implements it.
@@ -51,63 +50,9 @@ func (s *Server) podLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rc.Close()
-	var src io.Reader = rc
-	if opts.LimitBytes != nil {
-		src = io.LimitReader(rc, *opts.LimitBytes)
-	}
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(http.StatusOK)
-	ctl := http.NewResponseController(w)
-	if ctl.Flush() != nil {
-		return
-	}
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			if ctl.Flush() != nil {
-				return
-			}
-		}
-		if err != nil {
-			// EOF is the end of the log; anything else cannot be reported
-			// once the body has started, so the stream just ends.
-			return
-		}
-	}
+	podlogs.Stream(w, rc, opts.LimitBytes)
 }
 
-func podLogOptions(q url.Values) (corev1.PodLogOptions, error) {
-	opts := corev1.PodLogOptions{Container: q.Get("container")}
-	bools := []struct {
-		name string
-		into *bool
-	}{{"follow", &opts.Follow}, {"previous", &opts.Previous}, {"timestamps", &opts.Timestamps}}
-	for _, b := range bools {
-		if s := q.Get(b.name); s != "" {
-			v, err := strconv.ParseBool(s)
-			if err != nil {
-				return opts, apierrors.NewBadRequest(fmt.Sprintf("%s %q: want true or false", b.name, s))
-			}
-			*b.into = v
-		}
-	}
-	ints := []struct {
-		name string
-		into **int64
-		min  int64
-	}{{"tailLines", &opts.TailLines, 0}, {"sinceSeconds", &opts.SinceSeconds, 1}, {"limitBytes", &opts.LimitBytes, 1}}
-	for _, n := range ints {
-		if s := q.Get(n.name); s != "" {
-			v, err := strconv.ParseInt(s, 10, 64)
-			if err != nil || v < n.min {
-				return opts, apierrors.NewBadRequest(fmt.Sprintf("%s %q: want an integer >= %d", n.name, s, n.min))
-			}
-			*n.into = &v
-		}
-	}
-	return opts, nil
-}
+// podLogOptions are the node's rules for the parameters: one parser for
+// this API and the kubelet API of a node on a cluster.
+func podLogOptions(q url.Values) (corev1.PodLogOptions, error) { return podlogs.ParseOptions(q) }

@@ -315,6 +315,11 @@ type hostExecutor struct {
 }
 
 func (e hostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, error) {
+	return e.HostExecutor.Exec(ctx, e.argv(argv))
+}
+
+// argv is argv as it runs on this machine (see Executor).
+func (e hostExecutor) argv(argv []string) []string {
 	if len(argv) > 0 {
 		switch {
 		case argv[0] == "podgate" && e.self != "":
@@ -323,5 +328,13 @@ func (e hostExecutor) Exec(ctx context.Context, argv []string) ([]byte, int, err
 			argv = append([]string{e.program}, argv[1:]...)
 		}
 	}
-	return e.HostExecutor.Exec(ctx, argv)
+	return argv
+}
+
+// Command is argv, a command run in a container of image (kubectl exec),
+// as it runs on this machine: as Executor maps an exec probe's.
+func (m Map) Command(image string, argv []string) []string {
+	e := hostExecutor{self: m.Self}
+	e.inImage, e.program = m.program(image)
+	return e.argv(argv)
 }

@@ -48,6 +48,13 @@
 // authorizer allows those its pods name). Elsewhere containers share the
 // node's mount namespace and have $KUBECONFIG only.
 //
+// With Config.KubeletAPI the node serves the kubelet API (package
+// node/kubeletapi) on its address, port 10250 unless told otherwise,
+// published as the Node's daemonEndpoints.kubeletEndpoint: the API server
+// calls it for `kubectl logs`, `exec` and `port-forward`. The listener is
+// opened before the Node registers (its port goes into the Node) and
+// served once the agent runs, until the node has drained.
+//
 // Pod addresses come from the node's pod network, whose range is also the
 // Node's spec.podCIDR (the controller manager allocates none): with
 // Config.Network (package node/netns/nodenet, as `podgate cluster up` and

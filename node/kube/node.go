@@ -79,6 +79,8 @@ func nodeObject(cfg Config) *corev1.Node {
 				{Type: corev1.NodeInternalIP, Address: cfg.NodeIP},
 				{Type: corev1.NodeHostName, Address: cfg.NodeName},
 			},
+			// Where the API server calls the kubelet API (0: none served).
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: cfg.kubeletPort}},
 			NodeInfo: corev1.NodeSystemInfo{
 				KubeletVersion:          KubeletVersion,
 				ContainerRuntimeVersion: "podgate://" + cfg.Version,
@@ -169,6 +171,30 @@ func nodeController(cfg Config, nodes corev1client.NodeInterface, leases coordcl
 		return nil, fmt.Errorf("node controller: %w", err)
 	}
 	return ctrl, nil
+}
+
+// register starts the node controller and waits until the Node is
+// registered; stop ends the controller. A stop meanwhile (ctx, a signal)
+// gives a nil controller and no error, a failure a nil controller and
+// the error.
+func register(ctx context.Context, cfg Config, nodes corev1client.NodeInterface, leases coordclient.LeasesGetter, sigs <-chan os.Signal) (ctrl *node.NodeController, stop func(), err error) {
+	if ctrl, err = nodeController(cfg, nodes, leases); err != nil {
+		return nil, nil, err
+	}
+	nodeCtx, stopNode := context.WithCancel(withVKLogger(context.WithoutCancel(ctx), cfg))
+	go func() { _ = ctrl.Run(nodeCtx) }()
+	stop = func() { stopNode(); <-ctrl.Done() }
+	select {
+	case <-ctrl.Ready():
+		return ctrl, stop, nil
+	case <-ctrl.Done():
+		stopNode()
+		return nil, nil, fmt.Errorf("register node %s: %w", cfg.NodeName, ctrl.Err())
+	case <-ctx.Done():
+	case <-sigs:
+	}
+	stop()
+	return nil, nil, nil
 }
 
 // withVKLogger routes virtual-kubelet's logs to log.

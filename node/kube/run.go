@@ -112,12 +112,19 @@ type Config struct {
 	ClusterDNS    []netip.Addr
 	ClusterDomain string
 	ResolvConf    string
+	// KubeletAPI, when set, serves the kubelet API on the node's
+	// address (logs, exec, port-forward through the API server); nil
+	// serves none, and those requests fail at the API server.
+	KubeletAPI *KubeletAPI
 	// Signals, when set, is where Run takes its stop signals from (the
 	// first drains the node, the second kills its pods) instead of
 	// catching SIGINT and SIGTERM itself: for a caller that catches them
 	// before Run starts. A signal must reach one channel only, or it
 	// would count twice.
 	Signals <-chan os.Signal
+
+	// kubeletPort is the kubelet API's port, once it listens.
+	kubeletPort int32
 }
 
 func (cfg Config) withDefaults() (Config, error) {
@@ -298,31 +305,35 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	begin := time.Now()
-	ctrl, err := nodeController(cfg, core.Nodes(), coord)
+	kubelet, err := cfg.listenKubeletAPI()
 	if err != nil {
 		return err
 	}
-	nodeCtx, stopNode := context.WithCancel(withVKLogger(context.WithoutCancel(ctx), cfg))
-	defer stopNode()
-	go func() { _ = ctrl.Run(nodeCtx) }()
-	stopController := func() { stopNode(); <-ctrl.Done() }
-	select {
-	case <-ctrl.Ready():
-	case <-ctrl.Done():
-		return fmt.Errorf("register node %s: %w", cfg.NodeName, ctrl.Err())
-	case <-ctx.Done():
-		stopController()
-		return nil
-	case <-sigs:
-		stopController()
-		return nil
+	if kubelet != nil {
+		cfg.kubeletPort = kubelet.port
+	}
+	ctrl, stopController, err := register(ctx, cfg, core.Nodes(), coord, sigs)
+	if ctrl == nil {
+		kubelet.close()
+		return err
 	}
 	agent, stopAll, err := cfg.newAgent(ctx, rc, core)
 	stopController = stopBoth(stopController, stopAll)
 	if err != nil {
+		kubelet.close()
 		stopController()
 		return err
 	}
+	// Until the pods are gone: `kubectl logs -f` follows a pod through
+	// the drain.
+	kubeletCtx, stopKubelet := context.WithCancel(context.WithoutCancel(ctx))
+	waitKubelet, err := kubelet.serve(kubeletCtx, cfg, rc, agent)
+	if err != nil {
+		stopKubelet()
+		stopController()
+		return err
+	}
+	defer func() { stopKubelet(); waitKubelet() }()
 	cfg.Logger.Info("node registered and running its pods", "node", cfg.NodeName, "podCIDR", cfg.PodCIDR,
 		"took", time.Since(begin).Round(time.Millisecond))
 	cfg.warnLoopback()

@@ -41,6 +41,17 @@ type Spec struct {
 	// Stdout and Stderr receive the process's output as it is read; nil
 	// discards it. Each is written from one goroutine of its own.
 	Stdout, Stderr io.Writer
+	// Stdin, when set, is the process's standard input (the read end of a
+	// pipe the caller writes, say); nil is the null device. The caller
+	// keeps its own copy and closes it after Start.
+	Stdin *os.File
+	// TTY, when set, is a terminal (a pseudo-terminal's follower end)
+	// that is the process's standard input, output and error and its
+	// controlling terminal, in a session of its own (procgroup.
+	// TerminalAttr); Stdin, Stdout and Stderr are then unused, the caller
+	// reads and writes the terminal's other end. The caller closes its
+	// copy after Start.
+	TTY *os.File
 	// Enter, when set, wraps the fork: the spawner calls it on its own
 	// locked thread with a start function, and Enter calls that function
 	// after moving the calling thread into the context the process
@@ -160,16 +171,7 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	if env == nil {
 		env = []string{} // never inherit podgate's environment
 	}
-	cmd := &exec.Cmd{
-		Path:   spec.Path,
-		Args:   spec.Args,
-		Env:    env,
-		Dir:    spec.Dir,
-		Stdout: outW,
-		Stderr: errW,
-		// Dies with the forking thread (see the package doc).
-		SysProcAttr: procgroup.Attr(true),
-	}
+	cmd := spec.command(env, outW, errW)
 	var statusR *os.File
 	if !spec.Security.empty() {
 		// The pipe's write end is cmd.ExtraFiles[0], closed once the
@@ -229,6 +231,29 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	}
 	go p.supervise(outR, errR, spec.Stdout, spec.Stderr)
 	return p, nil
+}
+
+// command is the command of spec, with its output to outW and errW (or
+// to its terminal).
+func (spec Spec) command(env []string, outW, errW *os.File) *exec.Cmd {
+	cmd := &exec.Cmd{
+		Path:   spec.Path,
+		Args:   spec.Args,
+		Env:    env,
+		Dir:    spec.Dir,
+		Stdout: outW,
+		Stderr: errW,
+		// Dies with the forking thread (see the package doc).
+		SysProcAttr: procgroup.Attr(true),
+	}
+	if spec.Stdin != nil {
+		cmd.Stdin = spec.Stdin
+	}
+	if spec.TTY != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.TTY, spec.TTY, spec.TTY
+		cmd.SysProcAttr = procgroup.TerminalAttr(true)
+	}
+	return cmd
 }
 
 // secureCmd turns cmd into the exec step of sec (see Security): this

@@ -2,12 +2,15 @@ package kubecmds
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +46,9 @@ type nodeOptions struct {
 	maxPods                           int
 	clusterDNS                        []string
 	clusterDomain, resolvConf         string
+	// The kubelet API's (served when the three files are given).
+	tlsCert, tlsKey, clientCA string
+	kubeletPort               int
 }
 
 // newNodeCmd is `podgate node`; it is long because of its help text, the
@@ -77,6 +83,14 @@ ghcr.io/podgate/testapp is this binary's test app, others are mapped with
 --image NAME=PATH, and images in the OCI image layout of --image-layout
 (hack/image.sh) run their entrypoint, extracted and digest-checked.
 
+With --tls-cert-file, --tls-private-key-file and --client-ca-file the node
+serves the kubelet API on --node-ip:--port (10250): kubectl logs, exec and
+port-forward reach its pods through the API server, which must trust the
+certificate (--kubelet-certificate-authority) and show a client certificate
+of that CA (--kubelet-client-certificate) whose user may use nodes/proxy
+(the ClusterRole system:kubelet-api-admin); each request is authorized by
+a SubjectAccessReview. Without them it serves none.
+
 Ctrl-C (or SIGTERM) drains the node: it turns NotReady and its pods stop
 gracefully and are deleted (a second Ctrl-C kills them at once). See
 docs/kubernetes.md.
@@ -110,6 +124,9 @@ registered with another pod range), 2 usage error.`,
 			for _, a := range o.clusterDNS {
 				cfg.ClusterDNS = append(cfg.ClusterDNS, netip.MustParseAddr(a)) // checked
 			}
+			if cfg.KubeletAPI, err = o.kubeletAPI(); err != nil {
+				return command.Invalidf("%v", err)
+			}
 			closeNetwork, err := o.network(&cfg)
 			if err != nil {
 				return command.Invalidf("%v", err)
@@ -137,6 +154,10 @@ registered with another pod range), 2 usage error.`,
 	f.StringSliceVar(&o.clusterDNS, "cluster-dns", nil, "IP addresses of the cluster DNS servers, comma-separated: the nameservers of pods with dnsPolicy ClusterFirst (the kubelet's flag; without it they get the node's resolv.conf)")
 	f.StringVar(&o.clusterDomain, "cluster-domain", poddns.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search NAMESPACE.svc.DOMAIN, svc.DOMAIN and DOMAIN first (the kubelet's flag)")
 	f.StringVar(&o.resolvConf, "resolv-conf", node.DefaultResolvConf, "the node's resolv.conf: what dnsPolicy Default pods get, and the search domains ClusterFirst pods add (the kubelet's flag)")
+	f.StringVar(&o.tlsCert, "tls-cert-file", "", "the kubelet API's serving certificate (PEM), valid for --node-ip and trusted by the API server's --kubelet-certificate-authority; with --tls-private-key-file and --client-ca-file the node serves kubectl logs, exec and port-forward (the kubelet's flag)")
+	f.StringVar(&o.tlsKey, "tls-private-key-file", "", "the key of --tls-cert-file (the kubelet's flag)")
+	f.StringVar(&o.clientCA, "client-ca-file", "", "the CA of the client certificates the kubelet API accepts: the one of the API server's --kubelet-client-certificate (the kubelet's flag)")
+	f.IntVar(&o.kubeletPort, "port", 10250, "the kubelet API's port on --node-ip, published in the Node; 0 takes a free one (the kubelet's flag)")
 	f.StringArrayVar(&o.images, "image", nil, "NAME=PATH: run containers of image NAME that give no command as PATH; repeat for more")
 	f.StringVar(&o.imageLayout, "image-layout", "", cmdflags.ImageLayoutUsage)
 	return cmd
@@ -197,6 +218,12 @@ func (o *nodeOptions) check(cmd *cobra.Command) error {
 	if net.ParseIP(o.nodeIP) == nil {
 		return command.Usagef("--node-ip %q: not an IP address", o.nodeIP)
 	}
+	if given := countSet(o.tlsCert, o.tlsKey, o.clientCA); given != 0 && given != 3 {
+		return command.Usagef("--tls-cert-file, --tls-private-key-file and --client-ca-file: all three or none (the kubelet API needs them all)")
+	}
+	if o.kubeletPort < 0 || o.kubeletPort > 65535 {
+		return command.Usagef("--port %d: want 0 to 65535", o.kubeletPort)
+	}
 	return cmdflags.CheckImageFlags(o.images)
 }
 
@@ -217,4 +244,34 @@ func (o *nodeOptions) network(cfg *kube.Config) (closeNetwork func() error, err 
 	}
 	cfg.Network = nodenet.New(c)
 	return c.Close, nil
+}
+
+func countSet(vals ...string) int {
+	n := 0
+	for _, v := range vals {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// kubeletAPI is the kubelet API of the TLS flags; nil without them.
+func (o *nodeOptions) kubeletAPI() (*kube.KubeletAPI, error) {
+	if o.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert-file, --tls-private-key-file: %w", err)
+	}
+	ca, err := os.ReadFile(o.clientCA)
+	if err != nil {
+		return nil, fmt.Errorf("--client-ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("--client-ca-file %s: no PEM certificate in it", o.clientCA)
+	}
+	return &kube.KubeletAPI{Cert: cert, ClientCAs: pool, Listen: net.JoinHostPort(o.nodeIP, strconv.Itoa(o.kubeletPort))}, nil
 }
