@@ -136,6 +136,14 @@ func startInstalled(t testing.TB, cidr string) *upProcess {
 // kubeconfig (written once the node is Ready, before the install).
 func start(t testing.TB, cidr string, extra []string) *upProcess {
 	t.Helper()
+	u := launch(t, cidr, extra)
+	u.waitUp()
+	return u
+}
+
+// launch starts cluster up with extra arguments, without waiting.
+func launch(t testing.TB, cidr string, extra []string) *upProcess {
+	t.Helper()
 	u := &upProcess{t: t, dir: t.TempDir(), cidr: cidr, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	args := append([]string{"cluster", "up", "--dir", u.dir, "--pod-cidr", cidr, "--listen", "127.0.0.1:0"}, extra...)
 	u.cmd = exec.Command(podgateBin, args...)
@@ -146,6 +154,14 @@ func start(t testing.TB, cidr string, extra []string) *upProcess {
 	}
 	go func() { u.exitErr = u.cmd.Wait(); close(u.exited) }()
 	t.Cleanup(u.cleanup)
+	return u
+}
+
+// waitUp waits for the launched cluster's kubeconfig (written once the
+// node is Ready) and makes its clients.
+func (u *upProcess) waitUp() {
+	t := u.t
+	t.Helper()
 	kubeconfig := filepath.Join(u.dir, KubeconfigFile)
 	eventually(t, waitLimit, "cluster up writing "+kubeconfig, func() (bool, string) {
 		select {
@@ -168,7 +184,6 @@ func start(t testing.TB, cidr string, extra []string) *upProcess {
 	if u.ns, err = netns.NetnsOf(u.rec.Pid); err != nil {
 		t.Fatal(err)
 	}
-	return u
 }
 
 // interrupt sends SIGINT, as Ctrl-C does, and waits for the exit.
