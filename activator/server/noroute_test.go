@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +24,15 @@ import (
 // hold until the timeout), and the activator, as kube/deploy/base's
 // service account, records a Warning Event NoRoute on the Service (its
 // UID from the slice's owner reference), at most once a minute.
+// noRouteRuns numbers the runs of the test below.
+var noRouteRuns atomic.Int32
+
 func TestUnroutableServiceGets503AndARateLimitedNoRouteEvent(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := t.Context()
-	const name = "twoports"
+	// A name of its own each run: the shared API server keeps the last
+	// run's Events (and the log its lines) under -count.
+	name := fmt.Sprintf("twoports-%d", noRouteRuns.Add(1))
 	svc, err := e.cs.CoreV1().Services(testNS).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
@@ -64,6 +71,8 @@ func TestUnroutableServiceGets503AndARateLimitedNoRouteEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The test's context is done by now.
+		ctx := context.Background()
 		_ = e.cs.DiscoveryV1().EndpointSlices(testNS).Delete(ctx, name+"-1", metav1.DeleteOptions{})
 		_ = e.cs.CoreV1().Pods(testNS).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		_ = e.cs.CoreV1().Services(testNS).Delete(ctx, name, metav1.DeleteOptions{})
@@ -76,7 +85,7 @@ func TestUnroutableServiceGets503AndARateLimitedNoRouteEvent(t *testing.T) {
 	defer stop()
 	c := client(t)
 	host := name + "." + testNS + ".example.com"
-	const reason = `cannot route Service shop/twoports: its pods have no podgate gate, and it has 2 ports (a, b) and none is named "http"`
+	reason := `cannot route Service shop/` + name + `: its pods have no podgate gate, and it has 2 ports (a, b) and none is named "http"`
 	refused := func(t *testing.T) {
 		t.Helper()
 		begin := time.Now()
@@ -90,7 +99,7 @@ func TestUnroutableServiceGets503AndARateLimitedNoRouteEvent(t *testing.T) {
 		}
 	}
 	recorded := func() int {
-		return strings.Count(e.log.String(), `msg="recorded an Event on the Service" target=shop/twoports`)
+		return strings.Count(e.log.String(), `msg="recorded an Event on the Service" target=shop/`+name+" ")
 	}
 	// count is the Event's count once it is there and has it.
 	count := func(t *testing.T, want int32) {
