@@ -135,6 +135,9 @@ func (p *Process) APIAddr() string { return p.api }
 // FrontDoor is the front door's HOST:PORT.
 func (p *Process) FrontDoor() string { return p.door }
 
+// Pid is the podgate process's ID (benchmarks read its CPU time).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // FrontDoorURL is the front door's base URL, http://HOST:PORT/.
 func (p *Process) FrontDoorURL() string { return "http://" + p.door + "/" }
 

@@ -1,0 +1,173 @@
+// Command queuebench measures podgate's gate against Knative's own
+// queue-proxy side by side, in one run on one machine (issue 25):
+//
+//   - direct: the load straight at the upstream (the limit);
+//   - tuned proxy: a net/http/httputil.ReverseProxy with a keep-alive pool
+//     as large as the load, in a process of its own;
+//   - queue-proxy: Knative Serving v0.50.0's cmd/queue, the version `podgate
+//     cluster up --knative` installs, built from the Go module proxy by
+//     hack/knative-build.sh (internal/knativebin);
+//   - gate: podgate-gate, the gate's image binary;
+//   - front door: `podgate run`'s activator in front of a gate, next to
+//     the same gate alone.
+//
+// queue-proxy and the gate get the same environment, the one Knative's
+// revision reconciler writes (test/queueenv), with Prometheus request
+// metrics switched on, and an autoscaler-like scrape of their statistics
+// every second. The upstream is the same small Go HTTP server for all.
+//
+// The load is wrk (Debian's package, installed with apt-get when missing):
+// a closed loop at -conns connections for throughput and CPU per request,
+// then a fixed rate (the same for every path; default half of what
+// queue-proxy sustained) for latency at equal load, then the same with the
+// proxy in a cgroup limited to -cpu-limit of a core (CFS quota, the
+// mechanism of a Kubernetes CPU limit). CPU is the proxy process's user +
+// system time (/proc/PID/stat) over the run divided by the requests
+// answered; memory is its VmRSS idle (1 s after it answered) and after the
+// load.
+//
+// Everything runs inside a network namespace of its own (the command
+// re-executes itself there), so queue-proxy's fixed ports (8012, 8022,
+// 9090, 9091) clash with nothing on the host, `podgate run` included.
+// It needs root (the namespace and the cgroup).
+//
+//	sudo go run ./test/bench/queuebench
+//	sudo go run ./test/bench/queuebench -duration 10s -rounds 3
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	duration time.Duration // each measured wrk run
+	rounds   int           // closed-loop rounds, paths interleaved
+	conns    int           // closed-loop connections
+	rate     float64       // fixed rate; 0: half of queue-proxy's closed-loop rate
+	cpuLimit float64       // cores, for the throttled runs; 0 skips them
+	door     bool          // measure the front door too
+	keep     bool
+	gate     string // prebuilt podgate-gate
+	podgate  string // prebuilt podgate
+}
+
+func main() {
+	// The re-executed forms of this binary: the tuned proxy, the upstream,
+	// and the exec into a cgroup.
+	if len(os.Args) > 1 {
+		if code, ok := runRole(os.Args[1], os.Args[2:]); ok {
+			os.Exit(code)
+		}
+	}
+	var o options
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured run")
+	flag.IntVar(&o.rounds, "rounds", 2, "closed-loop rounds (paths interleaved)")
+	flag.IntVar(&o.conns, "conns", 32, "keep-alive connections of the closed-loop runs")
+	flag.Float64Var(&o.rate, "rate", 0, "requests/s of the equal-load runs (default: half of queue-proxy's closed-loop rate)")
+	flag.Float64Var(&o.cpuLimit, "cpu-limit", 0.25, "CPU limit of the proxy in the throttled runs, in cores (0 skips them)")
+	flag.BoolVar(&o.door, "front-door", true, "measure podgate run's front door next to its gate")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
+	flag.StringVar(&o.gate, "gate", "", "use this podgate-gate binary instead of building one")
+	flag.StringVar(&o.podgate, "podgate", "", "use this podgate binary (front door) instead of building one")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "queuebench: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
+	if o.rounds < 1 || o.conns < 1 || o.duration < time.Second || o.rate < 0 || o.cpuLimit < 0 || o.cpuLimit > 64 {
+		fmt.Fprintln(os.Stderr, "queuebench: -rounds and -conns must be at least 1, -duration at least 1s, -rate and -cpu-limit not negative")
+		os.Exit(2)
+	}
+
+	if os.Getenv(inNetnsEnv) == "" {
+		os.Exit(reexecInNetns())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "queuebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	if err := setUpNetns(); err != nil {
+		return err
+	}
+	wrk, err := ensureWrk(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := newBench(ctx, o, wrk)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	b.header()
+
+	r := &results{conns: o.conns, cpuLimit: o.cpuLimit}
+	fmt.Printf("== 1. closed loop, %d keep-alive connections, %s per run, %d rounds ==\n", o.conns, o.duration, o.rounds)
+	if err := b.closedLoop(ctx, r, 0); err != nil {
+		return err
+	}
+	if r.rate = o.rate; r.rate == 0 {
+		r.rate = roundRate(r.capacity(queueProxy, 0) / 2)
+	}
+	fmt.Printf("\n== 2. equal load: %.0f requests/s for every path ==\n", r.rate)
+	if err := b.fixedRate(ctx, r, 0, r.rate); err != nil {
+		return err
+	}
+	if o.cpuLimit > 0 {
+		if err := b.throttled(ctx, r); err != nil {
+			return err
+		}
+	}
+	if o.door {
+		fmt.Printf("\n== 4. front door: podgate run's activator + gate, next to the same gate alone ==\n")
+		if r.door, err = b.frontDoor(ctx); err != nil {
+			return fmt.Errorf("front door: %w", err)
+		}
+	}
+	fmt.Println()
+	r.print(os.Stdout)
+	fmt.Printf("\nload avg   %s (at end)\n", loadavg())
+	return nil
+}
+
+// throttled repeats the closed loop and the equal load with the proxy
+// limited to o.cpuLimit of a core.
+func (b *bench) throttled(ctx context.Context, r *results) error {
+	if err := b.cgroupUsable(); err != nil {
+		return fmt.Errorf("-cpu-limit: %w (pass -cpu-limit 0 to skip the throttled runs)", err)
+	}
+	fmt.Printf("\n== 3. the proxy limited to %.2f core (CFS quota %d µs per %d µs) ==\n",
+		b.o.cpuLimit, quotaMicros(b.o.cpuLimit), cfsPeriodMicros)
+	if err := b.closedLoop(ctx, r, b.o.cpuLimit); err != nil {
+		return err
+	}
+	r.throttledRate = roundRate(r.capacity(queueProxy, b.o.cpuLimit) / 2)
+	if r.throttledRate <= 0 {
+		return errors.New("queue-proxy answered nothing under the CPU limit")
+	}
+	fmt.Printf("  equal load under the limit: %.0f requests/s\n", r.throttledRate)
+	return b.fixedRate(ctx, r, b.o.cpuLimit, r.throttledRate)
+}
+
+// roundRate rounds a rate down to two significant figures.
+func roundRate(r float64) float64 {
+	if r < 100 {
+		return float64(int(r))
+	}
+	scale := 1.0
+	for r/scale >= 100 {
+		scale *= 10
+	}
+	return float64(int(r/scale)) * scale
+}
