@@ -78,7 +78,7 @@ func newBench(ctx context.Context, o options, wrk string) (_ *bench, err error) 
 			return nil, err
 		}
 	}
-	if b.podgate = o.podgate; b.podgate == "" && o.door {
+	if b.podgate = o.podgate; b.podgate == "" && (o.door || o.onlyDoor) {
 		if b.podgate, err = benchenv.BuildPodgate(ctx, b.dir); err != nil {
 			return nil, err
 		}

@@ -70,6 +70,7 @@ func (b *bench) frontDoor(ctx context.Context) (*doorResult, error) {
 		return nil, err
 	}
 	door, gate := pidProc(p.Pid()), pidProc(gatePid)
+	fmt.Printf("  podgate run (the front door) pid %d, its pod's gate pid %d (%q)\n", p.Pid(), gatePid, strings.Join(argsOf(gatePid), " "))
 	gateURL := fmt.Sprintf("http://%s:%d/", pods.Items[0].Status.PodIP, contract.GatePort)
 
 	r := &doorResult{conns: b.o.conns}

@@ -21,8 +21,8 @@
 // then a fixed rate (the same for every path; default half of what
 // queue-proxy sustained) for latency at equal load, then the same with the
 // proxy in a cgroup limited to -cpu-limit of a core (CFS quota, the
-// mechanism of a Kubernetes CPU limit). CPU is the proxy process's user +
-// system time (/proc/PID/stat) over the run divided by the requests
+// mechanism of a Kubernetes CPU limit). CPU is the proxy process's run time
+// (its threads' /proc/PID/task/TID/schedstat) over the run divided by the requests
 // answered; memory is its VmRSS idle (1 s after it answered) and after the
 // load.
 //
@@ -53,6 +53,7 @@ type options struct {
 	rate     float64       // fixed rate; 0: half of queue-proxy's closed-loop rate
 	cpuLimit float64       // cores, for the throttled runs; 0 skips them
 	door     bool          // measure the front door too
+	onlyDoor bool          // measure only the front door
 	keep     bool
 	gate     string // prebuilt podgate-gate
 	podgate  string // prebuilt podgate
@@ -73,6 +74,7 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 0, "requests/s of the equal-load runs (default: half of queue-proxy's closed-loop rate)")
 	flag.Float64Var(&o.cpuLimit, "cpu-limit", 0.25, "CPU limit of the proxy in the throttled runs, in cores (0 skips them)")
 	flag.BoolVar(&o.door, "front-door", true, "measure podgate run's front door next to its gate")
+	flag.BoolVar(&o.onlyDoor, "only-front-door", false, "measure the front door alone (skips the comparison with queue-proxy)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.StringVar(&o.gate, "gate", "", "use this podgate-gate binary instead of building one")
 	flag.StringVar(&o.podgate, "podgate", "", "use this podgate binary (front door) instead of building one")
@@ -113,6 +115,14 @@ func run(ctx context.Context, o options) error {
 	b.header()
 
 	r := &results{conns: o.conns, cpuLimit: o.cpuLimit}
+	if o.onlyDoor {
+		fmt.Printf("== front door: podgate run's activator + gate, next to the same gate alone ==\n")
+		if r.door, err = b.frontDoor(ctx); err != nil {
+			return fmt.Errorf("front door: %w", err)
+		}
+		r.door.print(os.Stdout)
+		return nil
+	}
 	fmt.Printf("== 1. closed loop, %d keep-alive connections, %s per run, %d rounds ==\n", o.conns, o.duration, o.rounds)
 	if err := b.closedLoop(ctx, r, 0); err != nil {
 		return err

@@ -101,8 +101,15 @@ func (p *proc) stop() {
 // Linux architecture Go runs on.
 const clockTick = 10 * time.Millisecond
 
-// cpu is the process's user + system time so far, all its threads.
+// cpu is the process's CPU time so far, all its threads: the sum of its
+// threads' run time in nanoseconds (/proc/PID/task/TID/schedstat), or,
+// where the kernel keeps no schedstat, user + system time in ticks of
+// 10 ms from /proc/PID/stat (too coarse for short runs). Go's threads
+// live as long as the process, so the sum loses nothing to threads gone.
 func (p *proc) cpu() time.Duration {
+	if d, ok := schedstatCPU(p.pid); ok {
+		return d
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
 	if err != nil {
 		return 0
@@ -117,6 +124,33 @@ func (p *proc) cpu() time.Duration {
 	user, _ := strconv.ParseInt(f[11], 10, 64)
 	sys, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(user+sys) * clockTick
+}
+
+func schedstatCPU(pid int) (time.Duration, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // the thread ended in between
+			}
+			return 0, false
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, true
 }
 
 // rss is the process's resident set (VmRSS) in bytes.
