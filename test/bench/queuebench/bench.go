@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/podgate/podgate/internal/knativebin"
@@ -58,10 +60,11 @@ type bench struct {
 	upstream *proc
 	env      []string // Knative's queue container environment
 	starts   int
+	profiled map[pathKind]bool
 }
 
 func newBench(ctx context.Context, o options, wrk string) (_ *bench, err error) {
-	b := &bench{o: o, wrk: wrk}
+	b := &bench{o: o, wrk: wrk, profiled: map[pathKind]bool{}}
 	if b.dir, err = os.MkdirTemp("", "queuebench-"); err != nil {
 		return nil, err
 	}
@@ -92,6 +95,12 @@ func newBench(ctx context.Context, o options, wrk string) (_ *bench, err error) 
 		Namespace: "default", Service: "hello", Configuration: "hello", Revision: "hello-00001",
 		Pod: "hello-00001-deployment-5d8f-q2x7c", PodIP: podIP, HostIP: podIP,
 		UserPort: userPort, ObservabilityConfig: metricsOn,
+	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return nil, err
+		}
+		rev.ObservabilityConfig = strings.Replace(metricsOn, `"profiling":"disabled"`, `"profiling":"enabled"`, 1)
 	}
 	b.env = append(os.Environ(), rev.Env()...)
 	b.env = append(b.env, "PODGATE_DRAIN_QUIET_PERIOD=0s")
@@ -137,7 +146,11 @@ func (b *bench) startPath(ctx context.Context, k pathKind, limit float64) (*proc
 	case direct:
 		return b.upstream, fmt.Sprintf("http://%s:%d/", podIP, userPort), nil
 	case tunedProxy:
-		p, err = b.start("tuned-proxy", limit, nil, b.self, roleProxy,
+		var env []string
+		if b.o.profile != "" {
+			env = append(os.Environ(), profileEnv+"=1")
+		}
+		p, err = b.start("tuned-proxy", limit, env, b.self, roleProxy,
 			net.JoinHostPort(podIP, strconv.Itoa(servingPort)), net.JoinHostPort(podIP, strconv.Itoa(userPort)), strconv.Itoa(b.o.conns))
 	case queueProxy:
 		p, err = b.start("queue-proxy", limit, b.env, b.queue)
@@ -198,9 +211,13 @@ func (b *bench) measure(ctx context.Context, k pathKind, limit float64, w wrkRun
 	if _, err := warm.run(ctx, b.wrk, b.dir, url); err != nil {
 		return sample{}, fmt.Errorf("%s: %w", k, err)
 	}
+	profiled := b.profileRun(k, limit, w)
 	cpu0 := p.cpu()
 	if s.wrk, err = w.run(ctx, b.wrk, b.dir, url); err != nil {
 		return sample{}, fmt.Errorf("%s: %w", k, err)
+	}
+	if err := profiled(); err != nil {
+		return sample{}, fmt.Errorf("%s: profile: %w", k, err)
 	}
 	s.cpu = p.cpu() - cpu0
 	s.loadRSS = p.rss()
@@ -275,3 +292,48 @@ func (b *bench) logPath(name string) string {
 }
 
 var errNoAnswer = errors.New("no 200 answer")
+
+// profileEnv switches the tuned proxy's profiling port on.
+const profileEnv = "QUEUEBENCH_PROFILE"
+
+// profilingPort is where queue-proxy, the gate and the tuned proxy serve
+// Go's profiles when profiling is on (Knative's 8008).
+const profilingPort = queueenv.ProfilingPort
+
+// profileRun starts a CPU profile of the proxy for the run about to start,
+// the first closed-loop run of each proxy without a CPU limit, when
+// -profile is set; the returned function waits for it and writes it.
+func (b *bench) profileRun(k pathKind, limit float64, w wrkRun) func() error {
+	name := strings.ReplaceAll(k.String(), " ", "-") + ".cpu.pprof"
+	path := filepath.Join(b.o.profile, name)
+	if b.o.profile == "" || k == direct || limit > 0 || w.delayMS > 0 || b.profiled[k] {
+		return func() error { return nil }
+	}
+	b.profiled[k] = true
+	done := make(chan error, 1)
+	go func() {
+		secs := max(1, int(w.duration.Seconds())-1)
+		url := fmt.Sprintf("http://%s:%d/debug/pprof/profile?seconds=%d", podIP, profilingPort, secs)
+		resp, err := (&http.Client{Timeout: w.duration + 30*time.Second}).Get(url)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		if err == nil {
+			err = os.WriteFile(path, body, 0o644)
+		}
+		done <- err
+	}()
+	return func() error {
+		if err := <-done; err != nil {
+			return err
+		}
+		fmt.Printf("  profile of %s: %s\n", k, path)
+		return nil
+	}
+}

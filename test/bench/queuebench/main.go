@@ -33,6 +33,7 @@
 //
 //	sudo go run ./test/bench/queuebench
 //	sudo go run ./test/bench/queuebench -duration 10s -rounds 3
+//	sudo go run ./test/bench/queuebench -profile /tmp/profiles   # then go tool pprof
 package main
 
 import (
@@ -55,6 +56,7 @@ type options struct {
 	door     bool          // measure the front door too
 	onlyDoor bool          // measure only the front door
 	keep     bool
+	profile  string // directory for CPU profiles of the proxies; "" takes none
 	gate     string // prebuilt podgate-gate
 	podgate  string // prebuilt podgate
 }
@@ -75,6 +77,7 @@ func main() {
 	flag.Float64Var(&o.cpuLimit, "cpu-limit", 0.25, "CPU limit of the proxy in the throttled runs, in cores (0 skips them)")
 	flag.BoolVar(&o.door, "front-door", true, "measure podgate run's front door next to its gate")
 	flag.BoolVar(&o.onlyDoor, "only-front-door", false, "measure the front door alone (skips the comparison with queue-proxy)")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each proxy's first closed-loop run into this directory (Knative's profiling switched on for queue-proxy and the gate)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.StringVar(&o.gate, "gate", "", "use this podgate-gate binary instead of building one")
 	flag.StringVar(&o.podgate, "podgate", "", "use this podgate binary (front door) instead of building one")

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/exec"
@@ -94,7 +95,21 @@ func serveProxy(args []string) error {
 		BufferPool: &bufferPool{},
 		ErrorLog:   log.New(io.Discard, "", 0),
 	}
+	if os.Getenv(profileEnv) != "" {
+		go func() {
+			_ = http.ListenAndServe(net.JoinHostPort(podIP, strconv.Itoa(profilingPort)), pprofMux())
+		}()
+	}
 	return listenAndServe(args[0], rp)
+}
+
+// pprofMux serves Go's profiles at /debug/pprof/, as Knative's
+// profiling port does.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	return mux
 }
 
 // bufferPool is httputil.BufferPool over a sync.Pool of 32 KiB buffers.
