@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -273,13 +274,18 @@ func (c *liveChild) finish(t *testing.T) {
 }
 
 // netnsHolders lists what keeps network namespace ino alive that /proc
-// shows: threads inside it and open descriptors of it. (A socket created
-// in it also holds it; the tests create none that outlive their child.)
-func netnsHolders(ino uint64) []string {
+// shows in processes pids: threads inside it and open descriptors of it.
+// (A socket created in it also holds it; the tests create none that
+// outlive their child.) Only the processes that can hold it are looked
+// at: a namespace's inode number is free for the next namespace made
+// once it is gone, and the parallel tests make many, so a scan of every
+// process would find a newer namespace of another test under the old
+// number.
+func netnsHolders(ino uint64, pids ...int) []string {
 	want := fmt.Sprintf("net:[%d]", ino)
 	var holders []string
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
+	for _, pid := range pids {
+		p := "/proc/" + strconv.Itoa(pid)
 		links, _ := filepath.Glob(p + "/task/*/ns/net")
 		fds, _ := filepath.Glob(p + "/fd/*")
 		for _, l := range append(links, fds...) {
