@@ -79,8 +79,11 @@ type Door interface {
 // upgrades such as websockets) to HTTP/1.1, h2c to h2c, both through the
 // ride-through.
 type Proxy struct {
-	h1, h2   *httputil.ReverseProxy
-	t1, t2   *http.Transport
+	h1, h2 *httputil.ReverseProxy
+	t1, t2 *http.Transport
+	// fast sends bodiless idempotent HTTP/1.1 requests itself, every
+	// other one through t1.
+	fast     *h1Client
 	clock    clock.WithDelayedExecution
 	limits   Limits
 	limiter  *Limiter
@@ -127,8 +130,12 @@ func New(cfg Config) *Proxy {
 		IdleConnTimeout:    90 * time.Second,
 		DisableCompression: true,
 	}
+	p.fast = &h1Client{dial: p.t1.DialContext, addr: cfg.Upstream, fallback: p.t1, idleTimeout: p.t1.IdleConnTimeout, maxIdle: p.t1.MaxIdleConnsPerHost}
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	for i, t := range []*http.Transport{p.t1, p.t2} {
+	for i, t := range []interface {
+		http.RoundTripper
+		CloseIdleConnections()
+	}{p.fast, p.t2} {
 		rp := &httputil.ReverseProxy{
 			Transport:      &rideThrough{next: t, clock: clk, refused: refused, back: back, m: m, closeIdle: t.CloseIdleConnections},
 			Rewrite:        p.rewrite,
@@ -170,7 +177,7 @@ func (p *Proxy) Upstream() string { return p.upstream }
 // CloseIdle drops idle connections to the serving container: after it
 // refused a connection they lead to a process that is gone.
 func (p *Proxy) CloseIdle() {
-	p.t1.CloseIdleConnections()
+	p.fast.CloseIdleConnections() // and t1's
 	p.t2.CloseIdleConnections()
 	if p.t3 != nil {
 		p.t3.CloseIdleConnections()

@@ -1,0 +1,279 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"sync"
+	"time"
+)
+
+// h1Client sends the most common request to the serving container, an
+// idempotent one without a body (a GET), on a kept-alive HTTP/1.1
+// connection, in the calling goroutine: write the request, read the
+// answer's headers, hand the body over, and put the connection back when
+// the body has been read to its end. net/http's Transport, which sends
+// every other request (a body, an upgrade), spends two goroutines per
+// connection and hands each request and answer between them over
+// channels; for a small request those handovers, their contexts and
+// their allocations cost the gate more CPU than its own work. Requests
+// and answers are written and read by net/http itself (Request.Write,
+// ReadResponse), so they are byte for byte what the Transport sends and
+// reads.
+//
+// It keeps the Transport's rules where they show: an idempotent request
+// whose kept-alive connection turns out dead before a byte of the answer
+// (the container closed it while idle, or died) is sent again on another
+// connection; 1xx answers go to the request's httptrace
+// Got1xxResponse; the request's context ending aborts it at once.
+type h1Client struct {
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	addr     string
+	fallback http.RoundTripper
+	// idleTimeout closes a connection idle for that long.
+	idleTimeout time.Duration
+	maxIdle     int
+
+	mu     sync.Mutex
+	idle   []*h1Conn // most recently used last
+	pruner *time.Timer
+}
+
+// h1Conn is one kept-alive connection to the serving container.
+type h1Conn struct {
+	conn   net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	idleAt time.Time
+	used   bool // has carried a request
+}
+
+func (c *h1Conn) close() { _ = c.conn.Close() }
+
+// fastPath reports whether req is one h1Client sends itself.
+func fastPath(req *http.Request) bool {
+	return (req.Body == nil || req.Body == http.NoBody) && !req.Close &&
+		len(req.Header["Upgrade"]) == 0 && len(req.Trailer) == 0 && idempotent(req)
+}
+
+func (h *h1Client) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !fastPath(req) {
+		return h.fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	for {
+		c, err := h.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := h.roundTrip(ctx, c, req)
+		if err == nil {
+			return resp, nil
+		}
+		// A kept-alive connection that failed before a byte of the
+		// answer (unansweredError) was dead already: another one, or a
+		// fresh one, may do (the Transport retries so too).
+		if !c.used || ctx.Err() != nil || !unanswered(err) {
+			return nil, err
+		}
+	}
+}
+
+// roundTrip sends req on c and reads the answer's headers. On an error c
+// is closed.
+func (h *h1Client) roundTrip(ctx context.Context, c *h1Conn, req *http.Request) (*http.Response, error) {
+	// The request's end (its time limit, its client gone) aborts the
+	// connection's reads and writes.
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		c.close()
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, cause
+		}
+		return nil, err
+	}
+	if err := req.Write(c.bw); err != nil {
+		return fail(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return fail(err)
+	}
+	resp, err := readResponse(c.br, req)
+	if err != nil {
+		return fail(err)
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return fail(errors.New("the serving container switched protocols on a request that asked for no upgrade"))
+	}
+	if resp.Body == http.NoBody {
+		h.done(c, stop, !resp.Close)
+		return resp, nil
+	}
+	resp.Body = &h1Body{body: resp.Body, ctx: ctx, c: c, h: h, stop: stop, reuse: !resp.Close}
+	return resp, nil
+}
+
+// maxInformational bounds the 1xx answers before the final one.
+const maxInformational = 5
+
+// readResponse reads the final answer to req, passing 1xx answers to the
+// request's Got1xxResponse hook as the Transport does.
+func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	trace := httptrace.ContextClientTrace(req.Context())
+	for n := 0; ; n++ {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		code := resp.StatusCode
+		if code < 100 || code > 199 || code == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+		if n == maxInformational {
+			return nil, errors.New("too many 1xx informational responses")
+		}
+		if trace != nil && trace.Got1xxResponse != nil {
+			if err := trace.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// aLongTimeAgo is a deadline that has passed: it aborts blocked I/O.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// done ends c's request: back to the pool when its answer was read to its
+// end, no limit aborted it, and it may be kept alive.
+func (h *h1Client) done(c *h1Conn, stop func() bool, reuse bool) {
+	if !stop() || !reuse {
+		c.close()
+		return
+	}
+	h.put(c)
+}
+
+// get takes the most recently used idle connection, or dials one.
+func (h *h1Client) get(ctx context.Context) (*h1Conn, error) {
+	now := time.Now()
+	h.mu.Lock()
+	for len(h.idle) > 0 {
+		c := h.idle[len(h.idle)-1]
+		h.idle[len(h.idle)-1] = nil
+		h.idle = h.idle[:len(h.idle)-1]
+		if now.Sub(c.idleAt) < h.idleTimeout {
+			h.mu.Unlock()
+			return c, nil
+		}
+		c.close()
+	}
+	h.mu.Unlock()
+	conn, err := h.dial(ctx, "tcp", h.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &h1Conn{conn: conn, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}, nil
+}
+
+func (h *h1Client) put(c *h1Conn) {
+	c.used = true
+	c.idleAt = time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.idle) >= h.maxIdle {
+		c.close()
+		return
+	}
+	h.idle = append(h.idle, c)
+	if h.pruner == nil {
+		h.pruner = time.AfterFunc(h.idleTimeout, h.prune)
+	}
+}
+
+// prune closes the connections idle for the idle timeout, and looks again
+// later while any are left.
+func (h *h1Client) prune() {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.idle {
+		if now.Sub(c.idleAt) >= h.idleTimeout {
+			c.close()
+			continue
+		}
+		h.idle[n] = c
+		n++
+	}
+	clear(h.idle[n:])
+	h.idle = h.idle[:n]
+	h.pruner = nil
+	if n > 0 {
+		h.pruner = time.AfterFunc(h.idleTimeout/2, h.prune)
+	}
+}
+
+// CloseIdleConnections closes the idle connections, the fast path's and
+// the fallback's.
+func (h *h1Client) CloseIdleConnections() {
+	h.mu.Lock()
+	idle := h.idle
+	h.idle = nil
+	if h.pruner != nil {
+		h.pruner.Stop()
+		h.pruner = nil
+	}
+	h.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+	if ci, ok := h.fallback.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// h1Body is an answer's body on the fast path: read to its end, it puts
+// the connection back; closed before, it closes the connection (net/http
+// would read the rest of a client response's body on Close, however long
+// it streams).
+type h1Body struct {
+	body  io.ReadCloser
+	ctx   context.Context
+	c     *h1Conn
+	h     *h1Client
+	stop  func() bool
+	reuse bool
+	ended bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.ended {
+		return 0, io.EOF
+	}
+	n, err := b.body.Read(p)
+	if err == io.EOF {
+		b.ended = true
+		b.h.done(b.c, b.stop, b.reuse)
+	} else if err != nil {
+		b.ended = true
+		b.h.done(b.c, b.stop, false)
+		if cause := context.Cause(b.ctx); cause != nil {
+			err = cause // the request's end aborted the read
+		}
+	}
+	return n, err
+}
+
+func (b *h1Body) Close() error {
+	if !b.ended {
+		b.ended = true
+		b.h.done(b.c, b.stop, false)
+	}
+	return nil
+}
