@@ -96,6 +96,8 @@ type Proxy struct {
 	ho      *httputil.ReverseProxy
 	t3      *http.Transport
 	handoff *url.URL
+	// states recycles the requests' limits (timeout.go).
+	states reqStates
 }
 
 // New builds a Proxy; it holds idle connections until CloseIdle.
@@ -194,10 +196,13 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		st := newReqState(p.clock, p.limits, cancel, p.log, r)
+		st := p.states.get(p.clock, p.limits, cancel, p.log, r)
 		w.st = st
 		defer func() {
-			if st.end() {
+			cutStarted := st.end()
+			w.st = nil
+			p.states.put(st)
+			if cutStarted {
 				// A limit cut the response after it started: the proxy
 				// aborted the copy. The body so far gets queue-proxy's
 				// text, and the abort goes on to cut the response short.
