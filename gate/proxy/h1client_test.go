@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,5 +214,54 @@ func TestH1ClientLeavesOtherRequestsToTheTransport(t *testing.T) {
 		if _, err := h.RoundTrip(req); !errors.Is(err, sentinel) {
 			t.Errorf("%s: %v, want the transport's answer", name, err)
 		}
+	}
+}
+
+// TestWriteRequestIsRequestWrite pins the fast path's request bytes to
+// net/http's for the requests it writes itself.
+func TestWriteRequestIsRequestWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, url, host string
+		header                  http.Header
+	}{
+		{"a GET with no header", "GET", "http://10.0.0.1:8080/", "", nil},
+		{"a HEAD with a query and the client's Host", "HEAD", "http://10.0.0.1:8080/a/b?x=1&y=%20", "example.com", nil},
+		{"an OPTIONS", "OPTIONS", "http://10.0.0.1:8080/*", "h", nil},
+		{"a POST with an Idempotency-Key says Content-Length 0", "POST", "http://10.0.0.1:8080/", "h", http.Header{"Idempotency-Key": {"k"}}},
+		{"a DELETE with an Idempotency-Key", "DELETE", "http://[::1]:8080/r", "[::1]:8080", http.Header{"Idempotency-Key": {"k"}}},
+		{"headers sorted, repeated values kept, values trimmed", "GET", "http://127.0.0.1/", "h", http.Header{
+			"X-B": {"2", " 3 "}, "Accept": {"*/*"}, "X-A": {"a\r\nb"}, "User-Agent": {"curl/8"}}},
+		{"an empty User-Agent sends none", "GET", "http://127.0.0.1/", "h", http.Header{"User-Agent": {""}}},
+		{"a User-Agent with a newline", "GET", "http://127.0.0.1/", "h", http.Header{"User-Agent": {"a\nb "}}},
+		{"an invalid header name is dropped", "GET", "http://127.0.0.1/", "h", http.Header{"Bad Name": {"x"}, "Ok": {"y"}}},
+		{"a host with a zone goes to Request.Write", "GET", "http://[fe80::1%25eth0]:80/", "", nil},
+		{"a non-ASCII host goes to Request.Write", "GET", "http://127.0.0.1/", "bücher.example", nil},
+		{"an escaped path", "GET", "http://127.0.0.1/a%2Fb/c%20d", "h", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func() *http.Request {
+				req, err := http.NewRequest(tc.method, tc.url, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Host = tc.host
+				if tc.header != nil {
+					req.Header = tc.header.Clone()
+				}
+				return req
+			}
+			var want, got strings.Builder
+			if err := mk().Write(&want); err != nil {
+				t.Fatal(err)
+			}
+			bw := bufio.NewWriter(&got)
+			if err := writeRequest(bw, mk()); err != nil {
+				t.Fatal(err)
+			}
+			bw.Flush()
+			if got.String() != want.String() {
+				t.Errorf("wrote\n%q\nRequest.Write writes\n%q", got.String(), want.String())
+			}
+		})
 	}
 }
