@@ -192,10 +192,15 @@ func plainURI(u string) bool {
 // maxInformational bounds the 1xx answers before the final one.
 const maxInformational = 5
 
-// readResponse reads the final answer to req, passing 1xx answers to the
-// request's Got1xxResponse hook as the Transport does.
+// readResponse reads the final answer to req, passing 1xx answers on to
+// the client (serveDirect's request) or to the request's Got1xxResponse
+// hook as the Transport does.
 func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	trace := httptrace.ContextClientTrace(req.Context())
+	var inform *Recorder
+	if st, _ := req.Context().Value(stateKey{}).(*reqState); st != nil {
+		inform = st.inform
+	}
 	for n := 0; ; n++ {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
@@ -208,7 +213,16 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 		if n == maxInformational {
 			return nil, errors.New("too many 1xx informational responses")
 		}
-		if trace != nil && trace.Got1xxResponse != nil {
+		if inform != nil {
+			// As ReverseProxy's trace passes it on: its headers, then
+			// none left for the final answer.
+			h := inform.Header()
+			for k, vv := range resp.Header {
+				h[k] = append(h[k], vv...)
+			}
+			inform.WriteHeader(code)
+			clear(h)
+		} else if trace != nil && trace.Got1xxResponse != nil {
 			if err := trace.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -98,6 +99,7 @@ type Proxy struct {
 	handoff *url.URL
 	// states recycles the requests' limits (timeout.go).
 	states reqStates
+	errLog *stdlog.Logger
 }
 
 // New builds a Proxy; it holds idle connections until CloseIdle.
@@ -134,6 +136,7 @@ func New(cfg Config) *Proxy {
 	}
 	p.fast = &h1Client{dial: p.t1.DialContext, addr: cfg.Upstream, fallback: p.t1, idleTimeout: p.t1.IdleConnTimeout, maxIdle: p.t1.MaxIdleConnsPerHost}
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	p.errLog = errLog
 	for i, t := range []interface {
 		http.RoundTripper
 		CloseIdleConnections()
@@ -191,12 +194,13 @@ type stateKey struct{}
 // Serve proxies one request within its time limits (see Limits);
 // CONTAINER_CONCURRENCY requests at most are in the container at once.
 func (p *Proxy) Serve(w *Recorder, r *http.Request) {
-	ctx := r.Context()
+	in, ctx := r, r.Context()
+	var st *reqState
 	if p.limits.any() {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		st := p.states.get(p.clock, p.limits, cancel, p.log, r)
+		st = p.states.get(p.clock, p.limits, cancel, p.log, r)
 		w.st = st
 		defer func() {
 			cutStarted := st.end()
@@ -250,6 +254,9 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 			break
 		}
 		p.limiter.release()
+	}
+	if p.serveDirect(w, in, r, st) {
+		return
 	}
 	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		// Let an HTTP/1.1 client keep sending its body while the response

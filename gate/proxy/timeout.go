@@ -86,7 +86,13 @@ type reqState struct {
 	reuse bool
 	// tunneled: a tunnelConn refers to this state.
 	tunneled bool
+	// inform gets the serving container's 1xx answers while serveDirect
+	// waits for its final one (ReverseProxy's client trace otherwise);
+	// only the request's goroutine uses it.
+	inform *Recorder
 }
+
+func (st *reqState) informTo(w *Recorder) { st.inform = w }
 
 // reqStates recycles a Proxy's request states with their timers: a
 // request that ends in time, as nearly all do, then costs no allocation
@@ -109,7 +115,7 @@ func (p *reqStates) get(clk clock.WithDelayedExecution, l Limits, cancel func(er
 func (p *reqStates) put(st *reqState) {
 	st.mu.Lock()
 	tunneled := st.tunneled
-	st.cancel, st.log, st.r = nil, nil, nil
+	st.cancel, st.log, st.r, st.inform = nil, nil, nil, nil
 	st.mu.Unlock()
 	if !tunneled {
 		p.pool.Put(st)
