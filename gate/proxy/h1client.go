@@ -243,19 +243,18 @@ func (h *h1Client) done(c *h1Conn, stop func() bool, reuse bool) {
 	h.put(c)
 }
 
-// get takes the most recently used idle connection, or dials one.
+// get takes the most recently used idle connection, or dials one. It
+// does not look at the clock: prune closes the connections idle too long
+// (within half the idle timeout after), and one the container closed
+// meanwhile is replaced (see RoundTrip).
 func (h *h1Client) get(ctx context.Context) (*h1Conn, error) {
-	now := time.Now()
 	h.mu.Lock()
-	for len(h.idle) > 0 {
-		c := h.idle[len(h.idle)-1]
-		h.idle[len(h.idle)-1] = nil
-		h.idle = h.idle[:len(h.idle)-1]
-		if now.Sub(c.idleAt) < h.idleTimeout {
-			h.mu.Unlock()
-			return c, nil
-		}
-		c.close()
+	if n := len(h.idle); n > 0 {
+		c := h.idle[n-1]
+		h.idle[n-1] = nil
+		h.idle = h.idle[:n-1]
+		h.mu.Unlock()
+		return c, nil
 	}
 	h.mu.Unlock()
 	conn, err := h.dial(ctx, "tcp", h.addr)

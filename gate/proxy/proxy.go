@@ -222,7 +222,11 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 	r = r.WithContext(ctx)
 	var arrived time.Time
 	if p.door != nil {
-		arrived = p.clock.Now()
+		if st != nil {
+			arrived = time.Unix(0, st.start) // read already, on the same clock
+		} else {
+			arrived = p.clock.Now()
+		}
 	}
 	for {
 		if p.door != nil {
