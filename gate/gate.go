@@ -362,9 +362,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		g.drainer.Leave()
-		g.stats.Out(time.Now(), proxied)
+		end := time.Now()
+		g.stats.Out(end, proxied)
 		// Knative's invocation histogram leaves out probe-marked requests.
-		g.metrics.Request(rec.Code(), time.Since(start), r.Header.Get(contract.NetworkProbeHeader) == "")
+		g.metrics.Request(rec.Code(), end.Sub(start), r.Header.Get(contract.NetworkProbeHeader) == "")
 		g.logRequest(r, rec, start, false)
 	}()
 	g.proxy.Serve(rec, r)

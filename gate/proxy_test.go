@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -650,4 +651,103 @@ func TestGRPCThroughTheGate(t *testing.T) {
 	if status.Code(err) != codes.NotFound {
 		t.Errorf("Check of an unknown service: %v, want NotFound (a status carried in trailers)", err)
 	}
+}
+
+// TestGETAnswersPassAsReverseProxyPassesThem pins what the gate's own
+// path for bodiless requests (proxy.serveDirect) does with an answer,
+// which httputil.ReverseProxy did before: 1xx answers, hop-by-hop
+// headers, trailers and a streamed body.
+func TestGETAnswersPassAsReverseProxyPassesThem(t *testing.T) {
+	next := make(chan struct{})
+	upstream := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hints":
+			w.Header().Set("Link", "</a.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			w.Header().Del("Link")
+			w.Header().Set("X-Final", "yes")
+			fmt.Fprint(w, "final")
+		case "/hop":
+			w.Header().Set("Connection", "X-Hop")
+			w.Header().Set("X-Hop", "for the gate only")
+			w.Header().Set("Keep-Alive", "timeout=5")
+			w.Header().Set("X-End", "kept")
+			fmt.Fprint(w, "hop")
+		case "/trailer":
+			w.Header().Set("Trailer", "X-Checksum")
+			fmt.Fprint(w, "body")
+			w.Header().Set("X-Checksum", "abc")
+		case "/stream":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: one\n\n")
+			w.(http.Flusher).Flush()
+			<-next // the client saw the first event before the second exists
+			fmt.Fprint(w, "data: two\n\n")
+		}
+	}))
+	tg := startGate(t, gateConfig(t, upstream), Options{})
+	get := func(t *testing.T, path string, trace *httptrace.ClientTrace) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, tg.url(path), nil)
+		if trace != nil {
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+		}
+		resp, err := tg.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	t.Run("a 103 reaches the client with its headers, the final answer without them", func(t *testing.T) {
+		var hints []string
+		resp := get(t, "/hints", &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			hints = append(hints, fmt.Sprint(code, " ", h.Get("Link")))
+			return nil
+		}})
+		body, _ := io.ReadAll(resp.Body)
+		if len(hints) != 1 || hints[0] != "103 </a.css>; rel=preload" {
+			t.Errorf("1xx answers %q", hints)
+		}
+		if string(body) != "final" || resp.Header.Get("X-Final") != "yes" || resp.Header.Get("Link") != "" {
+			t.Errorf("final answer %q with headers %v", body, resp.Header)
+		}
+	})
+	t.Run("hop-by-hop headers of the answer stay with the gate", func(t *testing.T) {
+		resp := get(t, "/hop", nil)
+		_, _ = io.ReadAll(resp.Body)
+		if resp.Header.Get("X-Hop") != "" || resp.Header.Get("Keep-Alive") != "" || resp.Header.Get("X-End") != "kept" {
+			t.Errorf("headers %v", resp.Header)
+		}
+	})
+	t.Run("trailers follow the body", func(t *testing.T) {
+		resp := get(t, "/trailer", nil)
+		body, _ := io.ReadAll(resp.Body)
+		if string(body) != "body" || resp.Trailer.Get("X-Checksum") != "abc" {
+			t.Errorf("body %q, trailer %v", body, resp.Trailer)
+		}
+	})
+	t.Run("a streamed answer is passed on as it comes", func(t *testing.T) {
+		resp := get(t, "/stream", nil)
+		br := bufio.NewReader(resp.Body)
+		first := make(chan string, 1)
+		go func() {
+			line, _ := br.ReadString('\n')
+			first <- line
+		}()
+		select {
+		case line := <-first:
+			close(next)
+			if line != "data: one\n" {
+				t.Fatalf("first line %q", line)
+			}
+		case <-time.After(testWait):
+			close(next)
+			t.Fatal("the first event did not arrive while the upstream held the second")
+		}
+		rest, _ := io.ReadAll(br)
+		if string(rest) != "\ndata: two\n\n" {
+			t.Errorf("rest %q", rest)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -79,8 +80,11 @@ type Door interface {
 // upgrades such as websockets) to HTTP/1.1, h2c to h2c, both through the
 // ride-through.
 type Proxy struct {
-	h1, h2   *httputil.ReverseProxy
-	t1, t2   *http.Transport
+	h1, h2 *httputil.ReverseProxy
+	t1, t2 *http.Transport
+	// fast sends bodiless idempotent HTTP/1.1 requests itself, every
+	// other one through t1.
+	fast     *h1Client
 	clock    clock.WithDelayedExecution
 	limits   Limits
 	limiter  *Limiter
@@ -93,6 +97,9 @@ type Proxy struct {
 	ho      *httputil.ReverseProxy
 	t3      *http.Transport
 	handoff *url.URL
+	// states recycles the requests' limits (timeout.go).
+	states reqStates
+	errLog *stdlog.Logger
 }
 
 // New builds a Proxy; it holds idle connections until CloseIdle.
@@ -127,8 +134,13 @@ func New(cfg Config) *Proxy {
 		IdleConnTimeout:    90 * time.Second,
 		DisableCompression: true,
 	}
+	p.fast = &h1Client{dial: p.t1.DialContext, addr: cfg.Upstream, fallback: p.t1, idleTimeout: p.t1.IdleConnTimeout, maxIdle: p.t1.MaxIdleConnsPerHost}
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	for i, t := range []*http.Transport{p.t1, p.t2} {
+	p.errLog = errLog
+	for i, t := range []interface {
+		http.RoundTripper
+		CloseIdleConnections()
+	}{p.fast, p.t2} {
 		rp := &httputil.ReverseProxy{
 			Transport:      &rideThrough{next: t, clock: clk, refused: refused, back: back, m: m, closeIdle: t.CloseIdleConnections},
 			Rewrite:        p.rewrite,
@@ -170,7 +182,7 @@ func (p *Proxy) Upstream() string { return p.upstream }
 // CloseIdle drops idle connections to the serving container: after it
 // refused a connection they lead to a process that is gone.
 func (p *Proxy) CloseIdle() {
-	p.t1.CloseIdleConnections()
+	p.fast.CloseIdleConnections() // and t1's
 	p.t2.CloseIdleConnections()
 	if p.t3 != nil {
 		p.t3.CloseIdleConnections()
@@ -182,15 +194,19 @@ type stateKey struct{}
 // Serve proxies one request within its time limits (see Limits);
 // CONTAINER_CONCURRENCY requests at most are in the container at once.
 func (p *Proxy) Serve(w *Recorder, r *http.Request) {
-	ctx := r.Context()
+	in, ctx := r, r.Context()
+	var st *reqState
 	if p.limits.any() {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		st := newReqState(p.clock, p.limits, cancel, p.log, r)
+		st = p.states.get(p.clock, p.limits, cancel, p.log, r)
 		w.st = st
 		defer func() {
-			if st.end() {
+			cutStarted := st.end()
+			w.st = nil
+			p.states.put(st)
+			if cutStarted {
 				// A limit cut the response after it started: the proxy
 				// aborted the copy. The body so far gets queue-proxy's
 				// text, and the abort goes on to cut the response short.
@@ -206,7 +222,11 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 	r = r.WithContext(ctx)
 	var arrived time.Time
 	if p.door != nil {
-		arrived = p.clock.Now()
+		if st != nil {
+			arrived = time.Unix(0, st.start) // read already, on the same clock
+		} else {
+			arrived = p.clock.Now()
+		}
 	}
 	for {
 		if p.door != nil {
@@ -238,6 +258,9 @@ func (p *Proxy) Serve(w *Recorder, r *http.Request) {
 			break
 		}
 		p.limiter.release()
+	}
+	if p.serveDirect(w, in, r, st) {
+		return
 	}
 	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		// Let an HTTP/1.1 client keep sending its body while the response

@@ -79,17 +79,63 @@ type reqState struct {
 	phase      phase
 	cutStarted bool // cut after the response started
 	timer      clock.Timer
-	gen        uint64 // of the timer: a stopped timer's late callback is ignored
+	armed      bool   // the timer is set
+	gen        uint64 // counts the looks at the limits (tests wait on it)
+	// reuse: the timer is set again rather than made anew (the real
+	// clock's; a fake clock's timer cannot fire twice).
+	reuse bool
+	// tunneled: a tunnelConn refers to this state.
+	tunneled bool
+	// inform gets the serving container's 1xx answers while serveDirect
+	// waits for its final one (ReverseProxy's client trace otherwise);
+	// only the request's goroutine uses it.
+	inform *Recorder
+}
+
+func (st *reqState) informTo(w *Recorder) { st.inform = w }
+
+// reqStates recycles a Proxy's request states with their timers: a
+// request that ends in time, as nearly all do, then costs no allocation
+// for its limits.
+type reqStates struct{ pool sync.Pool }
+
+func (p *reqStates) get(clk clock.WithDelayedExecution, l Limits, cancel func(error), log *slog.Logger, r *http.Request) *reqState {
+	st, _ := p.pool.Get().(*reqState)
+	if st == nil {
+		_, real := clk.(clock.RealClock)
+		st = &reqState{reuse: real}
+	}
+	st.init(clk, l, cancel, log, r)
+	return st
+}
+
+// put takes st back once its request ended, unless an upgraded
+// connection (whose relay may outlive the request by a moment) still
+// refers to it.
+func (p *reqStates) put(st *reqState) {
+	st.mu.Lock()
+	tunneled := st.tunneled
+	st.cancel, st.log, st.r, st.inform = nil, nil, nil, nil
+	st.mu.Unlock()
+	if !tunneled {
+		p.pool.Put(st)
+	}
 }
 
 func newReqState(clk clock.WithDelayedExecution, l Limits, cancel func(error), log *slog.Logger, r *http.Request) *reqState {
-	st := &reqState{clock: clk, limits: l, cancel: cancel, log: log, r: r}
+	st := &reqState{}
+	st.init(clk, l, cancel, log, r)
+	return st
+}
+
+func (st *reqState) init(clk clock.WithDelayedExecution, l Limits, cancel func(error), log *slog.Logger, r *http.Request) {
+	st.clock, st.limits, st.cancel, st.log, st.r = clk, l, cancel, log, r
 	st.start = clk.Now().UnixNano()
 	st.lastWrite.Store(st.start)
 	st.mu.Lock()
+	st.phase, st.cutStarted = waiting, false
 	st.armLocked(st.start)
 	st.mu.Unlock()
-	return st
 }
 
 // next is the earliest limit still to come and its cause; 0 for none.
@@ -125,12 +171,9 @@ func (st *reqState) armLocked(now int64) {
 	at, cause := st.nextLocked()
 	switch {
 	case at == 0:
-		st.timer = nil
+		st.stopTimerLocked()
 	case at > now:
-		// The fake clock runs AfterFunc callbacks under its lock, so the
-		// callback only starts the look at the clock.
-		gen := st.gen
-		st.timer = st.clock.AfterFunc(time.Duration(at-now), func() { go st.check(gen) })
+		st.setTimerLocked(time.Duration(at - now))
 	default:
 		st.cutStarted = st.phase == started
 		st.phase = cut
@@ -141,16 +184,42 @@ func (st *reqState) armLocked(now int64) {
 	}
 }
 
-// check is the timer's: a limit passed, or a write moved it.
-func (st *reqState) check(gen uint64) {
+// setTimerLocked sets the timer to fire in d.
+func (st *reqState) setTimerLocked(d time.Duration) {
+	st.armed = true
+	if st.timer != nil && st.reuse {
+		st.timer.Reset(d)
+		return
+	}
+	// The fake clock runs AfterFunc callbacks under its lock, so the
+	// callback only starts the look at the clock.
+	st.timer = st.clock.AfterFunc(d, st.fired)
+}
+
+func (st *reqState) stopTimerLocked() {
+	if st.armed {
+		st.timer.Stop()
+		st.armed = false
+	}
+	if !st.reuse {
+		st.timer = nil
+	}
+}
+
+func (st *reqState) fired() { go st.check() }
+
+// check is the timer's: a limit passed, or a write moved it. A late
+// callback of a timer set again since (or of the request this state
+// served before) finds the limits not due and sets the timer again for
+// the earliest one.
+func (st *reqState) check() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.armed = false
 	// The time is read under the lock: read before it, it could be older
 	// than the clock by the wait, and the timer set from it would fire
 	// that much later than the limit.
-	if gen == st.gen {
-		st.armLocked(st.clock.Now().UnixNano())
-	}
+	st.armLocked(st.clock.Now().UnixNano())
 }
 
 // responseStarted is the response's headers passing; false if a limit
@@ -183,15 +252,13 @@ func (st *reqState) hijacked(conn net.Conn) net.Conn {
 	}
 	st.phase = tunnel
 	st.gen++
-	if st.timer != nil {
-		st.timer.Stop()
-		st.timer = nil
-	}
+	st.stopTimerLocked()
 	if st.limits.Idle <= 0 {
 		return conn
 	}
 	st.lastWrite.Store(now)
 	st.armLocked(now)
+	st.tunneled = true
 	return &tunnelConn{Conn: conn, st: st}
 }
 
@@ -202,10 +269,7 @@ func (st *reqState) end() (cutStarted bool) {
 	defer st.mu.Unlock()
 	st.phase = done
 	st.gen++
-	if st.timer != nil {
-		st.timer.Stop()
-		st.timer = nil
-	}
+	st.stopTimerLocked()
 	return st.cutStarted
 }
 

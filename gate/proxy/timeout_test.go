@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -202,3 +203,37 @@ type nopConn struct{ net.Conn }
 
 func (nopConn) Read(p []byte) (int, error)  { return 1, nil }
 func (nopConn) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestRecycledStateKeepsToTheNextRequestsLimit(t *testing.T) {
+	var states reqStates
+	first := make(chan error, 1)
+	l := Limits{Request: 30 * time.Millisecond}
+	st := states.get(clock.RealClock{}, l, func(c error) { first <- c }, nil, nil)
+	timer := st.timer
+	st.end() // in time: its limit must not fire any more
+	states.put(st)
+
+	next := make(chan error, 1)
+	start := time.Now()
+	st2 := states.get(clock.RealClock{}, l, func(c error) { next <- c }, nil, nil)
+	defer st2.end()
+	if st2 == st && st2.timer != timer {
+		t.Error("the recycled state made a new timer")
+	}
+	select {
+	case c := <-next:
+		if c != errRequestTimeout {
+			t.Errorf("cut with %v, want the request limit", c)
+		}
+		if d := time.Since(start); d < l.Request {
+			t.Errorf("cut after %s, before its limit of %s", d, l.Request)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next request was not cut at its limit")
+	}
+	select {
+	case c := <-first:
+		t.Errorf("the ended request was cut too (%v)", c)
+	default:
+	}
+}

@@ -4,7 +4,7 @@
 //
 //   - throughput at 32 keep-alive connections: direct, plain reverse
 //     proxy, gate (requests/s, p50/p99, the gate's allocations per request);
-//   - memory: RSS of a real gate process after 10 s of load;
+//   - memory: RSS of a real gate process idle and after 10 s of load;
 //   - ride-through: failed requests while the serving container restarts
 //     (stopped, started again 1 s later on the same port) under 16
 //     connections, through the gate and through the plain proxy;

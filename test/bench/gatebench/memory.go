@@ -19,6 +19,7 @@ import (
 
 type memoryResult struct {
 	vmRSS, rssAnon, rssFile, binaryRSS, heapInuse float64 // bytes
+	idleRSS, idleAnon                             float64 // bytes, ready and before any traffic
 	load                                          loadResult
 }
 
@@ -34,6 +35,13 @@ func measureMemory(ctx context.Context, p *pod, o options) (memoryResult, error)
 	if err := waitHealth(ctx, p, http.StatusOK); err != nil {
 		return memoryResult{}, err
 	}
+	// Idle: ready, the health checks' connection gone, nothing served.
+	time.Sleep(time.Second)
+	idle, err := readStatus(g.pid())
+	if err != nil {
+		return memoryResult{}, err
+	}
+	fmt.Printf("  idle (ready, no traffic yet): VmRSS %s  RssAnon %s  RssFile %s\n", mb(idle["VmRSS"]), mb(idle["RssAnon"]), mb(idle["RssFile"]))
 	l := startLoad("http://"+p.gateAddr(p.cfg.ServingPort)+"/", throughputConns, true)
 	select {
 	case <-time.After(o.memLoad):
@@ -42,7 +50,7 @@ func measureMemory(ctx context.Context, p *pod, o options) (memoryResult, error)
 	status, serr := readStatus(g.pid())
 	binRSS, berr := mappedRSS(g.pid(), p.gateBin)
 	metrics, merr := scrape("http://" + p.gateAddr(p.cfg.MetricsPort) + "/metrics")
-	res := memoryResult{load: l.finish()}
+	res := memoryResult{load: l.finish(), idleRSS: idle["VmRSS"], idleAnon: idle["RssAnon"]}
 	if err := firstErr(ctx.Err(), serr, berr, merr); err != nil {
 		return res, err
 	}

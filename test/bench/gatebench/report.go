@@ -41,6 +41,7 @@ func (r report) print(loadavg string) {
 	fmt.Printf("memory        gate process VmRSS %s (target <= %s: %s); RssAnon %s (%s), RssFile %s of which the binary %s; heap in use %s\n",
 		mb(m.vmRSS), mb(targetRSS), verdict(m.vmRSS <= targetRSS), mb(m.rssAnon), verdict(m.rssAnon <= targetRSS),
 		mb(m.rssFile), mb(m.binaryRSS), mb(m.heapInuse))
+	fmt.Printf("              idle: VmRSS %s (%s), RssAnon %s\n", mb(m.idleRSS), verdict(m.idleRSS <= targetRSS), mb(m.idleAnon))
 	for _, run := range r.rideThrough {
 		line := fmt.Sprintf("ride-through  %-20s %-9s %d failed of %d", run.proxy, run.stop, run.res.failed, run.res.requests())
 		if run.proxy == "gate process" {
