@@ -24,6 +24,7 @@ import (
 	"github.com/podgate/podgate/node/loopnet"
 	"github.com/podgate/podgate/node/poddns"
 	"github.com/podgate/podgate/node/podnetwork"
+	"github.com/podgate/podgate/node/podprobes"
 	"github.com/podgate/podgate/node/podwatch"
 	"github.com/podgate/podgate/node/podworkers"
 	"github.com/podgate/podgate/node/proc"
@@ -162,9 +163,11 @@ type Agent struct {
 	net    PodNetwork
 	sup    *proc.Supervisor
 	runner *probe.Runner
-	events *events.Recorder
-	out    *logbuf.Output
-	owners loopnet.Owners
+	// runProbe is runner.Run; benchmarks count the attempts through it.
+	runProbe podprobes.RunFunc
+	events   *events.Recorder
+	out      *logbuf.Output
+	owners   loopnet.Owners
 	// resolver resolves containers as the kubelet does before creating
 	// them: the base environment, the images, the default directory.
 	resolver containerconfig.Resolver
@@ -231,6 +234,7 @@ func New(opts Options) (*Agent, error) {
 		podsDir:  podsDir, ownPodsDir: ownPodsDir,
 		sup:      sup,
 		runner:   opts.Runner,
+		runProbe: opts.Runner.Run,
 		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
 		out:      logbuf.NewOutput(opts.Output),
 		resolver: containerconfig.Resolver{Base: env.Base(opts.Getenv), Images: opts.Images, WorkDir: opts.WorkDir},
