@@ -111,11 +111,14 @@ func benchAgentCPU(b *testing.B, mode string) {
 	h := newHarness(b)
 	var probes atomic.Int64
 	if mode == "readiness" || mode == "readiness+liveness" {
-		run := h.agent.runProbe
-		h.agent.runProbe = func(ctx context.Context, spec *corev1.Probe, t probe.Target) probe.Outcome {
-			o := run(ctx, spec, t)
-			probes.Add(1)
-			return o
+		bind := h.agent.bindProbe
+		h.agent.bindProbe = func(spec *corev1.Probe, t probe.Target) func(context.Context) probe.Outcome {
+			run := bind(spec, t)
+			return func(ctx context.Context) probe.Outcome {
+				o := run(ctx)
+				probes.Add(1)
+				return o
+			}
 		}
 	}
 	h.start(benchManifest(mode))
