@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -91,10 +93,13 @@ var benchPorts = []int{8080, 8081}
 //
 // Sub-benchmarks:
 //   - idle: the same pods without probes; nothing probes them.
-//   - bare: the same pods without probes, probed by 100 plain workers
-//     (a goroutine and a ticker each, one shared probe.Runner, as
-//     test/bench/probeload) that only count the outcome: the cost of
-//     the kubelet-exact probe attempt itself at this rate.
+//   - floor: the same pods without probes, 100 plain workers (a
+//     goroutine and a ticker each, the two of a pod in step, as the
+//     agent's are) doing the least a fresh-connection HTTP probe can:
+//     connect, write the request, read to EOF, close (floorTicks).
+//   - bare: the same, each tick probe.Runner.Run (one shared Runner, as
+//     test/bench/probeload): the kubelet-exact probe attempt itself at
+//     this rate.
 //   - readiness: the agent probes (readiness only: 100 probes/s).
 //   - readiness+liveness: 200 probes/s.
 //
@@ -102,7 +107,7 @@ var benchPorts = []int{8080, 8081}
 // the probes made in the window), allocs/probe and B/probe (this
 // process's, likewise), app-%cpu, and probes/s as counted.
 func BenchmarkAgentCPU(b *testing.B) {
-	for _, mode := range []string{"idle", "bare", "readiness", "readiness+liveness"} {
+	for _, mode := range []string{"idle", "floor", "bare", "readiness", "readiness+liveness"} {
 		b.Run(mode, func(b *testing.B) { benchAgentCPU(b, mode) })
 	}
 }
@@ -110,7 +115,7 @@ func BenchmarkAgentCPU(b *testing.B) {
 func benchAgentCPU(b *testing.B, mode string) {
 	h := newHarness(b)
 	var probes atomic.Int64
-	if mode == "readiness" || mode == "readiness+liveness" {
+	if probed(mode) {
 		bind := h.agent.bindProbe
 		h.agent.bindProbe = func(spec *corev1.Probe, t probe.Target) func(context.Context) probe.Outcome {
 			run := bind(spec, t)
@@ -124,8 +129,11 @@ func benchAgentCPU(b *testing.B, mode string) {
 	h.start(benchManifest(mode))
 	waitBenchPods(b, h, mode)
 	stopWorkers := func() {}
-	if mode == "bare" {
-		stopWorkers = bareWorkers(b, h, &probes)
+	switch mode {
+	case "bare":
+		stopWorkers = bareWorkers(b, h, &probes, runnerTicks())
+	case "floor":
+		stopWorkers = bareWorkers(b, h, &probes, floorTicks())
 	}
 	defer stopWorkers()
 	// Settle: the start's burst of status writes and the first GCs.
@@ -159,7 +167,10 @@ func benchAgentCPU(b *testing.B, mode string) {
 	h.stop()
 }
 
-// benchManifest is the 50 pods; probes unless mode is idle or bare.
+// probed: the agent probes the pods (else they have no probes).
+func probed(mode string) bool { return mode == "readiness" || mode == "readiness+liveness" }
+
+// benchManifest is the 50 pods, with probes when the agent probes.
 func benchManifest(mode string) string {
 	var sb strings.Builder
 	for i := range benchPods {
@@ -187,7 +198,7 @@ func waitBenchPods(b *testing.B, h *harness, mode string) {
 		list, _ := h.store.Pods.List("default")
 		ready := 0
 		for _, p := range list {
-			if podReady(p) && (mode != "idle" && mode != "bare" || appsAnswer(p)) {
+			if podReady(p) && (probed(mode) || appsAnswer(p)) {
 				ready++
 			}
 		}
@@ -213,10 +224,10 @@ func appsAnswer(p *corev1.Pod) bool {
 
 // bareWorkers probes every test app as the agent would, with plain
 // workers: one goroutine and one ticker per container, each pod's
-// started at a random point of the period, one shared Runner.
-func bareWorkers(b *testing.B, h *harness, probes *atomic.Int64) (stop func()) {
+// started at a random point of the period, each tick made by the
+// function tickOf gives for the container's address.
+func bareWorkers(b *testing.B, h *harness, probes *atomic.Int64, tickOf func(ip string, port int) func(context.Context) bool) (stop func()) {
 	b.Helper()
-	runner := probe.NewRunner()
 	list, _ := h.store.Pods.List("default")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -226,10 +237,7 @@ func bareWorkers(b *testing.B, h *harness, probes *atomic.Int64) (stop func()) {
 		// kubelet's) workers of one pod tick together: so do these.
 		phase := rand.N(time.Second)
 		for _, port := range benchPorts {
-			spec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-				Path: "/readyz", Port: intstr.FromInt(port), Scheme: corev1.URISchemeHTTP,
-			}}, TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
-			target := probe.Target{PodIP: p.Status.PodIP}
+			tick := tickOf(p.Status.PodIP, port)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -238,15 +246,15 @@ func bareWorkers(b *testing.B, h *harness, probes *atomic.Int64) (stop func()) {
 				case <-ctx.Done():
 					return
 				}
-				tick := time.NewTicker(time.Second)
-				defer tick.Stop()
+				ticker := time.NewTicker(time.Second)
+				defer ticker.Stop()
 				for {
-					if o := runner.Run(ctx, spec, target); o.Result != probe.Success && ctx.Err() == nil {
+					if !tick(ctx) && ctx.Err() == nil {
 						failed.Add(1)
 					}
 					probes.Add(1)
 					select {
-					case <-tick.C:
+					case <-ticker.C:
 					case <-ctx.Done():
 						return
 					}
@@ -263,6 +271,63 @@ func bareWorkers(b *testing.B, h *harness, probes *atomic.Int64) (stop func()) {
 				b.Errorf("%d bare probes did not succeed", n)
 			}
 		})
+	}
+}
+
+// runnerTicks makes each tick with probe.Runner.Run, one Runner shared,
+// as a plain caller of the probe package does (podgate probe, the gate).
+func runnerTicks() func(ip string, port int) func(context.Context) bool {
+	runner := probe.NewRunner()
+	return func(ip string, port int) func(context.Context) bool {
+		spec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/readyz", Port: intstr.FromInt(port), Scheme: corev1.URISchemeHTTP,
+		}}, TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+		target := probe.Target{PodIP: ip}
+		return func(ctx context.Context) bool { return runner.Run(ctx, spec, target).Result == probe.Success }
+	}
+}
+
+// floorTicks makes each tick the least a fresh-connection HTTP probe can
+// be in Go: on the calling goroutine, dial (SO_LINGER as the kubelet's),
+// write the request the kubelet writes, read the answer to EOF, close.
+// No redirects, no header parsing, no timeout rules: not a probe, the
+// floor under one (the kernel's TCP handshake, exchange and teardown
+// and Go's netpoller).
+func floorTicks() func(ip string, port int) func(context.Context) bool {
+	d := &net.Dialer{KeepAlive: -1, Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) {
+			_ = syscall.SetsockoptLinger(int(fd), syscall.SOL_SOCKET, syscall.SO_LINGER, &syscall.Linger{Onoff: 1, Linger: 1})
+		})
+	}}
+	return func(ip string, port int) func(context.Context) bool {
+		addr := net.JoinHostPort(ip, strconv.Itoa(port))
+		req := []byte("GET /readyz HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: kube-probe/1.36\r\nAccept: */*\r\nConnection: close\r\n\r\n")
+		buf := make([]byte, 1024)
+		return func(ctx context.Context) bool {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return false
+			}
+			defer func() { _ = c.Close() }()
+			if _, err := c.Write(req); err != nil {
+				return false
+			}
+			n, ok := 0, false
+			for {
+				m, err := c.Read(buf[n:])
+				if !ok && n+m >= 12 {
+					ok = string(buf[:12]) == "HTTP/1.1 200"
+				}
+				if n+m < 12 {
+					n += m
+				}
+				if err != nil {
+					return ok && err == io.EOF
+				}
+			}
+		}
 	}
 }
 
