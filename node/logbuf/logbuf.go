@@ -27,11 +27,11 @@ type line struct {
 type Buffer struct {
 	limit int
 
-	mu     sync.Mutex
-	lines  []line
-	first  uint64 // sequence number of lines[0]
-	bytes  int
-	ended  bool
+	mu    sync.Mutex
+	lines []line
+	first uint64 // sequence number of lines[0]
+	bytes int
+	ended bool
 	// notify is closed on the next change; made only when a reader
 	// asks (since), so lines nobody follows cost no channel each.
 	notify chan struct{}
