@@ -24,6 +24,7 @@ import (
 	"github.com/podgate/podgate/node/loopnet"
 	"github.com/podgate/podgate/node/poddns"
 	"github.com/podgate/podgate/node/podnetwork"
+	"github.com/podgate/podgate/node/podprobes"
 	"github.com/podgate/podgate/node/podwatch"
 	"github.com/podgate/podgate/node/podworkers"
 	"github.com/podgate/podgate/node/proc"
@@ -162,9 +163,11 @@ type Agent struct {
 	net    PodNetwork
 	sup    *proc.Supervisor
 	runner *probe.Runner
-	events *events.Recorder
-	out    *logbuf.Output
-	owners loopnet.Owners
+	// bindProbe is runner.Bind; benchmarks count the attempts through it.
+	bindProbe podprobes.BindFunc
+	events    *events.Recorder
+	out       *logbuf.Output
+	owners    loopnet.Owners
 	// resolver resolves containers as the kubelet does before creating
 	// them: the base environment, the images, the default directory.
 	resolver containerconfig.Resolver
@@ -229,12 +232,13 @@ func New(opts Options) (*Agent, error) {
 		loopback: opts.Network == nil,
 		podFiles: podFiles,
 		podsDir:  podsDir, ownPodsDir: ownPodsDir,
-		sup:      sup,
-		runner:   opts.Runner,
-		events:   events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
-		out:      logbuf.NewOutput(opts.Output),
-		resolver: containerconfig.Resolver{Base: env.Base(opts.Getenv), Images: opts.Images, WorkDir: opts.WorkDir},
-		seen:     podwatch.New(),
+		sup:       sup,
+		runner:    opts.Runner,
+		bindProbe: opts.Runner.Bind,
+		events:    events.New(opts.Events, opts.Clock, opts.NodeName, opts.EventLimit, opts.Logger),
+		out:       logbuf.NewOutput(opts.Output),
+		resolver:  containerconfig.Resolver{Base: env.Base(opts.Getenv), Images: opts.Images, WorkDir: opts.WorkDir},
+		seen:      podwatch.New(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopWatch = cancel

@@ -85,7 +85,7 @@ func newPod(a *Agent, obj *corev1.Pod) (*pod, error) {
 	var probes []prober.Probe
 	for _, c := range append(append([]*container{}, p.inits...), p.mains...) {
 		p.byName[c.name] = c
-		probes = append(probes, podprobes.Of(c.spec, c.probeTarget(ip.String()), p.injected, a.runner.Run)...)
+		probes = append(probes, podprobes.Of(c.spec, c.probeTarget(ip.String()), p.injected, a.bindProbe)...)
 	}
 	var record func(prober.Update)
 	if onProbe := a.opts.OnProbe; onProbe != nil {

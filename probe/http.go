@@ -65,8 +65,33 @@ func newH2CTransport(d *net.Dialer) *http.Transport {
 // did not follow, the response body after it.
 const RedirectWarningPrefix = "Probe terminated redirects, Response body: "
 
-func (r *Runner) httpProbe(ctx context.Context, transport *http.Transport, h *corev1.HTTPGetAction, t Target, timeout time.Duration) (Result, string, int, error) {
-	req, err := r.newHTTPRequest(ctx, h, t)
+// preparedHTTP is an httpGet probe's request as newHTTPRequest builds it
+// (without a context), or the error building it gave: what every attempt
+// of the same probe against the same target sends.
+type preparedHTTP struct {
+	req *http.Request
+	err error
+}
+
+// prepareHTTP builds h's request against t once.
+func (r *Runner) prepareHTTP(h *corev1.HTTPGetAction, t Target) *preparedHTTP {
+	req, err := r.newHTTPRequest(context.Background(), h, t)
+	return &preparedHTTP{req: req, err: err}
+}
+
+// httpProbe makes one attempt of h against t; prep, when not nil, is
+// the request prepared for them (Bind), else it is built now.
+func (r *Runner) httpProbe(ctx context.Context, transport *http.Transport, h *corev1.HTTPGetAction, t Target, timeout time.Duration, prep *preparedHTTP) (Result, string, int, error) {
+	var req *http.Request
+	var err error
+	if prep == nil {
+		req, err = r.newHTTPRequest(ctx, h, t)
+	} else if err = prep.err; err == nil {
+		// A shallow copy: net/http reads the URL and headers of the
+		// request it is given and never writes them (a redirect is a
+		// new request with copied headers), so attempts can share them.
+		req = prep.req.WithContext(ctx)
+	}
 	if err != nil {
 		return Error, "", 0, err
 	}

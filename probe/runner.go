@@ -68,12 +68,32 @@ func (r *Runner) UserAgent() string { return r.userAgent }
 // timeoutSeconds (0 counts as 1s, the API default). When ctx ends (the
 // worker stops) the tick ends with Result Error, which callers discard.
 func (r *Runner) Run(ctx context.Context, p *corev1.Probe, t Target) Outcome {
+	return r.run(ctx, p, t, nil)
+}
+
+// Bind returns the tick of probe p against target t, equal to Run(ctx,
+// p, t) in every respect (attempts, retries, outcome), for a worker that
+// runs the same probe against the same target on every tick: an httpGet
+// probe's request, its URL parsed and its headers made the kubelet's
+// way, is built here once instead of on every attempt. p and t must not
+// change afterwards.
+func (r *Runner) Bind(p *corev1.Probe, t Target) func(ctx context.Context) Outcome {
+	var prep *preparedHTTP
+	if p != nil && p.Exec == nil && p.HTTPGet != nil {
+		prep = r.prepareHTTP(p.HTTPGet, t)
+	}
+	return func(ctx context.Context) Outcome { return r.run(ctx, p, t, prep) }
+}
+
+// run is Run with an httpGet probe's request prepared by Bind, if prep is
+// not nil.
+func (r *Runner) run(ctx context.Context, p *corev1.Probe, t Target, prep *preparedHTTP) Outcome {
 	start := time.Now()
 	timeout := attemptTimeout(p)
 	var o Outcome
 	for o.Attempts < MaxAttempts {
 		o.Attempts++
-		o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout, r.transport)
+		o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout, r.transport, prep)
 		if o.Err == nil || ctx.Err() != nil {
 			break
 		}
@@ -112,7 +132,7 @@ func (r *Runner) attemptOnce(ctx context.Context, p *corev1.Probe, t Target, tim
 		timeout = attemptTimeout(p)
 	}
 	o := Outcome{Attempts: 1}
-	o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout, transport)
+	o.Result, o.Message, o.StatusCode, o.Err = r.attempt(ctx, p, t, timeout, transport, nil)
 	o.Duration = time.Since(start)
 	return o
 }
@@ -125,8 +145,8 @@ var errNoHandler = errors.New("missing probe handler")
 // what the kubelet counts as a probe error; a returned error always comes
 // with Result Error and a Message equal to its text. code is the HTTP
 // status of the answer that decided an httpGet probe, 0 otherwise; it
-// went through transport.
-func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration, transport *http.Transport) (Result, string, int, error) {
+// went through transport, with the request prep when not nil.
+func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout time.Duration, transport *http.Transport, prep *preparedHTTP) (Result, string, int, error) {
 	var (
 		res  Result
 		msg  string
@@ -141,7 +161,7 @@ func (r *Runner) attempt(ctx context.Context, p *corev1.Probe, t Target, timeout
 	case p.Exec != nil: // the kubelet's order of handlers
 		res, msg, err = r.execProbe(ctx, p.Exec, t, timeout)
 	case p.HTTPGet != nil:
-		res, msg, code, err = r.httpProbe(ctx, transport, p.HTTPGet, t, timeout)
+		res, msg, code, err = r.httpProbe(ctx, transport, p.HTTPGet, t, timeout, prep)
 	case p.TCPSocket != nil:
 		res, msg, err = r.tcpProbe(ctx, p.TCPSocket, t, timeout)
 	case p.GRPC != nil:

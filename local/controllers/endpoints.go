@@ -72,6 +72,10 @@ type Endpoints struct {
 
 	mu   sync.Mutex
 	pods map[string]*corev1.Pod // by namespace/name, as the store has them
+	// resyncAll: the watch started over, so the next pod event writes
+	// every service, not only the pod's (one whose pods all went during
+	// the gap has no event of its own).
+	resyncAll bool
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -186,6 +190,7 @@ func (e *Endpoints) follow(ctx context.Context, ch <-chan objstore.Event[*corev1
 		}
 		e.mu.Lock()
 		e.pods = map[string]*corev1.Pod{}
+		e.resyncAll = true
 		e.mu.Unlock()
 	}
 }
@@ -194,14 +199,19 @@ func (e *Endpoints) follow(ctx context.Context, ch <-chan objstore.Event[*corev1
 // (see Pods.SetWritten).
 func (e *Endpoints) PodWritten(p *corev1.Pod) { e.observe(p, false) }
 
-// observe records a pod's state and writes what follows from it. States
-// come from the watch and from PodWritten, so one may be older than what
-// is recorded: the resourceVersion decides.
+// observe records a pod's state and writes what follows from it: the
+// EndpointSlice and status of the services that select the pod, as it is
+// now or as it was (a pod's change concerns no other service, and with
+// many services, rebuilding every slice on every pod write made each write
+// cost O(services × pods)). States come from the watch and from
+// PodWritten, so one may be older than what is recorded: the
+// resourceVersion decides.
 func (e *Endpoints) observe(p *corev1.Pod, gone bool) {
 	k := p.Namespace + "/" + p.Name
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if cur, ok := e.pods[k]; ok && cur.UID == p.UID && newer(cur.ResourceVersion, p.ResourceVersion) {
+	prev, known := e.pods[k]
+	if known && prev.UID == p.UID && newer(prev.ResourceVersion, p.ResourceVersion) {
 		return
 	}
 	if gone {
@@ -209,7 +219,16 @@ func (e *Endpoints) observe(p *corev1.Pod, gone bool) {
 	} else {
 		e.pods[k] = p
 	}
-	e.syncAllLocked()
+	if e.resyncAll {
+		e.resyncAll = false
+		e.syncAllLocked()
+		return
+	}
+	for _, s := range e.services {
+		if s.selector(p) || known && s.selector(prev) {
+			e.syncLocked(s)
+		}
+	}
 }
 
 // newer reports a resourceVersion after another (the store's are
@@ -241,10 +260,15 @@ func (e *Endpoints) syncAll() {
 
 func (e *Endpoints) syncAllLocked() {
 	for _, s := range e.services {
-		eps := e.endpointsLocked(s)
-		e.writeSliceLocked(s, eps)
-		e.syncServiceLocked(s, eps)
+		e.syncLocked(s)
 	}
+}
+
+// syncLocked writes the service's EndpointSlice and status.
+func (e *Endpoints) syncLocked(s *service) {
+	eps := e.endpointsLocked(s)
+	e.writeSliceLocked(s, eps)
+	e.syncServiceLocked(s, eps)
 }
 
 // endpoint is what the EndpointSlice and the service status use of a pod.

@@ -27,12 +27,14 @@ type line struct {
 type Buffer struct {
 	limit int
 
-	mu     sync.Mutex
-	lines  []line
-	first  uint64 // sequence number of lines[0]
-	bytes  int
-	ended  bool
-	notify chan struct{} // closed and replaced on every change
+	mu    sync.Mutex
+	lines []line
+	first uint64 // sequence number of lines[0]
+	bytes int
+	ended bool
+	// notify is closed on the next change; made only when a reader
+	// asks (since), so lines nobody follows cost no channel each.
+	notify chan struct{}
 }
 
 // New returns a Buffer keeping up to limit bytes (DefaultBytes when
@@ -41,7 +43,7 @@ func New(limit int) *Buffer {
 	if limit <= 0 {
 		limit = DefaultBytes
 	}
-	return &Buffer{limit: limit, notify: make(chan struct{})}
+	return &Buffer{limit: limit}
 }
 
 func (b *Buffer) add(at time.Time, text []byte) {
@@ -71,8 +73,10 @@ func (b *Buffer) End() {
 }
 
 func (b *Buffer) wake() {
-	close(b.notify)
-	b.notify = make(chan struct{})
+	if b.notify != nil {
+		close(b.notify)
+		b.notify = nil
+	}
 }
 
 // since returns the lines from sequence number seq on (clamped to what is
@@ -86,6 +90,9 @@ func (b *Buffer) since(seq uint64) ([]line, uint64, bool, <-chan struct{}) {
 	}
 	i := int(seq - b.first)
 	out := append([]line(nil), b.lines[i:]...)
+	if b.notify == nil {
+		b.notify = make(chan struct{})
+	}
 	return out, b.first + uint64(len(b.lines)), b.ended, b.notify
 }
 
@@ -148,8 +155,9 @@ func (w *LineWriter) emit(line []byte) {
 // Output is podgate's stdout, shared by every container: whole lines
 // only, so outputs never interleave mid-line.
 type Output struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	line []byte // the line being written, reused (guarded by mu)
 }
 
 // NewOutput shares w; nil discards.
@@ -161,9 +169,11 @@ func (o *Output) writeLine(prefix string, line []byte) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	b := make([]byte, 0, len(prefix)+len(line))
-	b = append(append(b, prefix...), line...)
-	_, _ = o.w.Write(b)
+	// One Write per line (so lines never interleave in w), from a
+	// buffer reused across lines: a container that logs every probe
+	// does not cost an allocation per line here.
+	o.line = append(append(o.line[:0], prefix...), line...)
+	_, _ = o.w.Write(o.line)
 }
 
 // ReadOptions choose what a Reader returns, as kubectl logs' flags do.

@@ -18,14 +18,16 @@ import (
 	"github.com/podgate/podgate/probe/prober"
 )
 
-// RunFunc runs one probe attempt of spec against target (the agent's
-// shared probe.Runner).
-type RunFunc func(ctx context.Context, spec *corev1.Probe, target probe.Target) probe.Outcome
+// BindFunc prepares probe spec against target once and returns its tick
+// (the agent's shared probe.Runner's Bind): a worker runs the same probe
+// against the same target on every tick.
+type BindFunc func(spec *corev1.Probe, target probe.Target) func(ctx context.Context) probe.Outcome
 
-// Of is the probes of the container c, aimed at target and run by run.
-// gated says the pod has the gate injected (HasGate): only then does a
-// probe on the gate's admin port count as routed through the gate.
-func Of(c *corev1.Container, target probe.Target, gated bool, run RunFunc) []prober.Probe {
+// Of is the probes of the container c, aimed at target and run as bind
+// prepares them. gated says the pod has the gate injected (HasGate): only
+// then does a probe on the gate's admin port count as routed through the
+// gate.
+func Of(c *corev1.Container, target probe.Target, gated bool, bind BindFunc) []prober.Probe {
 	var out []prober.Probe
 	add := func(kind prober.Kind, spec *corev1.Probe) {
 		if spec == nil {
@@ -45,8 +47,7 @@ func Of(c *corev1.Container, target probe.Target, gated bool, run RunFunc) []pro
 			spec = spec.DeepCopy()
 			spec.PeriodSeconds = 1
 		}
-		out = append(out, prober.Probe{Container: c.Name, Kind: kind, Spec: spec,
-			Attempt: func(ctx context.Context) probe.Outcome { return run(ctx, spec, t) }})
+		out = append(out, prober.Probe{Container: c.Name, Kind: kind, Spec: spec, Attempt: bind(spec, t)})
 	}
 	add(prober.Readiness, c.ReadinessProbe)
 	add(prober.Liveness, c.LivenessProbe)

@@ -46,12 +46,14 @@ func TestOf(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen []probe.Target
 			var periods []int32
-			run := func(_ context.Context, spec *corev1.Probe, target probe.Target) probe.Outcome {
-				seen = append(seen, target)
-				periods = append(periods, spec.PeriodSeconds)
-				return probe.Outcome{}
+			bind := func(spec *corev1.Probe, target probe.Target) func(context.Context) probe.Outcome {
+				return func(context.Context) probe.Outcome {
+					seen = append(seen, target)
+					periods = append(periods, spec.PeriodSeconds)
+					return probe.Outcome{}
+				}
 			}
-			ps := Of(&tc.c, probe.Target{PodIP: "127.0.1.7"}, tc.gated, run)
+			ps := Of(&tc.c, probe.Target{PodIP: "127.0.1.7"}, tc.gated, bind)
 			if len(ps) != len(tc.wantKinds) {
 				t.Fatalf("%d probes, want %d", len(ps), len(tc.wantKinds))
 			}
@@ -73,7 +75,7 @@ func TestOf(t *testing.T) {
 	}
 	// The pod's spec is not changed by the aggressive period.
 	spec := httpProbe("/r", 8080, 0)
-	Of(&corev1.Container{Name: "app", ReadinessProbe: spec}, probe.Target{}, false, nil)
+	Of(&corev1.Container{Name: "app", ReadinessProbe: spec}, probe.Target{}, false, probe.NewRunner().Bind)
 	if spec.PeriodSeconds != 0 {
 		t.Errorf("the spec's periodSeconds became %d", spec.PeriodSeconds)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/podgate/podgate/probe"
 )
 
@@ -32,6 +34,11 @@ type worker struct {
 	next     time.Time // next grid point; zero = no container yet
 	epoch    uint64    // bumped to drop the in-flight attempt's result
 	cancel   context.CancelFunc
+
+	// timer wakes the parked worker at its next grid point; one per
+	// worker, reset on every park, rather than a new one per tick. Only
+	// the worker's goroutine uses it.
+	timer clock.Timer
 
 	// Observed by tests to know the worker has nothing left to do at the
 	// current clock reading. A channel send to a goroutine blocked in select
@@ -160,11 +167,14 @@ func (w *worker) safeAttempt(ctx context.Context) (out probe.Outcome) {
 // wait parks until the next grid point, a poke, or Stop. It reports false on
 // Stop.
 func (w *worker) wait(p decision) bool {
-	var timer interface{ Stop() bool }
 	var timerC <-chan time.Time
 	if !p.wake.IsZero() {
-		t := w.m.clock.NewTimer(p.wake.Sub(p.now))
-		timer, timerC = t, t.C()
+		if w.timer == nil {
+			w.timer = w.m.clock.NewTimer(p.wake.Sub(p.now))
+		} else {
+			w.timer.Reset(p.wake.Sub(p.now))
+		}
+		timerC = w.timer.C()
 	}
 	w.parkMu.Lock()
 	w.parked, w.wakeAt = true, p.wake
@@ -180,8 +190,14 @@ func (w *worker) wait(p decision) bool {
 	w.parked = false
 	w.poked.Store(false)
 	w.parkMu.Unlock()
-	if timer != nil {
-		timer.Stop()
+	if timerC != nil && !w.timer.Stop() {
+		// Fired, and not received if another case won: drain it, or the
+		// next park would wake at once (a fake clock's timer channel
+		// keeps the value; a real timer's Stop already dropped it).
+		select {
+		case <-timerC:
+		default:
+		}
 	}
 	return ok
 }
