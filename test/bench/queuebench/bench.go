@@ -16,6 +16,7 @@ import (
 	"github.com/podgate/podgate/internal/knativebin"
 	"github.com/podgate/podgate/test/bench/internal/benchenv"
 	"github.com/podgate/podgate/test/queueenv"
+	"golang.org/x/sys/unix"
 )
 
 // The addresses inside the benchmark's network namespace: Knative's own
@@ -60,11 +61,15 @@ type bench struct {
 	upstream *proc
 	env      []string // Knative's queue container environment
 	starts   int
-	profiled map[pathKind]bool
+	profiled map[profiledKey]bool
+	// The ownCore runs: the proxy's CPU, and the others for wrk and the
+	// upstream.
+	proxyCPU  int
+	otherCPUs unix.CPUSet
 }
 
 func newBench(ctx context.Context, o options, wrk string) (_ *bench, err error) {
-	b := &bench{o: o, wrk: wrk, profiled: map[pathKind]bool{}}
+	b := &bench{o: o, wrk: wrk, profiled: map[profiledKey]bool{}}
 	if b.dir, err = os.MkdirTemp("", "queuebench-"); err != nil {
 		return nil, err
 	}
@@ -104,8 +109,14 @@ func newBench(ctx context.Context, o options, wrk string) (_ *bench, err error) 
 	}
 	b.env = append(os.Environ(), rev.Env()...)
 	b.env = append(b.env, "PODGATE_DRAIN_QUIET_PERIOD=0s")
+	b.env = append(b.env, o.proxyEnv...)
 	addr := net.JoinHostPort(podIP, strconv.Itoa(userPort))
-	if b.upstream, err = b.start("upstream", 0, nil, b.self, roleUpstream, addr); err != nil {
+	if o.ownCore {
+		if b.proxyCPU, b.otherCPUs, err = splitCPUs(); err != nil {
+			return nil, err
+		}
+	}
+	if b.upstream, err = b.start("upstream", sharedCores, nil, b.self, roleUpstream, addr); err != nil {
 		return nil, err
 	}
 	if err := b.upstream.waitOK(ctx, "http://"+addr+"/"); err != nil {
@@ -135,10 +146,10 @@ func (b *bench) close() {
 	_ = os.RemoveAll(b.dir)
 }
 
-// startPath starts the proxy of kind k (limited to limit cores when
-// limit > 0) and waits until it answers through to the upstream. Direct
-// has no process of its own: the upstream's is returned, not started.
-func (b *bench) startPath(ctx context.Context, k pathKind, limit float64) (*proc, string, error) {
+// startPath starts the proxy of kind k, placed as pl says, and waits
+// until it answers through to the upstream. Direct has no process of its
+// own: the upstream's is returned, not started.
+func (b *bench) startPath(ctx context.Context, k pathKind, pl placement) (*proc, string, error) {
 	url := fmt.Sprintf("http://%s:%d/", podIP, servingPort)
 	var p *proc
 	var err error
@@ -150,12 +161,12 @@ func (b *bench) startPath(ctx context.Context, k pathKind, limit float64) (*proc
 		if b.o.profile != "" {
 			env = append(os.Environ(), profileEnv+"=1")
 		}
-		p, err = b.start("tuned-proxy", limit, env, b.self, roleProxy,
+		p, err = b.start("tuned-proxy", pl, env, b.self, roleProxy,
 			net.JoinHostPort(podIP, strconv.Itoa(servingPort)), net.JoinHostPort(podIP, strconv.Itoa(userPort)), strconv.Itoa(b.o.conns))
 	case queueProxy:
-		p, err = b.start("queue-proxy", limit, b.env, b.queue)
+		p, err = b.start("queue-proxy", pl, b.env, b.queue)
 	case gateProxy:
-		p, err = b.start("gate", limit, b.env, b.gate)
+		p, err = b.start("gate", pl, append(b.env[:len(b.env):len(b.env)], b.o.gateEnv...), b.gate)
 	}
 	if err != nil {
 		return nil, "", err
@@ -190,8 +201,8 @@ func scrapeStats(stop <-chan struct{}) {
 
 // measure runs w against k (a process started for this run) and returns
 // what wrk saw with the proxy's CPU and memory.
-func (b *bench) measure(ctx context.Context, k pathKind, limit float64, w wrkRun) (sample, error) {
-	p, url, err := b.startPath(ctx, k, limit)
+func (b *bench) measure(ctx context.Context, k pathKind, pl placement, w wrkRun) (sample, error) {
+	p, url, err := b.startPath(ctx, k, pl)
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: %w", k, err)
 	}
@@ -211,7 +222,7 @@ func (b *bench) measure(ctx context.Context, k pathKind, limit float64, w wrkRun
 	if _, err := warm.run(ctx, b.wrk, b.dir, url); err != nil {
 		return sample{}, fmt.Errorf("%s: %w", k, err)
 	}
-	profiled := b.profileRun(k, limit, w)
+	profiled := b.profileRun(k, pl, w)
 	cpu0 := p.cpu()
 	if s.wrk, err = w.run(ctx, b.wrk, b.dir, url); err != nil {
 		return sample{}, fmt.Errorf("%s: %w", k, err)
@@ -228,19 +239,20 @@ func (b *bench) measure(ctx context.Context, k pathKind, limit float64, w wrkRun
 }
 
 // closedLoop measures every path at -conns connections, -rounds times,
-// the paths interleaved.
-func (b *bench) closedLoop(ctx context.Context, r *results, limit float64) error {
+// the paths interleaved. Direct has no proxy to place: it runs only with
+// every process on every core.
+func (b *bench) closedLoop(ctx context.Context, r *results, pl placement) error {
 	w := wrkRun{conns: b.o.conns, duration: b.o.duration}
 	for round := 1; round <= b.o.rounds; round++ {
 		for k := range numPaths {
-			if limit > 0 && k == direct {
-				continue // nothing to limit
+			if pl != sharedCores && k == direct {
+				continue // nothing to place
 			}
-			s, err := b.measure(ctx, k, limit, w)
+			s, err := b.measure(ctx, k, pl, w)
 			if err != nil {
 				return err
 			}
-			r.add(k, limit, closed, s)
+			r.add(k, pl, closed, s)
 			fmt.Printf("  round %d  %-12s %9.0f req/s  p50 %s  p99 %s  CPU %6.1f µs/req  RSS %s → %s\n",
 				round, k, s.wrk.rate(), ms(s.wrk.p50), ms(s.wrk.p99), s.cpuPerRequest(), mb(s.idleRSS), mb(s.loadRSS))
 		}
@@ -249,18 +261,18 @@ func (b *bench) closedLoop(ctx context.Context, r *results, limit float64) error
 }
 
 // fixedRate measures every path at the same offered rate.
-func (b *bench) fixedRate(ctx context.Context, r *results, limit, rate float64) error {
+func (b *bench) fixedRate(ctx context.Context, r *results, pl placement, rate float64) error {
 	w := fixedRateRun(rate, b.o.duration)
 	for round := 1; round <= b.o.rounds; round++ {
 		for k := range numPaths {
-			if limit > 0 && k == direct {
+			if pl != sharedCores && k == direct {
 				continue
 			}
-			s, err := b.measure(ctx, k, limit, w)
+			s, err := b.measure(ctx, k, pl, w)
 			if err != nil {
 				return err
 			}
-			r.add(k, limit, fixed, s)
+			r.add(k, pl, fixed, s)
 			fmt.Printf("  round %d  %-12s %9.0f req/s  p50 %s  p99 %s  CPU %6.1f µs/req\n",
 				round, k, s.wrk.rate(), ms(s.wrk.p50), ms(s.wrk.p99), s.cpuPerRequest())
 		}
@@ -293,6 +305,11 @@ func (b *bench) logPath(name string) string {
 
 var errNoAnswer = errors.New("no 200 answer")
 
+type profiledKey struct {
+	k  pathKind
+	pl placement
+}
+
 // profileEnv switches the tuned proxy's profiling port on.
 const profileEnv = "QUEUEBENCH_PROFILE"
 
@@ -301,15 +318,15 @@ const profileEnv = "QUEUEBENCH_PROFILE"
 const profilingPort = queueenv.ProfilingPort
 
 // profileRun starts a CPU profile of the proxy for the run about to start,
-// the first closed-loop run of each proxy without a CPU limit, when
+// the first closed-loop run of each proxy in each placement, when
 // -profile is set; the returned function waits for it and writes it.
-func (b *bench) profileRun(k pathKind, limit float64, w wrkRun) func() error {
-	name := strings.ReplaceAll(k.String(), " ", "-") + ".cpu.pprof"
+func (b *bench) profileRun(k pathKind, pl placement, w wrkRun) func() error {
+	name := strings.ReplaceAll(k.String(), " ", "-") + [...]string{"", "-own-core", "-limited"}[pl] + ".cpu.pprof"
 	path := filepath.Join(b.o.profile, name)
-	if b.o.profile == "" || k == direct || limit > 0 || w.delayMS > 0 || b.profiled[k] {
+	if b.o.profile == "" || k == direct || w.delayMS > 0 || b.profiled[profiledKey{k, pl}] {
 		return func() error { return nil }
 	}
-	b.profiled[k] = true
+	b.profiled[profiledKey{k, pl}] = true
 	done := make(chan error, 1)
 	go func() {
 		secs := max(1, int(w.duration.Seconds())-1)

@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -53,12 +54,15 @@ type options struct {
 	conns    int           // closed-loop connections
 	rate     float64       // fixed rate; 0: half of queue-proxy's closed-loop rate
 	cpuLimit float64       // cores, for the throttled runs; 0 skips them
+	ownCore  bool          // measure with the proxy on a core of its own too
 	door     bool          // measure the front door too
 	onlyDoor bool          // measure only the front door
 	keep     bool
-	profile  string // directory for CPU profiles of the proxies; "" takes none
-	gate     string // prebuilt podgate-gate
-	podgate  string // prebuilt podgate
+	profile  string   // directory for CPU profiles of the proxies; "" takes none
+	gate     string   // prebuilt podgate-gate
+	proxyEnv []string // more environment for queue-proxy and the gate
+	gateEnv  []string // more environment for the gate alone
+	podgate  string   // prebuilt podgate
 }
 
 func main() {
@@ -74,13 +78,16 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 2, "closed-loop rounds (paths interleaved)")
 	flag.IntVar(&o.conns, "conns", 32, "keep-alive connections of the closed-loop runs")
 	flag.Float64Var(&o.rate, "rate", 0, "requests/s of the equal-load runs (default: half of queue-proxy's closed-loop rate)")
+	flag.BoolVar(&o.ownCore, "own-core", true, "measure with the proxy alone on one CPU too, wrk and the upstream on the others (needs 2 CPUs)")
 	flag.Float64Var(&o.cpuLimit, "cpu-limit", 0.25, "CPU limit of the proxy in the throttled runs, in cores (0 skips them)")
 	flag.BoolVar(&o.door, "front-door", true, "measure podgate run's front door next to its gate")
 	flag.BoolVar(&o.onlyDoor, "only-front-door", false, "measure the front door alone (skips the comparison with queue-proxy)")
-	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each proxy's first closed-loop run into this directory (Knative's profiling switched on for queue-proxy and the gate)")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each proxy's first closed-loop run in each placement into this directory (Knative's profiling switched on for queue-proxy and the gate)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.StringVar(&o.gate, "gate", "", "use this podgate-gate binary instead of building one")
 	flag.StringVar(&o.podgate, "podgate", "", "use this podgate binary (front door) instead of building one")
+	flag.Func("proxy-env", "KEY=VALUE added to queue-proxy's and the gate's environment (repeatable), e.g. GOMAXPROCS=1", envFlag(&o.proxyEnv))
+	flag.Func("gate-env", "KEY=VALUE added to the gate's environment alone (repeatable), e.g. GOGC=200", envFlag(&o.gateEnv))
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "queuebench: unexpected arguments %q\n", flag.Args())
@@ -102,6 +109,17 @@ func main() {
 	}
 }
 
+// envFlag appends a flag's KEY=VALUE to env.
+func envFlag(env *[]string) func(string) error {
+	return func(v string) error {
+		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE, not %q", v)
+		}
+		*env = append(*env, v)
+		return nil
+	}
+}
+
 func run(ctx context.Context, o options) error {
 	if err := setUpNetns(); err != nil {
 		return err
@@ -117,7 +135,10 @@ func run(ctx context.Context, o options) error {
 	defer b.close()
 	b.header()
 
-	r := &results{conns: o.conns, cpuLimit: o.cpuLimit}
+	r := &results{conns: o.conns}
+	for pl := range numPlacements {
+		r.titles[pl] = b.describe(pl)
+	}
 	if o.onlyDoor {
 		fmt.Printf("== front door: podgate run's activator + gate, next to the same gate alone ==\n")
 		if r.door, err = b.frontDoor(ctx); err != nil {
@@ -126,19 +147,29 @@ func run(ctx context.Context, o options) error {
 		r.door.print(os.Stdout)
 		return nil
 	}
-	fmt.Printf("== 1. closed loop, %d keep-alive connections, %s per run, %d rounds ==\n", o.conns, o.duration, o.rounds)
-	if err := b.closedLoop(ctx, r, 0); err != nil {
+	fmt.Printf("== 1. %s: closed loop, %d keep-alive connections, %s per run, %d rounds; then an equal load ==\n",
+		b.describe(sharedCores), o.conns, o.duration, o.rounds)
+	if err := b.series(ctx, r, sharedCores); err != nil {
 		return err
 	}
-	if r.rate = o.rate; r.rate == 0 {
-		r.rate = roundRate(r.capacity(queueProxy, 0) / 2)
-	}
-	fmt.Printf("\n== 2. equal load: %.0f requests/s for every path ==\n", r.rate)
-	if err := b.fixedRate(ctx, r, 0, r.rate); err != nil {
-		return err
+	if o.ownCore {
+		fmt.Printf("\n== 2. %s ==\n", b.describe(ownCore))
+		restore, err := b.pinBench(b.otherCPUs)
+		if err != nil {
+			return err
+		}
+		err = b.series(ctx, r, ownCore)
+		restore()
+		if err != nil {
+			return err
+		}
 	}
 	if o.cpuLimit > 0 {
-		if err := b.throttled(ctx, r); err != nil {
+		if err := b.cgroupUsable(); err != nil {
+			return fmt.Errorf("-cpu-limit: %w (pass -cpu-limit 0 to skip the throttled runs)", err)
+		}
+		fmt.Printf("\n== 3. %s ==\n", b.describe(limited))
+		if err := b.series(ctx, r, limited); err != nil {
 			return err
 		}
 	}
@@ -154,23 +185,21 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// throttled repeats the closed loop and the equal load with the proxy
-// limited to o.cpuLimit of a core.
-func (b *bench) throttled(ctx context.Context, r *results) error {
-	if err := b.cgroupUsable(); err != nil {
-		return fmt.Errorf("-cpu-limit: %w (pass -cpu-limit 0 to skip the throttled runs)", err)
-	}
-	fmt.Printf("\n== 3. the proxy limited to %.2f core (CFS quota %d µs per %d µs) ==\n",
-		b.o.cpuLimit, quotaMicros(b.o.cpuLimit), cfsPeriodMicros)
-	if err := b.closedLoop(ctx, r, b.o.cpuLimit); err != nil {
+// series runs the closed loop, then the equal load: -rate, or half of
+// what queue-proxy sustained in the closed loop of the same placement
+// (-rate applies with every process on every core only).
+func (b *bench) series(ctx context.Context, r *results, pl placement) error {
+	if err := b.closedLoop(ctx, r, pl); err != nil {
 		return err
 	}
-	r.throttledRate = roundRate(r.capacity(queueProxy, b.o.cpuLimit) / 2)
-	if r.throttledRate <= 0 {
-		return errors.New("queue-proxy answered nothing under the CPU limit")
+	if r.rate[pl] = roundRate(r.capacity(queueProxy, pl) / 2); pl == sharedCores && b.o.rate > 0 {
+		r.rate[pl] = b.o.rate
 	}
-	fmt.Printf("  equal load under the limit: %.0f requests/s\n", r.throttledRate)
-	return b.fixedRate(ctx, r, b.o.cpuLimit, r.throttledRate)
+	if r.rate[pl] <= 0 {
+		return errors.New("queue-proxy answered nothing")
+	}
+	fmt.Printf("  equal load: %.0f requests/s for every path\n", r.rate[pl])
+	return b.fixedRate(ctx, r, pl, r.rate[pl])
 }
 
 // roundRate rounds a rate down to two significant figures.

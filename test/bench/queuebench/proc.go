@@ -26,16 +26,21 @@ type proc struct {
 }
 
 // start runs prog with args (env nil: this process's), its output in a log
-// file; limit > 0 starts it in a new cgroup with that many cores.
-func (b *bench) start(name string, limit float64, env []string, prog string, args ...string) (*proc, error) {
+// file, placed as pl says: limited starts it in a new cgroup with
+// -cpu-limit cores, ownCore on the proxy's CPU alone.
+func (b *bench) start(name string, pl placement, env []string, prog string, args ...string) (*proc, error) {
 	p := &proc{name: name, log: b.logPath(name), done: make(chan struct{})}
-	if limit > 0 {
-		dir, err := newLimitedCgroup(name, limit)
+	switch pl {
+	case limited:
+		dir, err := newLimitedCgroup(name, b.o.cpuLimit)
 		if err != nil {
 			return nil, err
 		}
 		p.cgroup = dir
 		args = append([]string{roleCgroup, dir, prog}, args...)
+		prog = b.self
+	case ownCore:
+		args = append([]string{roleCPU, strconv.Itoa(b.proxyCPU), prog}, args...)
 		prog = b.self
 	}
 	log, err := os.Create(p.log)

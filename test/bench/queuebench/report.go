@@ -16,26 +16,25 @@ const (
 )
 
 type sampleKey struct {
-	kind      pathKind
-	throttled bool
-	mode      loadMode
+	kind  pathKind
+	place placement
+	mode  loadMode
 }
 
-// results are every sample of the run, by path, limit and load.
+// results are every sample of the run, by path, placement and load.
 type results struct {
-	conns         int
-	cpuLimit      float64
-	rate          float64 // equal load, unlimited
-	throttledRate float64 // equal load under the CPU limit
-	samples       map[sampleKey][]sample
-	door          *doorResult
+	conns   int
+	rate    [numPlacements]float64 // the equal load of each placement
+	titles  [numPlacements]string
+	samples map[sampleKey][]sample
+	door    *doorResult
 }
 
-func (r *results) add(k pathKind, limit float64, m loadMode, s sample) {
+func (r *results) add(k pathKind, pl placement, m loadMode, s sample) {
 	if r.samples == nil {
 		r.samples = map[sampleKey][]sample{}
 	}
-	key := sampleKey{k, limit > 0, m}
+	key := sampleKey{k, pl, m}
 	r.samples[key] = append(r.samples[key], s)
 }
 
@@ -50,8 +49,8 @@ type agg struct {
 	idleRSS, loadRSS int64
 }
 
-func (r *results) get(k pathKind, throttled bool, m loadMode) agg {
-	ss := r.samples[sampleKey{k, throttled, m}]
+func (r *results) get(k pathKind, pl placement, m loadMode) agg {
+	ss := r.samples[sampleKey{k, pl, m}]
 	var a agg
 	var requests int64
 	var window, cpu time.Duration
@@ -75,8 +74,8 @@ func (r *results) get(k pathKind, throttled bool, m loadMode) agg {
 }
 
 // capacity is a path's closed-loop rate.
-func (r *results) capacity(k pathKind, limit float64) float64 {
-	return r.get(k, limit > 0, closed).rate
+func (r *results) capacity(k pathKind, pl placement) float64 {
+	return r.get(k, pl, closed).rate
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -103,29 +102,28 @@ type row struct {
 
 func (r *results) print(w io.Writer) {
 	fmt.Fprintf(w, "== the gate against Knative's queue-proxy (same environment, upstream and run) ==\n")
-	printRows(w, r.rows(false))
-	if r.cpuLimit > 0 && len(r.samples[sampleKey{gateProxy, true, closed}]) > 0 {
-		fmt.Fprintf(w, "\n-- the proxy limited to %.2f core --\n", r.cpuLimit)
-		printRows(w, r.rows(true))
+	for pl := range numPlacements {
+		if len(r.samples[sampleKey{gateProxy, pl, closed}]) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "-- %s --\n", r.titles[pl])
+		printRows(w, r.rows(pl))
 	}
-	d, g := r.get(direct, false, fixed), r.get(gateProxy, false, fixed)
+	d, g := r.get(direct, sharedCores, fixed), r.get(gateProxy, sharedCores, fixed)
 	fmt.Fprintf(w, "\nthe gate's overhead over a direct connection: %.1f µs of CPU per request (its own process); at %.0f req/s p50 %+.3f ms, p99 %+.3f ms\n",
-		r.get(gateProxy, false, closed).cpuPerRequest, r.rate, msf(g.p50-d.p50), msf(g.p99-d.p99))
+		r.get(gateProxy, sharedCores, closed).cpuPerRequest, r.rate[sharedCores], msf(g.p50-d.p50), msf(g.p99-d.p99))
 	if r.door != nil {
 		r.door.print(w)
 	}
 }
 
-func (r *results) rows(throttled bool) []row {
-	c := func(k pathKind) agg { return r.get(k, throttled, closed) }
-	f := func(k pathKind) agg { return r.get(k, throttled, fixed) }
-	rate := r.rate
-	if throttled {
-		rate = r.throttledRate
-	}
+func (r *results) rows(pl placement) []row {
+	c := func(k pathKind) agg { return r.get(k, pl, closed) }
+	f := func(k pathKind) agg { return r.get(k, pl, fixed) }
+	rate := r.rate[pl]
 	cells := func(v func(pathKind) string) (out [numPaths]string) {
 		for k := range numPaths {
-			if throttled && k == direct {
+			if pl != sharedCores && k == direct {
 				out[k] = "–"
 				continue
 			}
@@ -153,7 +151,7 @@ func (r *results) rows(throttled bool) []row {
 		{name: fmt.Sprintf("p99 at %.0f req/s (ms)", rate), cells: cells(func(k pathKind) string { return fmt.Sprintf("%.3f", msf(f(k).p99)) }),
 			ratio: p99, goal: "≤ 0.5", met: p99 > 0 && p99 <= 0.5},
 	}
-	if !throttled {
+	if pl == sharedCores {
 		idle := ratio(func(a agg) float64 { return float64(a.idleRSS) }, c)
 		load := ratio(func(a agg) float64 { return float64(a.loadRSS) }, c)
 		rows = append(rows,

@@ -26,6 +26,7 @@ const (
 	roleUpstream = "-serve-upstream" // ADDR: the upstream every path ends at
 	roleProxy    = "-serve-proxy"    // ADDR UPSTREAM CONNS: the tuned reverse proxy
 	roleCgroup   = "-exec-in-cgroup" // DIR PROGRAM ARGS…: join a cgroup, then exec
+	roleCPU      = "-exec-on-cpu"    // CPU PROGRAM ARGS…: pin to one CPU, then exec
 )
 
 // inNetnsEnv marks the copy of this command that runs in the benchmark's
@@ -42,6 +43,8 @@ func runRole(arg string, args []string) (code int, ok bool) {
 		err = serveProxy(args)
 	case roleCgroup:
 		err = execInCgroup(args)
+	case roleCPU:
+		err = execOnCPU(args)
 	default:
 		return 0, false
 	}
@@ -155,11 +158,16 @@ func execInCgroup(args []string) error {
 	if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return fmt.Errorf("joining the cgroup: %w", err)
 	}
-	prog, err := exec.LookPath(args[1])
+	return execProgram(args[1:])
+}
+
+// execProgram becomes the program args[0] with its arguments.
+func execProgram(args []string) error {
+	prog, err := exec.LookPath(args[0])
 	if err != nil {
 		return err
 	}
-	return syscall.Exec(prog, args[1:], os.Environ())
+	return syscall.Exec(prog, args, os.Environ())
 }
 
 // reexecInNetns runs this command again in a new network namespace and
