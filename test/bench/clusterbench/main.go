@@ -157,7 +157,11 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("run %d: %s\n", i+1, strings.Join(figures, ", "))
 		results = append(results, r)
 	}
-	fmt.Printf("\n%d runs, load %s at the end:\n\n", len(results), benchenv.ReadLoadavg())
+	runs := "runs"
+	if len(results) == 1 {
+		runs = "run"
+	}
+	fmt.Printf("\n%d %s, load %s at the end:\n\n", len(results), runs, benchenv.ReadLoadavg())
 	printTable(cols, results)
 	return nil
 }
