@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -87,4 +88,29 @@ func WaitFrontDoor(ctx context.Context, log string, limit time.Duration, exited 
 		b, err := os.ReadFile(log)
 		return err == nil && strings.Contains(string(b), "podgate: front door on http://"), err
 	})
+}
+
+// knativeLine is what `cluster up --knative` prints once the Knative
+// stack (kube-proxy, CoreDNS, Knative Serving, Traefik) is ready: the
+// host's loopback address forwarded to the ingress. The newline makes
+// sure the port was written whole.
+var knativeLine = regexp.MustCompile(`podgate: Knative ingress \(Traefik\) on (http://127(?:\.\d+){3}:\d+)\n`)
+
+// WaitKnativeIngress waits until cluster up's log says the Knative stack
+// is ready and returns the ingress's URL (http://127.0.0.1:PORT).
+func WaitKnativeIngress(ctx context.Context, log string, limit time.Duration, exited <-chan error) (string, error) {
+	var ingress string
+	err := Poll(ctx, "Knative ready", limit, exited, func() (bool, error) {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			return false, err
+		}
+		m := knativeLine.FindSubmatch(b)
+		if m == nil {
+			return false, nil
+		}
+		ingress = string(m[1])
+		return true, nil
+	})
+	return ingress, err
 }
