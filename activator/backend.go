@@ -3,10 +3,12 @@ package activator
 import (
 	"context"
 	"net/http/httputil"
+
+	"github.com/podgate/podgate/internal/h1"
 )
 
 // backend is one pod of a target. Its fields are guarded by the target's
-// lock, except the immutable ones (name, addr, proxy, kick, stop).
+// lock, except the immutable ones (name, addr, proxy, fast, kick, stop).
 type backend struct {
 	name, addr string
 	// direct is pod.Direct, fixed for the backend's life: the prober
@@ -33,6 +35,10 @@ type backend struct {
 	routable bool
 
 	proxy *httputil.ReverseProxy
+	// fast sends b's GETs on connections of its own (nil with a custom
+	// Transport); closed when b is removed, so that its idle connections
+	// to a pod that is gone do not linger.
+	fast *h1.Client
 	// kick asks the prober for a health check now.
 	kick chan struct{}
 	// stop ends the prober.

@@ -77,6 +77,11 @@ type Config struct {
 	// closes when idle and the activator may be replaced while its pods
 	// run on: a confirmation to such a pod would be stale by its deletion.
 	UnroutedIfDraining bool
+
+	// fastDial is the default Transport's dial (connect timeout, failures
+	// tagged ConnectError), for the fast HTTP/1.1 clients that send its
+	// GETs; nil with a custom Transport, which then carries every request.
+	fastDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -113,7 +118,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.Metrics = nopMetrics{}
 	}
 	if c.Transport == nil {
-		c.Transport = newTransport(c.ConnectTimeout, c.Dial)
+		c.fastDial = connectDial(c.ConnectTimeout, c.Dial)
+		c.Transport = transportOver(c.fastDial)
 	}
 	if c.ProbeTransport == nil {
 		c.ProbeTransport = newProbeTransport(c.ProbeTimeout, c.Dial)

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/podgate/podgate/internal/h1"
 )
 
 // ConnectError is a failed dial to a gate. Nothing of the request was sent,
@@ -34,25 +36,57 @@ func NewTransport(connectTimeout time.Duration) *http.Transport {
 // newTransport is NewTransport over dial (nil: a net.Dialer); the connect
 // timeout bounds every dial either way.
 func newTransport(connectTimeout time.Duration, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+	return transportOver(connectDial(connectTimeout, dial))
+}
+
+// connectDial is dial (nil: a net.Dialer) within the connect timeout, its
+// failures tagged as ConnectError: nothing of the request was sent.
+func connectDial(connectTimeout time.Duration, dial func(context.Context, string, string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, &ConnectError{Addr: addr, Err: err}
+		}
+		return c, nil
+	}
+}
+
+// Idle connections per gate, and how long one stays open unused: the
+// Transport's and the fast clients' alike.
+const (
+	maxIdlePerGate  = 1024
+	idleConnTimeout = 90 * time.Second
+)
+
+// transportOver is the default transport over a tagged dial.
+func transportOver(dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-			defer cancel()
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, &ConnectError{Addr: addr, Err: err}
-			}
-			return c, nil
-		},
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
+		Proxy:                 nil,
+		DialContext:           dial,
+		MaxIdleConnsPerHost:   maxIdlePerGate,
+		IdleConnTimeout:       idleConnTimeout,
 		DisableCompression:    true,
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// newFast is b's fast HTTP/1.1 client with the default transport: it
+// sends the bodiless idempotent requests (GETs) to b's gate itself, in
+// the request's goroutine on a kept-alive connection of b's own, and the
+// others through the shared Transport. The Transport hands each request
+// and answer between two goroutines per connection, which cost the front
+// door as much CPU as the rest of its hop. Nil with a custom Transport.
+func (t *Target) newFast(b *backend) *h1.Client {
+	if t.cfg.fastDial == nil {
+		return nil
+	}
+	return &h1.Client{Dial: t.cfg.fastDial, Addr: b.addr, Fallback: t.cfg.Transport,
+		IdleTimeout: idleConnTimeout, MaxIdle: maxIdlePerGate}
 }
 
 // newProxy is b's reverse proxy. The Host header is kept (the gate and the
@@ -61,6 +95,10 @@ func newTransport(connectTimeout time.Duration, dial func(context.Context, strin
 // -Proto are set unless a proxy in front set them.
 func (t *Target) newProxy(b *backend) *httputil.ReverseProxy {
 	u := &url.URL{Scheme: "http", Host: b.addr}
+	transport := t.cfg.Transport
+	if b.fast != nil {
+		transport = b.fast
+	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -77,7 +115,7 @@ func (t *Target) newProxy(b *backend) *httputil.ReverseProxy {
 				pr.Out.Header.Set("X-Forwarded-Proto", proto)
 			}
 		},
-		Transport:      t.cfg.Transport,
+		Transport:      transport,
 		BufferPool:     copyBuffers,
 		ModifyResponse: respond,
 		ErrorHandler:   func(w http.ResponseWriter, r *http.Request, err error) { t.proxyError(b, w, r, err) },

@@ -129,6 +129,7 @@ func (t *Target) updateLocked(pods []Pod) []Pod {
 func (t *Target) addLocked(p Pod) *backend {
 	ctx, stop := context.WithCancel(t.ctx)
 	b := &backend{name: p.Name, addr: p.Addr, direct: p.Direct, pod: p, everReady: p.Ready, kick: make(chan struct{}, 1), stop: stop}
+	b.fast = t.newFast(b)
 	b.proxy = t.newProxy(b)
 	t.byName[p.Name] = b
 	t.bal.backends = append(t.bal.backends, b)
@@ -168,6 +169,9 @@ func (t *Target) changeLocked(b *backend, p Pod) {
 func (t *Target) removeLocked(b *backend) {
 	b.removed = true
 	b.stop()
+	if b.fast != nil {
+		b.fast.Close()
+	}
 	delete(t.byName, b.name)
 	t.bal.drop(b)
 	t.noteRoutableLocked(b, false)
@@ -391,6 +395,13 @@ func (t *Target) Close() {
 	t.cancel()
 	t.probers.Wait()
 	t.telling.Wait()
+	t.mu.Lock()
+	for _, b := range t.bal.backends {
+		if b.fast != nil {
+			b.fast.Close()
+		}
+	}
+	t.mu.Unlock()
 	for _, rt := range []http.RoundTripper{t.cfg.Transport, t.cfg.ProbeTransport} {
 		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
 			c.CloseIdleConnections()

@@ -12,9 +12,11 @@ import (
 	"sync"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/podgate/podgate/internal/h1"
 )
 
-// serveDirect does httputil.ReverseProxy's work for the request h1Client
+// serveDirect does httputil.ReverseProxy's work for the request h1.Client
 // sends itself (HTTP/1.x, no body, idempotent, no upgrade) without the
 // copies ReverseProxy makes of every request: a clone of the request,
 // its header and URL, a context carrying a client trace (for 1xx
@@ -27,14 +29,14 @@ import (
 // nothing, for any other request; in is the request as the server read
 // it, out the request's copy with its limits.
 func (p *Proxy) serveDirect(w *Recorder, in, out *http.Request, st *reqState) bool {
-	if st == nil || in.ProtoMajor != 1 || in.ContentLength != 0 || !fastPath(in) ||
+	if st == nil || in.ProtoMajor != 1 || in.ContentLength != 0 || !h1.FastPath(in) ||
 		len(in.Header["Upgrade"]) > 0 || (p.h2cOnly != nil && p.h2cOnly()) {
 		return false
 	}
 	o := outbounds.Get().(*outbound)
 	o.prepare(in, out)
 	p.rewrite(&httputil.ProxyRequest{In: in, Out: out})
-	pooled := fastPath(out) // else the Transport gets it, and may keep it
+	pooled := h1.FastPath(out) // else the Transport gets it, and may keep it
 	if pooled {
 		defer o.release()
 	}
@@ -52,6 +54,24 @@ func (p *Proxy) serveDirect(w *Recorder, in, out *http.Request, st *reqState) bo
 		return true
 	}
 	p.answer(w, resp)
+	return true
+}
+
+// informDirect passes a 1xx answer of the serving container on to the
+// client of serveDirect's request (h1.Client.Informational), with its
+// headers, then none left for the final answer, as ReverseProxy's client
+// trace passes it on. Other requests' go to that trace.
+func informDirect(req *http.Request, code int, header http.Header) bool {
+	st, _ := req.Context().Value(stateKey{}).(*reqState)
+	if st == nil || st.inform == nil {
+		return false
+	}
+	h := st.inform.Header()
+	for k, vv := range header {
+		h[k] = append(h[k], vv...)
+	}
+	st.inform.WriteHeader(code)
+	clear(h)
 	return true
 }
 

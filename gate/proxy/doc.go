@@ -10,7 +10,7 @@
 // response recorder and request log of the serving port.
 //
 // An idempotent HTTP/1.x request without a body, the most common one,
-// goes its own way (direct.go, h1client.go): written to a kept-alive
+// goes its own way (direct.go, internal/h1): written to a kept-alive
 // connection and answered in the request's goroutine, with
 // ReverseProxy's rules but neither its copies nor the Transport's
 // goroutines; every other request goes through httputil.ReverseProxy

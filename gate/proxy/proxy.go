@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podgate/podgate/gate/contract"
+	"github.com/podgate/podgate/internal/h1"
 )
 
 // Observer is told what the proxy does, for metrics.
@@ -84,7 +85,7 @@ type Proxy struct {
 	t1, t2 *http.Transport
 	// fast sends bodiless idempotent HTTP/1.1 requests itself, every
 	// other one through t1.
-	fast     *h1Client
+	fast     *h1.Client
 	clock    clock.WithDelayedExecution
 	limits   Limits
 	limiter  *Limiter
@@ -134,15 +135,16 @@ func New(cfg Config) *Proxy {
 		IdleConnTimeout:    90 * time.Second,
 		DisableCompression: true,
 	}
-	p.fast = &h1Client{dial: p.t1.DialContext, addr: cfg.Upstream, fallback: p.t1, idleTimeout: p.t1.IdleConnTimeout, maxIdle: p.t1.MaxIdleConnsPerHost}
+	p.fast = &h1.Client{Dial: p.t1.DialContext, Addr: cfg.Upstream, Fallback: p.t1, IdleTimeout: p.t1.IdleConnTimeout,
+		MaxIdle: p.t1.MaxIdleConnsPerHost, Informational: informDirect}
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	p.errLog = errLog
-	for i, t := range []interface {
+	for i, t := range []struct {
 		http.RoundTripper
-		CloseIdleConnections()
-	}{p.fast, p.t2} {
+		closeIdle func()
+	}{{p.fast, p.closeIdle1}, {p.t2, p.t2.CloseIdleConnections}} {
 		rp := &httputil.ReverseProxy{
-			Transport:      &rideThrough{next: t, clock: clk, refused: refused, back: back, m: m, closeIdle: t.CloseIdleConnections},
+			Transport:      &rideThrough{next: t, clock: clk, refused: refused, back: back, m: m, closeIdle: t.closeIdle},
 			Rewrite:        p.rewrite,
 			ModifyResponse: p.responseStarted,
 			ErrorHandler:   p.fail,
@@ -182,11 +184,18 @@ func (p *Proxy) Upstream() string { return p.upstream }
 // CloseIdle drops idle connections to the serving container: after it
 // refused a connection they lead to a process that is gone.
 func (p *Proxy) CloseIdle() {
-	p.fast.CloseIdleConnections() // and t1's
+	p.closeIdle1()
 	p.t2.CloseIdleConnections()
 	if p.t3 != nil {
 		p.t3.CloseIdleConnections()
 	}
+}
+
+// closeIdle1 drops the idle HTTP/1.1 connections: the fast path's and
+// its fallback's.
+func (p *Proxy) closeIdle1() {
+	p.fast.CloseIdleConnections()
+	p.t1.CloseIdleConnections()
 }
 
 type stateKey struct{}

@@ -39,7 +39,7 @@ type part struct {
 // up: a part may only import parts listed before it, so arrows point one
 // way (TestPartsPointOneWay).
 var parts = []part{
-	{"internal", "helpers every part may share: certificates, kubeconfig lookup, informers that ring a bell, the loopback rule, the command runner, the version, the control-plane and Knative stack binaries, OCI images, `$(VAR)` expansion, process groups, the strict decoder; the module's own lint tests", nil},
+	{"internal", "helpers every part may share: certificates, kubeconfig lookup, informers that ring a bell, the loopback rule, the command runner, the version, the control-plane and Knative stack binaries, OCI images, `$(VAR)` expansion, process groups, the strict decoder, the proxies' fast HTTP/1.1 client; the module's own lint tests", nil},
 	{"gate/contract", "the gate's contract with everything that starts or talks to it: its environment (Knative's queue-proxy variables and podgate's own), its ports, container name, probe paths and headers, the pod condition it writes", []string{"internal"}},
 	{"record", "the recording format: the facts of a run on one time axis, a size-bounded writer, a strict reader, a live log", []string{"internal"}},
 	{"test/testapp", "the toggle server the examples and tests run as their pods' program (`podgate testapp`)", nil},

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -80,19 +80,20 @@ func answerOK(n int) func(net.Conn, *bufio.Reader) {
 	}
 }
 
-func newTestH1Client(t *testing.T, addr string, fallback http.RoundTripper) *h1Client {
+func newTestClient(t *testing.T, addr string, fallback http.RoundTripper) *Client {
 	d := &net.Dialer{}
-	// As the proxy dials: its connections mark errors before an answer.
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &upstreamConn{Conn: c}, nil
-	}
-	h := &h1Client{dial: dial, addr: addr, fallback: fallback, idleTimeout: time.Minute, maxIdle: 8}
-	t.Cleanup(h.CloseIdleConnections)
+	h := &Client{Dial: d.DialContext, Addr: addr, Fallback: fallback, IdleTimeout: time.Minute, MaxIdle: 8}
+	t.Cleanup(h.Close)
 	return h
+}
+
+func mustRequest(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
 
 func getBody(t *testing.T, rt http.RoundTripper, req *http.Request) string {
@@ -121,7 +122,7 @@ func TestH1Client(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := startRawUpstream(t, answerOK(tc.perConn))
-			h := newTestH1Client(t, u.ln.Addr().String(), nil)
+			h := newTestClient(t, u.ln.Addr().String(), nil)
 			for range tc.requests {
 				if got := getBody(t, h, mustRequest(t, "http://"+u.ln.Addr().String()+"/")); got != "200 OK ok" {
 					t.Fatalf("answer %q", got)
@@ -136,7 +137,7 @@ func TestH1Client(t *testing.T) {
 
 func TestH1ClientBodyClosedEarlyClosesTheConnection(t *testing.T) {
 	u := startRawUpstream(t, answerOK(0))
-	h := newTestH1Client(t, u.ln.Addr().String(), nil)
+	h := newTestClient(t, u.ln.Addr().String(), nil)
 	resp, err := h.RoundTrip(mustRequest(t, "http://"+u.ln.Addr().String()+"/"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestH1ClientPassesInformationalAnswersToTheTrace(t *testing.T) {
 			_, _ = io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
 	})
-	h := newTestH1Client(t, u.ln.Addr().String(), nil)
+	h := newTestClient(t, u.ln.Addr().String(), nil)
 	var got []string
 	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, hdr textproto.MIMEHeader) error {
 		got = append(got, http.StatusText(code)+" "+hdr.Get("Link"))
@@ -182,7 +183,7 @@ func TestH1ClientRequestEndAbortsTheWait(t *testing.T) {
 		}
 	})
 	defer close(never)
-	h := newTestH1Client(t, u.ln.Addr().String(), nil)
+	h := newTestClient(t, u.ln.Addr().String(), nil)
 	cause := errors.New("the request's limit")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(20*time.Millisecond, func() { cancel(cause) })
@@ -203,7 +204,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func TestH1ClientLeavesOtherRequestsToTheTransport(t *testing.T) {
 	sentinel := errors.New("fallback")
 	fallback := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, sentinel })
-	h := newTestH1Client(t, "127.0.0.1:1", fallback)
+	h := newTestClient(t, "127.0.0.1:1", fallback)
 	post := mustRequest(t, "http://127.0.0.1:1/")
 	post.Method = http.MethodPost
 	upgrade := mustRequest(t, "http://127.0.0.1:1/")
