@@ -110,7 +110,7 @@ func (b *timedBody) Close() error { return b.rc.Close() }
 // depends on their tokens) and without a client trace (its hooks are the
 // Transport's to call).
 func writesItself(req *http.Request) (string, bool) {
-	if req.URL.Scheme != "http" || req.Method != http.MethodGet || req.Close || req.Cancel != nil ||
+	if req.URL.Scheme != "http" || req.Method != http.MethodGet || req.Close ||
 		(req.Body != nil && req.Body != http.NoBody) || len(req.Trailer) != 0 ||
 		req.URL.Host == "" || !plainHost(req.URL.Host) || !plainHost(req.Host) {
 		return "", false
@@ -357,11 +357,13 @@ func writeRequest(bw *bufio.Writer, req *http.Request, ruri string) error {
 	_, _ = bw.WriteString("\r\n")
 	ua := "Go-http-client/1.1"
 	if _, ok := req.Header["User-Agent"]; ok {
-		ua = trimHeaderValue(req.Header.Get("User-Agent"))
+		ua = req.Header.Get("User-Agent")
 	}
+	// Request.Write skips only an empty value; one of blanks is trimmed
+	// after that check and sent empty.
 	if ua != "" {
 		_, _ = bw.WriteString("User-Agent: ")
-		_, _ = bw.WriteString(ua)
+		_, _ = bw.WriteString(trimHeaderValue(ua))
 		_, _ = bw.WriteString("\r\n")
 	}
 	if err := req.Header.WriteSubset(bw, reqWriteExclude); err != nil {

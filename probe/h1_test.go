@@ -128,6 +128,7 @@ func TestPlainHTTPWritesWhatTheTransportWrites(t *testing.T) {
 		{"custom headers, repeats and case", "/", h("X-Check", "a", "x-check", "b", "Accept", "text/plain", "Accept", "", "K-Network-Probe", "queue"), true},
 		{"a user User-Agent", "/", h("User-Agent", " mine/1\t", "User-Agent", "second"), true},
 		{"an empty User-Agent sends none", "/", h("User-Agent", ""), true},
+		{"a blank User-Agent is sent empty", "/", h("User-Agent", "  "), true},
 		{"an empty first Accept sends none", "/", h("Accept", "", "Accept", "x"), true},
 		{"a custom Host header", "/", h("Host", "app.example.test"), true},
 		{"a user Accept-Encoding", "/", h("Accept-Encoding", "gzip"), true},
