@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -87,6 +89,45 @@ func FuzzHTTPRequest(f *testing.F) {
 		}
 		if req.URL.Port() != "8080" || req.URL.Hostname() != wantHost {
 			t.Fatalf("path %q host %q: request URL %q does not target %s:8080", path, host, req.URL, wantHost)
+		}
+	})
+}
+
+// FuzzPlainHTTPRequestBytes: for any path, Host and header a probe may
+// carry, a request plainHTTP writes itself is, byte for byte, what the
+// Transport with keep-alives off writes: Request.Write's bytes with
+// "Connection: close" after the headers (the Transport's extra header).
+func FuzzPlainHTTPRequestBytes(f *testing.F) {
+	f.Add("/healthz", "", "X-A", "b")
+	f.Add("/%zz?a=b", "app.example.test", "User-Agent", " x\t")
+	f.Add("healthz?full=1", "", "Accept", "")
+	f.Add("/", "h:1", "Accept-Encoding", "gzip")
+	r := NewRunner()
+	f.Fuzz(func(t *testing.T, path, host, hName, hValue string) {
+		h := &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(8080),
+			HTTPHeaders: []corev1.HTTPHeader{{Name: "Host", Value: host}, {Name: hName, Value: hValue}},
+		}
+		req, err := r.newHTTPRequest(context.Background(), h, Target{PodIP: "127.0.0.1"})
+		if err != nil {
+			return
+		}
+		ruri, ok := writesItself(req)
+		if !ok {
+			return
+		}
+		var got bytes.Buffer
+		if err := writeRequest(bufio.NewWriter(&got), req, ruri); err != nil {
+			t.Fatalf("writeRequest: %v", err)
+		}
+		var want bytes.Buffer
+		if err := req.Write(&want); err != nil {
+			t.Fatalf("Request.Write: %v", err)
+		}
+		w := want.Bytes()
+		wire := string(w[:len(w)-2]) + "Connection: close\r\n\r\n"
+		if got.String() != wire {
+			t.Fatalf("plainHTTP writes\n%q\nthe Transport writes\n%q", got.String(), wire)
 		}
 	})
 }

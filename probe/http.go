@@ -82,6 +82,15 @@ func (r *Runner) prepareHTTP(h *corev1.HTTPGetAction, t Target) *preparedHTTP {
 // httpProbe makes one attempt of h against t; prep, when not nil, is
 // the request prepared for them (Bind), else it is built now.
 func (r *Runner) httpProbe(ctx context.Context, transport *http.Transport, h *corev1.HTTPGetAction, t Target, timeout time.Duration, prep *preparedHTTP) (Result, string, int, error) {
+	// A plain-HTTP probe is sent by plainHTTP in this goroutine; its
+	// attempt's deadline is a context deadline, not Client.Timeout (see
+	// plainHTTP).
+	var plain *plainAttempt
+	if transport == r.transport && !r.transportOnly && (h.Scheme == "" || strings.EqualFold(string(h.Scheme), "http")) {
+		var cancel context.CancelFunc
+		plain, ctx, cancel = r.newPlainAttempt(ctx, timeout)
+		defer cancel()
+	}
 	var req *http.Request
 	var err error
 	if prep == nil {
@@ -95,8 +104,13 @@ func (r *Runner) httpProbe(ctx context.Context, transport *http.Transport, h *co
 	if err != nil {
 		return Error, "", 0, err
 	}
-	client := http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirects}
-	res, err := client.Do(req)
+	var res *http.Response
+	if plain != nil {
+		res, err = plain.client.Do(req)
+	} else {
+		client := http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirects}
+		res, err = client.Do(req)
+	}
 	if err != nil {
 		// Refused, timed out before headers, too many redirects: the
 		// container failed, and the message is the client's error text.
@@ -229,6 +243,27 @@ func probeURL(scheme, host string, port int, path string) *url.URL {
 	u.Scheme = scheme
 	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	return u
+}
+
+// plainAttempt is the client of one plain-HTTP attempt and its
+// RoundTripper, made in one allocation.
+type plainAttempt struct {
+	client http.Client
+	rt     plainHTTP
+}
+
+// newPlainAttempt returns the client of one plain-HTTP attempt bounded by
+// timeout, and the context its request must carry: ctx with the
+// attempt's deadline, ended by cancel.
+func (r *Runner) newPlainAttempt(ctx context.Context, timeout time.Duration) (*plainAttempt, context.Context, context.CancelFunc) {
+	a := &plainAttempt{rt: plainHTTP{dialer: r.dialer, transport: r.transport, deadline: time.Now().Add(timeout)}}
+	a.client = http.Client{Transport: &a.rt, CheckRedirect: sameHostRedirects}
+	// As the Client with a Timeout: a caller's context that ends first
+	// keeps its own deadline, and its errors get no Client.Timeout words.
+	d, ok := ctx.Deadline()
+	a.rt.ownDeadline = !ok || a.rt.deadline.Before(d)
+	ctx, cancel := context.WithDeadline(ctx, a.rt.deadline)
+	return a, ctx, cancel
 }
 
 // errTooManyRedirects is net/http's own wording for the same limit.

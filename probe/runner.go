@@ -41,6 +41,9 @@ type Runner struct {
 	exec      Executor
 	dialer    *net.Dialer
 	transport *http.Transport
+	// transportOnly sends plain-HTTP probes through transport too, as
+	// before plainHTTP: the reference its tests compare it with.
+	transportOnly bool
 	// h2c is the transport of AttemptH2C, made at its first use.
 	h2cOnce sync.Once
 	h2c     *http.Transport
