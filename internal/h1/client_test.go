@@ -234,6 +234,7 @@ func TestWriteRequestIsRequestWrite(t *testing.T) {
 			"X-B": {"2", " 3 "}, "Accept": {"*/*"}, "X-A": {"a\r\nb"}, "User-Agent": {"curl/8"}}},
 		{"an empty User-Agent sends none", "GET", "http://127.0.0.1/", "h", http.Header{"User-Agent": {""}}},
 		{"a User-Agent with a newline", "GET", "http://127.0.0.1/", "h", http.Header{"User-Agent": {"a\nb "}}},
+		{"a User-Agent of blanks is sent empty", "GET", "http://127.0.0.1/", "h", http.Header{"User-Agent": {"  "}}},
 		{"an invalid header name is dropped", "GET", "http://127.0.0.1/", "h", http.Header{"Bad Name": {"x"}, "Ok": {"y"}}},
 		{"a host with a zone goes to Request.Write", "GET", "http://[fe80::1%25eth0]:80/", "", nil},
 		{"a non-ASCII host goes to Request.Write", "GET", "http://127.0.0.1/", "bücher.example", nil},

@@ -33,11 +33,13 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	bw.WriteString("\r\n")
 	ua := "Go-http-client/1.1" // net/http's default, unless the header is there
 	if _, ok := req.Header["User-Agent"]; ok {
-		ua = textproto.TrimString(uaNewlines.Replace(req.Header.Get("User-Agent")))
+		ua = req.Header.Get("User-Agent")
 	}
+	// Request.Write skips only an empty value; one of blanks is trimmed
+	// after that check and sent empty.
 	if ua != "" {
 		bw.WriteString("User-Agent: ")
-		bw.WriteString(ua)
+		bw.WriteString(textproto.TrimString(uaNewlines.Replace(ua)))
 		bw.WriteString("\r\n")
 	}
 	switch req.Method {
