@@ -477,8 +477,17 @@ func TestLivenessKillIsARestartNotADrain(t *testing.T) {
     livenessProbe: {httpGet: {path: /livez, port: 8080}, initialDelaySeconds: 1, periodSeconds: 1, failureThreshold: 1}
 `), inject.Options{})
 	p := h.waitPod("restart", "ready", podReady)
-	if code, _, err := get(fmt.Sprintf("http://%s:8080/toggleLive?set=false", p.Status.PodIP)); err != nil || code != 200 {
-		t.Fatalf("toggle liveness: %d %v", code, err)
+	// Without a readiness probe the pod is Ready as its containers start,
+	// before the app listens: try until the app answers.
+	toggle := fmt.Sprintf("http://%s:8080/toggleLive?set=false", p.Status.PodIP)
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(20 * time.Millisecond) {
+		code, _, err := get(toggle)
+		if err == nil && code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toggle liveness: %d %v", code, err)
+		}
 	}
 	h.restarted("restart", "app", 1)
 	h.waitOutputLine("restart", contract.GateContainerName, "preStop hook released: no SIGTERM, so a container restarts")
