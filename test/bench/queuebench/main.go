@@ -53,6 +53,7 @@ type options struct {
 	rounds   int           // closed-loop rounds, paths interleaved
 	conns    int           // closed-loop connections
 	rate     float64       // fixed rate; 0: half of queue-proxy's closed-loop rate
+	limRate  float64       // fixed rate under the CPU limit; 0: half of queue-proxy's there
 	cpuLimit float64       // cores, for the throttled runs; 0 skips them
 	ownCore  bool          // measure with the proxy on a core of its own too
 	door     bool          // measure the front door too
@@ -79,6 +80,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 32, "keep-alive connections of the closed-loop runs")
 	flag.Float64Var(&o.rate, "rate", 0, "requests/s of the equal-load runs (default: half of queue-proxy's closed-loop rate)")
 	flag.BoolVar(&o.ownCore, "own-core", true, "measure with the proxy alone on one CPU too, wrk and the upstream on the others (needs 2 CPUs)")
+	flag.Float64Var(&o.limRate, "limited-rate", 0, "requests/s of the equal-load runs under -cpu-limit (default: half of queue-proxy's closed-loop rate there; near that rate, queue-proxy is throttled)")
 	flag.Float64Var(&o.cpuLimit, "cpu-limit", 0.25, "CPU limit of the proxy in the throttled runs, in cores (0 skips them)")
 	flag.BoolVar(&o.door, "front-door", true, "measure podgate run's front door next to its gate")
 	flag.BoolVar(&o.onlyDoor, "only-front-door", false, "measure the front door alone (skips the comparison with queue-proxy)")
@@ -93,7 +95,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "queuebench: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
 	}
-	if o.rounds < 1 || o.conns < 1 || o.duration < time.Second || o.rate < 0 || o.cpuLimit < 0 || o.cpuLimit > 64 {
+	if o.rounds < 1 || o.conns < 1 || o.duration < time.Second || o.rate < 0 || o.limRate < 0 || o.cpuLimit < 0 || o.cpuLimit > 64 {
 		fmt.Fprintln(os.Stderr, "queuebench: -rounds and -conns must be at least 1, -duration at least 1s, -rate and -cpu-limit not negative")
 		os.Exit(2)
 	}
@@ -185,15 +187,20 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// series runs the closed loop, then the equal load: -rate, or half of
-// what queue-proxy sustained in the closed loop of the same placement
-// (-rate applies with every process on every core only).
+// series runs the closed loop, then the equal load: half of what
+// queue-proxy sustained in the closed loop of the same placement, unless
+// -rate (every process on every core) or -limited-rate (under the CPU
+// limit) says otherwise.
 func (b *bench) series(ctx context.Context, r *results, pl placement) error {
 	if err := b.closedLoop(ctx, r, pl); err != nil {
 		return err
 	}
-	if r.rate[pl] = roundRate(r.capacity(queueProxy, pl) / 2); pl == sharedCores && b.o.rate > 0 {
+	r.rate[pl] = roundRate(r.capacity(queueProxy, pl) / 2)
+	if pl == sharedCores && b.o.rate > 0 {
 		r.rate[pl] = b.o.rate
+	}
+	if pl == limited && b.o.limRate > 0 {
+		r.rate[pl] = b.o.limRate
 	}
 	if r.rate[pl] <= 0 {
 		return errors.New("queue-proxy answered nothing")
